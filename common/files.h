@@ -1,0 +1,36 @@
+// Small, careful file helpers: whole-file reads, atomic durable writes, mode checks.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+
+namespace kite {
+
+Result<std::string> ReadFile(const std::string& path);
+
+// Writes `data` to `path` atomically: a temporary file in the same directory, fsync, rename,
+// fsync of the directory. `mode` applies to the new file from its creation (never wider).
+Status WriteFileAtomic(const std::string& path, std::string_view data, mode_t mode = 0644);
+
+// mkdir -p with `mode` for the directories it creates.
+Status MakeDirs(const std::string& path, mode_t mode = 0755);
+
+// Fails with kPermission when the file is readable or writable by group or others
+// (the rule Globus applies to private keys and proxies).
+Status CheckPrivateFile(const std::string& path);
+
+bool FileExists(const std::string& path);
+
+// The directory part / last component of a path ("a/b/c" -> "a/b", "c").
+std::string DirName(const std::string& path);
+std::string BaseName(const std::string& path);
+// Joins with exactly one '/', unless `rel` is absolute, in which case returns `rel`.
+std::string JoinPath(const std::string& dir, const std::string& rel);
+// Absolute form of `path` relative to the current directory (no symlink resolution).
+std::string AbsolutePath(const std::string& path);
+
+}  // namespace kite

@@ -1,0 +1,52 @@
+#include "common/files.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <string>
+
+namespace kite {
+namespace {
+
+std::string TempDir() {
+  char tmpl[] = "/tmp/kite-files-XXXXXX";
+  return ::mkdtemp(tmpl);
+}
+
+TEST(Files, WriteAtomicThenRead) {
+  auto dir = TempDir();
+  auto path = dir + "/a.txt";
+  ASSERT_TRUE(WriteFileAtomic(path, "hello", 0600));
+  auto got = ReadFile(path);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(*got, "hello");
+  struct stat sb;
+  ASSERT_EQ(::stat(path.c_str(), &sb), 0);
+  EXPECT_EQ(sb.st_mode & 0777, 0600u);
+  EXPECT_TRUE(CheckPrivateFile(path));
+  ::chmod(path.c_str(), 0644);
+  auto st = CheckPrivateFile(path);
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code(), ErrorCode::kPermission);
+  EXPECT_NE(st.error().message().find("0644"), std::string::npos);
+}
+
+TEST(Files, ReadMissingIsNotFound) {
+  auto got = ReadFile("/nonexistent/kite/file");
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().code(), ErrorCode::kNotFound);
+}
+
+TEST(Files, MakeDirsAndPaths) {
+  auto dir = TempDir();
+  ASSERT_TRUE(MakeDirs(dir + "/x/y/z"));
+  EXPECT_TRUE(FileExists(dir + "/x/y/z"));
+  EXPECT_EQ(DirName("a/b/c"), "a/b");
+  EXPECT_EQ(BaseName("a/b/c"), "c");
+  EXPECT_EQ(JoinPath("a/", "b"), "a/b");
+  EXPECT_EQ(JoinPath("a", "/b"), "/b");
+}
+
+}  // namespace
+}  // namespace kite
