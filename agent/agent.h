@@ -1,0 +1,105 @@
+// kite-agent: the per-user daemon that owns the job queue and runs local-universe jobs.
+//
+// One thread runs one io_context: the queue, the API handlers, timers and child reaping all run on
+// it, so none of them needs a lock. Slow work (formatting a huge listing) is still done here; it is
+// bounded by the size of the queue and measured in bench/.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/config.h"
+#include "agent/local_runner.h"
+#include "agent/queue.h"
+#include "store/job_queue_store.h"
+
+namespace kite::agent {
+
+class ApiServer;
+
+// Counts for `kite wait`: how many of the asked-for jobs are where.
+struct WaitCounts {
+  int total = 0, done = 0, idle = 0, running = 0, held = 0, missing = 0;
+  std::vector<std::string> missing_ids;
+};
+
+// A job selector from the CLI: "C" (a cluster) or "C.P" (one job).
+struct JobSelector {
+  int cluster = 0;
+  int proc = -1;  // -1: the whole cluster
+};
+Result<JobSelector> ParseJobSelector(std::string_view text);
+
+class Agent {
+ public:
+  explicit Agent(AgentOptions options);
+  ~Agent();
+
+  // Opens the queue, reconciles jobs that ran while the agent was down, starts listening.
+  Status Start();
+  // Runs until Stop() or SIGTERM/SIGINT.
+  void Run();
+  void Stop();
+
+  boost::asio::io_context& io() { return io_; }
+  JobQueue& queue() { return *queue_; }
+  store::JobQueueStore& store() { return *store_; }
+  const AgentOptions& options() const { return options_; }
+
+  // Actions from the API. Each returns how many jobs it changed; errors per job in `errors`.
+  enum class Action { kRemove, kHold, kRelease };
+  int Act(Action action, const std::vector<Job*>& jobs, const std::string& reason,
+          std::vector<std::string>* errors);
+  // Registers a long-poll waiter: `reply` runs after the next queue change or after `timeout`.
+  void Wait(std::vector<JobSelector> sel, double timeout, std::function<void(WaitCounts)> reply);
+  WaitCounts Count(const std::vector<JobSelector>& sel);
+
+  // Called after any change that may let a job start.
+  void Schedule();
+
+ private:
+  void ArmFlush();
+  void FlushNow();
+  void StartIdleJobs();
+  void OnChildSignal();
+  void HandleExit(Job& job, const Result<ExecStatus>& outcome);
+  void Finish(Job& job);  // retire a Completed/Removed job and clean its spool
+  void Recover();
+  void PollAdopted();
+  void PeriodicPolicy();
+  void EscalateKills();
+  void OnStatusChange(Job& job);
+  void AnswerWaiters();
+  void ArmTimer(boost::asio::steady_timer& t, double seconds, void (Agent::*fn)());
+
+  AgentOptions options_;
+  boost::asio::io_context io_;
+  boost::asio::signal_set child_signals_;
+  boost::asio::signal_set stop_signals_;
+  boost::asio::steady_timer flush_timer_, periodic_timer_, adopt_timer_, kill_timer_;
+  bool flush_armed_ = false;
+  bool schedule_posted_ = false;
+  std::unique_ptr<store::JobQueueStore> store_;
+  std::unique_ptr<JobQueue> queue_;
+  std::unique_ptr<LocalRunner> runner_;
+  std::unique_ptr<ApiServer> api_;
+  std::vector<std::string> base_env_;
+  std::set<JobKey> runnable_;                   // idle local-universe jobs
+  std::unordered_map<pid_t, JobKey> children_;  // wrapper pid -> job
+  int running_local_ = 0;
+  struct Waiter {
+    std::vector<JobSelector> sel;
+    std::function<void(WaitCounts)> reply;
+    std::shared_ptr<boost::asio::steady_timer> timer;
+  };
+  std::vector<std::shared_ptr<Waiter>> waiters_;
+};
+
+}  // namespace kite::agent

@@ -1,0 +1,123 @@
+// `kite agent start|stop|status`.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "agent/cli/commands.h"
+#include "agent/cli/util.h"
+#include "agent/config.h"
+#include "common/files.h"
+#include "common/paths.h"
+#include "common/spawn.h"
+#include "common/strings.h"
+
+namespace kite::cli {
+namespace {
+
+namespace json = boost::json;
+
+// The pid of the agent holding HOME/agent.pid's lock, or 0 when none does.
+int RunningAgentPid(const std::string& home) {
+  std::string path = home + "/agent.pid";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  bool locked = ::flock(fd, LOCK_SH | LOCK_NB) != 0;
+  ::close(fd);
+  if (!locked) return 0;
+  auto text = ReadFile(path);
+  return text ? std::atoi(text->c_str()) : 0;
+}
+
+bool WaitFor(const std::function<bool()>& ready, double seconds) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < end) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return ready();
+}
+
+void Start(bool foreground) {
+  std::string home = KiteHome();
+  if (int pid = RunningAgentPid(home)) {
+    std::printf("kite-agent is already running (pid %d) for %s\n", pid, home.c_str());
+    return;
+  }
+  if (auto st = MakeDirs(home, 0700); !st) Die(st.error());
+  // Check the configuration here too, so a bad file is reported to the user who typed the command.
+  if (auto o = agent::LoadAgentOptions(home); !o) Die(o.error());
+  SpawnOptions so;
+  so.program = ProgramPath("kite-agent");
+  so.argv = {so.program, "--home", home};
+  so.env = CurrentEnvironment();
+  so.new_session = !foreground;
+  so.stdout_path = home + "/agent.out";
+  so.stderr_path = home + "/agent.out";
+  if (foreground) {
+    so.argv.push_back("--log-stderr");
+    ::execv(so.program.c_str(), const_cast<char* const*>(std::vector<char*>{
+        so.argv[0].data(), so.argv[1].data(), so.argv[2].data(), so.argv[3].data(),
+        nullptr}.data()));
+    Die("cannot run " + so.program);
+  }
+  auto pid = Spawn(so);
+  if (!pid) Die(pid.error());
+  bool up = WaitFor([&] { return AgentClient::Connect(home).has_value(); }, 15);
+  if (!up) {
+    auto out = ReadFile(home + "/agent.out");
+    std::string why = out && !out->empty() ? ": " + std::string(Trim(*out)) : "";
+    Die("kite-agent did not start" + why);
+  }
+  std::printf("kite-agent started (pid %d) for %s\n", *pid, home.c_str());
+}
+
+void Stop() {
+  std::string home = KiteHome();
+  int pid = RunningAgentPid(home);
+  if (!pid) {
+    std::printf("kite-agent is not running for %s\n", home.c_str());
+    return;
+  }
+  if (auto c = AgentClient::Connect(home)) {
+    (void)(*c)->Post("/v1/shutdown", json::object{});
+  } else {
+    ::kill(pid, SIGTERM);
+  }
+  if (!WaitFor([&] { return RunningAgentPid(home) == 0; }, 30)) Die("kite-agent did not stop");
+  std::printf("kite-agent stopped\n");
+}
+
+void Status() {
+  std::string home = KiteHome();
+  auto c = AgentClient::Connect(home);
+  if (!c) {
+    std::printf("kite-agent is not running for %s\n", home.c_str());
+    throw CLI::RuntimeError(3);
+  }
+  auto r = (*c)->Get("/v1/ping");
+  if (!r || r->status != 200) Die("kite-agent does not answer");
+  auto v = json::parse(r->body).as_object();
+  std::printf("kite-agent is running (pid %lld) for %s with %lld job(s) queued\n",
+              static_cast<long long>(v["pid"].as_int64()), home.c_str(),
+              static_cast<long long>(v["jobs"].to_number<int64_t>()));
+}
+
+}  // namespace
+
+void RegisterAgentCommands(CLI::App& app) {
+  auto* agent = app.add_subcommand("agent", "start, stop or check the per-user kite-agent");
+  agent->require_subcommand(1);
+  static bool foreground = false;
+  auto* start = agent->add_subcommand("start", "start the agent in the background");
+  start->add_flag("--foreground", foreground, "run in the foreground, logging to stderr");
+  start->callback([] { Start(foreground); });
+  agent->add_subcommand("stop", "stop the agent (running local jobs keep running)")
+      ->callback(Stop);
+  agent->add_subcommand("status", "say whether the agent runs (exit 3 when not)")->callback(Status);
+}
+
+}  // namespace kite::cli

@@ -1,0 +1,208 @@
+// `kite submit`, `q`, `history`, `rm`, `hold`, `release`, `wait`, `log`.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+#include "agent/cli/commands.h"
+#include "agent/cli/util.h"
+#include "agent/userlog.h"
+#include "submit/submit_file.h"
+
+namespace kite::cli {
+namespace {
+
+namespace json = boost::json;
+
+json::array AttrsJson(const std::vector<submit::Attr>& attrs) {
+  json::array a;
+  a.reserve(attrs.size());
+  for (auto& at : attrs) a.push_back(json::array{json::string(at.name), json::string(at.expr)});
+  return a;
+}
+
+void Submit(const std::string& file) {
+  auto client = ConnectOrDie();
+  auto c = client->PostJson("/v1/cluster", {});
+  if (!c) Die(c.error());
+  int cluster = static_cast<int>(c->at("cluster").as_int64());
+  submit::SubmitOptions so;
+  so.cluster_id = cluster;
+  auto parsed = submit::ParseSubmitFile(file, so);
+  if (!parsed) Die(parsed.error());
+  for (auto& w : parsed->warnings) std::fprintf(stderr, "%s\n", w.c_str());
+  json::object body;
+  body["cluster"] = cluster;
+  body["common"] = AttrsJson(parsed->common);
+  json::array procs;
+  procs.reserve(parsed->procs.size());
+  for (auto& p : parsed->procs) procs.push_back(AttrsJson(p));
+  body["procs"] = std::move(procs);
+  auto r = client->PostJson("/v1/submit", body);
+  if (!r) Die(r.error());
+  std::printf("%lld job(s) submitted to cluster %d.\n",
+              static_cast<long long>(r->at("jobs").as_int64()), cluster);
+}
+
+struct QueryArgs {
+  std::vector<std::string> ids;
+  std::string constraint;
+  bool json = false, nobatch = false, batch = false;
+  int limit = 0;
+};
+
+void Query(const QueryArgs& a, bool history) {
+  auto client = ConnectOrDie();
+  json::object body;
+  body["ids"] = IdsJson(a.ids);
+  body["constraint"] = a.constraint;
+  body["history"] = history;
+  body["limit"] = a.limit;
+  // condor_q shows clusters by default and single jobs with -nobatch; naming jobs by id shows them.
+  body["format"] = a.json ? "json" : (history || a.nobatch || (!a.batch && !a.ids.empty()))
+                                         ? "table"
+                                         : "batch";
+  auto r = client->Post("/v1/query", body);
+  if (!r) Die(r.error());
+  if (r->status != 200) Die(AgentError(*r));
+  std::fwrite(r->body.data(), 1, r->body.size(), stdout);
+}
+
+struct ActArgs {
+  std::vector<std::string> ids;
+  std::string constraint, reason;
+};
+
+void Act(const std::string& action, const ActArgs& a) {
+  if (a.ids.empty() && a.constraint.empty()) Die("name the jobs: give job ids or -constraint");
+  auto client = ConnectOrDie();
+  json::object body;
+  body["action"] = action;
+  body["ids"] = IdsJson(a.ids);
+  body["constraint"] = a.constraint;
+  body["reason"] = a.reason;
+  auto r = client->PostJson("/v1/act", body);
+  if (!r) Die(r.error());
+  auto changed = r->at("changed").as_int64();
+  auto& errors = r->at("errors").as_array();
+  for (auto& e : errors) std::fprintf(stderr, "kite: %s\n", e.as_string().c_str());
+  std::printf("%lld job(s) %s.\n", static_cast<long long>(changed), r->at("verb").as_string().c_str());
+  if (!errors.empty()) throw CLI::RuntimeError(1);
+}
+
+void Wait(const std::vector<std::string>& ids, double timeout) {
+  if (ids.empty()) Die("wait needs job ids");
+  auto client = ConnectOrDie();
+  bool tty = ::isatty(1);
+  auto start = std::chrono::steady_clock::now();
+  std::string last;
+  for (;;) {
+    double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    double left = timeout > 0 ? timeout - elapsed : 5;
+    json::object body;
+    body["ids"] = IdsJson(ids);
+    body["timeout"] = std::max(0.0, std::min(left, 5.0));
+    auto r = client->PostJson("/v1/wait", body);
+    if (!r) Die(r.error());
+    auto n = [&](const char* k) { return static_cast<long long>(r->at(k).as_int64()); };
+    if (n("missing") > 0) {
+      std::string m;
+      for (auto& id : r->at("missing_ids").as_array()) m += " " + std::string(id.as_string());
+      Die("no such job(s):" + m, 2);
+    }
+    char line[200];
+    std::snprintf(line, sizeof line, "%lld of %lld job(s) done; %lld running, %lld idle, %lld held",
+                  n("done"), n("total"), n("running"), n("idle"), n("held"));
+    if (line != last) {
+      std::printf(tty ? "\r%s\033[K" : "%s\n", line);
+      std::fflush(stdout);
+      last = line;
+    }
+    if (n("running") == 0 && n("idle") == 0 && n("held") == 0) {
+      if (tty) std::printf("\n");
+      return;
+    }
+    if (timeout > 0 && left <= 0) {
+      if (tty) std::printf("\n");
+      Die("timed out: " + std::to_string(n("total") - n("done")) + " job(s) not done", 1);
+    }
+  }
+}
+
+void Log(const std::string& id) {
+  auto client = ConnectOrDie();
+  json::object body;
+  body["id"] = id;
+  auto r = client->Post("/v1/events", body);
+  if (!r) Die(r.error());
+  if (r->status != 200) Die(AgentError(*r));
+  auto sel = json::parse(r->body).as_array();
+  auto dot = id.find('.');
+  int cluster = std::stoi(id.substr(0, dot)), proc = std::stoi(id.substr(dot + 1));
+  for (auto& e : sel) {
+    auto& o = e.as_object();
+    std::string text = agent::FormatEvent(static_cast<int>(o.at("code").as_int64()), cluster, proc,
+                                          o.at("time").to_number<double>(),
+                                          std::string(o.at("text").as_string()));
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  }
+}
+
+}  // namespace
+
+void RegisterJobCommands(CLI::App& app) {
+  static std::string submit_file;
+  auto* sub = app.add_subcommand("submit", "queue the jobs a submit description file describes");
+  sub->add_option("file", submit_file, "submit description file")->required();
+  sub->callback([] { Submit(submit_file); });
+
+  static QueryArgs q, h;
+  auto* qc = app.add_subcommand("q", "show queued jobs (condor_q)");
+  qc->add_option("ids", q.ids, "clusters C or jobs C.P");
+  qc->add_option("--constraint", q.constraint, "only jobs for which this ClassAd expression is true");
+  qc->add_flag("--json", q.json, "whole job ads as JSON, like condor_q -json");
+  qc->add_flag("--nobatch", q.nobatch, "one line per job");
+  qc->add_flag("--batch", q.batch, "one line per cluster (the default)");
+  qc->callback([] { Query(q, false); });
+
+  auto* hc = app.add_subcommand("history", "show jobs that have left the queue (condor_history)");
+  hc->add_option("ids", h.ids, "clusters C or jobs C.P");
+  hc->add_option("--constraint", h.constraint, "only jobs for which this expression is true");
+  hc->add_flag("--json", h.json, "whole job ads as JSON");
+  hc->add_option("--limit", h.limit, "show at most this many jobs, newest first");
+  hc->callback([] { Query(h, true); });
+
+  static ActArgs rm, hold, rel;
+  struct Verb {
+    const char* name;
+    const char* help;
+    ActArgs* args;
+  };
+  for (auto v : {Verb{"rm", "remove jobs from the queue, stopping them if they run", &rm},
+                 Verb{"hold", "hold jobs (stopping them if they run) until released", &hold},
+                 Verb{"release", "release held jobs", &rel}}) {
+    auto* c = app.add_subcommand(v.name, v.help);
+    c->add_option("ids", v.args->ids, "clusters C or jobs C.P");
+    c->add_option("--constraint", v.args->constraint, "all jobs for which this expression is true");
+    c->add_option("--reason", v.args->reason, "the reason recorded in the job and its log");
+    std::string action = v.name;
+    ActArgs* args = v.args;
+    c->callback([action, args] { Act(action, *args); });
+  }
+
+  static std::vector<std::string> wait_ids;
+  static double wait_timeout = 0;
+  auto* w = app.add_subcommand("wait", "wait until jobs have left the queue, showing progress");
+  w->add_option("ids", wait_ids, "clusters C or jobs C.P")->required();
+  w->add_option("--timeout", wait_timeout, "give up after this many seconds (exit 1)");
+  w->callback([] { Wait(wait_ids, wait_timeout); });
+
+  static std::string log_id;
+  auto* l = app.add_subcommand("log", "show a job's event history in user-log format");
+  l->add_option("id", log_id, "job C.P")->required();
+  l->callback([] { Log(log_id); });
+}
+
+}  // namespace kite::cli

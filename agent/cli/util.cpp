@@ -1,0 +1,33 @@
+// Shared CLI helpers.
+#include "agent/cli/util.h"
+
+#include <cstdio>
+
+#include "agent/agent.h"
+#include "common/paths.h"
+
+namespace kite::cli {
+
+void Die(const std::string& message, int code) {
+  std::fprintf(stderr, "kite: %s\n", message.c_str());
+  throw CLI::RuntimeError(code);
+}
+
+void Die(const Error& e, int code) { Die(e.message(), code); }
+
+std::unique_ptr<AgentClient> ConnectOrDie() {
+  auto c = AgentClient::Connect(KiteHome());
+  if (!c) Die(c.error());
+  return std::move(*c);
+}
+
+boost::json::array IdsJson(const std::vector<std::string>& ids) {
+  boost::json::array a;
+  for (auto& id : ids) {
+    if (auto s = agent::ParseJobSelector(id); !s) Die(s.error());
+    a.push_back(boost::json::string(id));
+  }
+  return a;
+}
+
+}  // namespace kite::cli

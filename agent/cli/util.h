@@ -1,0 +1,24 @@
+// Shared bits of the CLI verbs: failing with one line, connecting, job id lists.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/cli/client.h"
+#include "common/error.h"
+
+namespace kite::cli {
+
+// Prints "kite: MESSAGE" to stderr and ends the verb with exit status `code`.
+[[noreturn]] void Die(const std::string& message, int code = 1);
+[[noreturn]] void Die(const Error& e, int code = 1);
+
+// Connects to the user's agent or dies with a hint to start it.
+std::unique_ptr<AgentClient> ConnectOrDie();
+
+// Validates "C" / "C.P" ids; dies on a bad one.
+boost::json::array IdsJson(const std::vector<std::string>& ids);
+
+}  // namespace kite::cli

@@ -1,0 +1,42 @@
+// The agent's settings: $KITE_HOME/config.toml, read once at start-up (docs/config.md).
+#pragma once
+
+#include <string>
+
+#include "common/error.h"
+
+namespace kite::agent {
+
+struct AgentOptions {
+  // Where everything lives: queue.db, agent.sock, agent.log, spool/.
+  std::string home;
+  // [agent] log_level: "debug", "info", "warn", "error".
+  std::string log_level = "info";
+  // [agent] periodic_interval: seconds between evaluations of periodic_hold/release/remove
+  // (HTCondor's PERIODIC_EXPR_INTERVAL, default 60).
+  double periodic_interval = 60;
+  // [agent] max_local_jobs: local-universe jobs running at once; 0 means no limit.
+  int max_local_jobs = 200;
+  // [agent] kill_grace: seconds between SIGTERM and SIGKILL when a running job is held or removed.
+  double kill_grace = 10;
+  // [agent] commit_delay_ms: how long queue changes may wait to share a transaction. Replies to
+  // the CLI are sent only after the commit, whatever this is.
+  int commit_delay_ms = 2;
+  // [agent] history_max: finished jobs kept in history; the oldest are dropped beyond it (0 = all).
+  int history_max = 0;
+
+  std::string queue_path() const { return home + "/queue.db"; }
+  std::string socket_path() const { return home + "/agent.sock"; }
+  std::string log_path() const { return home + "/agent.log"; }
+  std::string pid_path() const { return home + "/agent.pid"; }
+  std::string spool_path() const { return home + "/spool"; }
+};
+
+// Reads `home`/config.toml when it exists (missing file: all defaults). A key that is unknown or of
+// the wrong type or range fails with "config.toml:LINE: key: problem".
+Result<AgentOptions> LoadAgentOptions(const std::string& home);
+// The same, from text (for tests).
+Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view toml_text,
+                                       const std::string& filename);
+
+}  // namespace kite::agent

@@ -1,0 +1,69 @@
+// The agent's in-memory jobs and clusters (HTCondor's job ads, split cluster / proc).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "classad/classad.h"
+#include "store/job_queue_store.h"
+
+namespace kite::agent {
+
+using store::JobKey;
+
+// HTCondor's JobStatus codes.
+enum JobStatus : int {
+  kIdle = 1,
+  kRunning = 2,
+  kRemoved = 3,
+  kCompleted = 4,
+  kHeld = 5,
+};
+const char* StatusLetter(int status);  // "I", "R", "X", "C", "H"
+const char* StatusName(int status);    // "Idle", "Running", ...
+
+// HTCondor's JobUniverse codes.
+enum Universe : int { kUniverseVanilla = 5, kUniverseGrid = 9, kUniverseLocal = 12 };
+
+// HTCondor's HoldReasonCode values Kite uses.
+enum HoldCode : int {
+  kHoldUserRequest = 1,
+  kHoldJobPolicy = 3,
+  kHoldFailedToCreateProcess = 6,
+  kHoldUnableToOpenOutput = 7,
+  kHoldUnableToOpenInput = 8,
+  kHoldIwdError = 14,
+  kHoldSubmittedOnHold = 15,
+};
+
+struct Cluster {
+  int id = 0;
+  classad::ClassAd ad;  // attributes common to every job of the cluster
+  int total = 0;        // jobs submitted
+  int present = 0;      // jobs still in the queue
+  bool stored = false;  // written to the store (possibly in a transaction not yet committed)
+  bool loaded = false;  // known to be on disk (committed)
+  // JSON members of the cluster ad, rendered once on first use by `q -json`.
+  std::vector<std::pair<std::string, std::string>> json_members;
+};
+
+struct Job {
+  JobKey key;
+  Cluster* cluster = nullptr;  // owned by the queue; outlives the job
+  classad::ClassAd ad;         // the job's own attributes; its parent is cluster->ad
+  int status = kIdle;          // mirrors the JobStatus attribute
+  int universe = kUniverseVanilla;
+
+  // Run-time state of a local job; not persisted (the spool directory is the durable record).
+  pid_t pid = 0;              // kite-exec wrapper, when our child
+  bool adopted = false;       // running under a wrapper that survived an agent restart
+  bool kill_sent = false;     // SIGTERM sent; SIGKILL follows after kill_grace
+  double kill_deadline = 0;
+  bool dirty = false;         // changed since the last flush
+};
+
+std::string JobIdString(JobKey k);  // "12.3"
+
+}  // namespace kite::agent

@@ -1,0 +1,181 @@
+// Job listings.
+#include "agent/listing.h"
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <map>
+
+#include "classad/io.h"
+
+namespace kite::agent {
+namespace {
+
+std::string ShortDate(double t) {
+  time_t tt = static_cast<time_t>(t);
+  struct tm tm;
+  localtime_r(&tt, &tm);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%2d/%02d %02d:%02d", tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+                tm.tm_min);
+  return buf;
+}
+
+std::string Duration(double secs) {
+  long s = secs > 0 ? std::lround(secs) : 0;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%ld+%02ld:%02ld:%02ld", s / 86400, (s / 3600) % 24, (s / 60) % 60,
+                s % 60);
+  return buf;
+}
+
+int StatusOf(const classad::ClassAd& ad) {
+  return static_cast<int>(ad.EvaluateInt("JobStatus").value_or(0));
+}
+
+double RunTime(const classad::ClassAd& ad, double now) {
+  double t = ad.EvaluateReal("RemoteWallClockTime").value_or(0);
+  if (StatusOf(ad) == kRunning) {
+    if (auto start = ad.EvaluateInt("JobCurrentStartDate")) t += now - static_cast<double>(*start);
+  }
+  return t;
+}
+
+std::string Command(const classad::ClassAd& ad) {
+  std::string cmd = ad.EvaluateString("Cmd").value_or("");
+  auto slash = cmd.find_last_of('/');
+  if (slash != std::string::npos) cmd = cmd.substr(slash + 1);
+  auto args = ad.EvaluateString("Arguments");
+  if (!args) args = ad.EvaluateString("Args");
+  if (args && !args->empty()) cmd += " " + *args;
+  if (cmd.size() > 60) cmd = cmd.substr(0, 57) + "...";
+  return cmd;
+}
+
+}  // namespace
+
+std::string FormatJson(const std::vector<ListedJob>& jobs) {
+  std::string out;
+  out.reserve(jobs.size() * 1024 + 8);
+  out += "[\n";
+  // Rendered members of each cluster ad seen, by cluster id (history rows have no cluster).
+  std::map<const Cluster*, std::vector<std::pair<std::string_view, std::string>>> cache;
+  bool first = true;
+  for (auto& j : jobs) {
+    out += first ? "{" : ",\n{";
+    first = false;
+    bool first_member = true;
+    auto member = [&](std::string_view text) {
+      out += first_member ? "\n  " : ",\n  ";
+      first_member = false;
+      out += text;
+    };
+    std::string m;
+    for (auto& a : *j.ad) {
+      m.clear();
+      classad::AppendJsonMember(m, a.name(), a.expr());
+      member(m);
+    }
+    if (j.cluster) {
+      auto& rendered = cache[j.cluster];
+      if (rendered.empty()) {
+        for (auto& a : j.cluster->ad) {
+          std::string r;
+          classad::AppendJsonMember(r, a.name(), a.expr());
+          rendered.emplace_back(a.name(), std::move(r));
+        }
+      }
+      for (auto& [name, text] : rendered) {
+        if (!j.ad->LookupOwn(name)) member(text);
+      }
+    }
+    out += "\n}";
+  }
+  out += jobs.empty() ? "]\n" : "\n]\n";
+  return out;
+}
+
+std::string FormatJobTable(const std::vector<ListedJob>& jobs, double now, bool history) {
+  std::string out;
+  out.reserve(jobs.size() * 100 + 128);
+  char line[256];
+  std::snprintf(line, sizeof line, " %-10s %-14s %11s %12s %-2s %s\n", "ID", "OWNER",
+                "SUBMITTED", "RUN_TIME", "ST", history ? "COMPLETED   CMD" : "CMD");
+  out += line;
+  for (auto& j : jobs) {
+    const auto& ad = *j.ad;
+    std::string owner = ad.EvaluateString("Owner").value_or("?");
+    double qdate = static_cast<double>(ad.EvaluateInt("QDate").value_or(0));
+    std::string extra;
+    if (history) {
+      double done = static_cast<double>(ad.EvaluateInt("CompletionDate").value_or(0));
+      extra = (done > 0 ? ShortDate(done) : std::string("          ")) + " ";
+    }
+    std::snprintf(line, sizeof line, "%*d.%-*d %-14.14s %11s %12s %-2s %s%s\n", 6,
+                  j.key.cluster, 3, j.key.proc, owner.c_str(), ShortDate(qdate).c_str(),
+                  Duration(RunTime(ad, now)).c_str(), StatusLetter(StatusOf(ad)), extra.c_str(),
+                  Command(ad).c_str());
+    out += line;
+  }
+  return out;
+}
+
+std::string FormatBatchTable(const std::vector<ListedJob>& jobs, double /*now*/) {
+  struct Row {
+    std::string owner;
+    double qdate = 0;
+    int done = 0, run = 0, idle = 0, hold = 0, total = 0;
+    int first = -1, last = -1;
+  };
+  std::map<int, Row> rows;
+  for (auto& j : jobs) {
+    Row& r = rows[j.key.cluster];
+    if (r.first < 0) {
+      r.owner = j.ad->EvaluateString("Owner").value_or("?");
+      r.qdate = static_cast<double>(j.ad->EvaluateInt("QDate").value_or(0));
+      r.first = j.key.proc;
+      r.total = j.cluster ? j.cluster->total : 0;
+      r.done = j.cluster ? j.cluster->total - j.cluster->present : 0;
+    }
+    r.last = j.key.proc;
+    switch (StatusOf(*j.ad)) {
+      case kRunning: ++r.run; break;
+      case kIdle: ++r.idle; break;
+      case kHeld: ++r.hold; break;
+      default: ++r.done; break;
+    }
+  }
+  auto num = [](int n) { return n ? std::to_string(n) : std::string("_"); };
+  std::string out;
+  char line[256];
+  std::snprintf(line, sizeof line, "%-14s %-12s %11s %6s %6s %6s %6s %6s %s\n", "OWNER",
+                "BATCH_NAME", "SUBMITTED", "DONE", "RUN", "IDLE", "HOLD", "TOTAL", "JOB_IDS");
+  out += line;
+  for (auto& [cluster, r] : rows) {
+    std::string ids = std::to_string(cluster) + "." + std::to_string(r.first);
+    if (r.last != r.first) ids += "-" + std::to_string(r.last);
+    std::string batch = "ID: " + std::to_string(cluster);
+    std::snprintf(line, sizeof line, "%-14.14s %-12s %11s %6s %6s %6s %6s %6d %s\n",
+                  r.owner.c_str(), batch.c_str(), ShortDate(r.qdate).c_str(),
+                  num(r.done).c_str(), num(r.run).c_str(), num(r.idle).c_str(),
+                  num(r.hold).c_str(), std::max(r.total, r.run + r.idle + r.hold), ids.c_str());
+    out += line;
+  }
+  return out;
+}
+
+std::string FormatTotals(const std::vector<ListedJob>& jobs) {
+  int n[8] = {0};
+  for (auto& j : jobs) {
+    int s = StatusOf(*j.ad);
+    if (s >= 0 && s < 8) ++n[s];
+  }
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "Total for query: %zu jobs; %d completed, %d removed, %d idle, %d running, %d "
+                "held, 0 suspended\n",
+                jobs.size(), n[kCompleted], n[kRemoved], n[kIdle], n[kRunning], n[kHeld]);
+  return line;
+}
+
+}  // namespace kite::agent

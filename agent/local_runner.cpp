@@ -1,0 +1,132 @@
+// Local-universe job launching.
+#include "agent/local_runner.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "common/files.h"
+#include "submit/quoting.h"
+
+namespace kite::agent {
+
+Result<LaunchSpec> BuildLaunchSpec(const Job& job, const std::vector<std::string>& base_env) {
+  LaunchSpec s;
+  auto cmd = job.ad.EvaluateString("Cmd");
+  if (!cmd || cmd->empty()) return Fail(ErrorCode::kInvalidInput, "job has no Cmd");
+  s.iwd = job.ad.EvaluateString("Iwd").value_or("/");
+  s.program = JoinPath(s.iwd, *cmd);
+  if (auto a = job.ad.EvaluateString("Arguments")) {
+    auto args = submit::SplitArgumentsV2(*a);
+    if (!args) return Fail(args.error().Wrap("Arguments"));
+    s.args = std::move(*args);
+  } else if (auto old = job.ad.EvaluateString("Args")) {
+    auto args = submit::SplitArguments(*old);
+    if (!args) return Fail(args.error().Wrap("Args"));
+    s.args = std::move(*args);
+  }
+  s.env = base_env;
+  std::vector<submit::EnvEntry> env;
+  if (auto e = job.ad.EvaluateString("Environment")) {
+    auto v = submit::SplitEnvironmentV2(*e);
+    if (!v) return Fail(v.error().Wrap("Environment"));
+    env = std::move(*v);
+  } else if (auto old = job.ad.EvaluateString("Env")) {
+    auto v = submit::SplitEnvironment(*old);
+    if (!v) return Fail(v.error().Wrap("Env"));
+    env = std::move(*v);
+  }
+  for (auto& [k, v] : env) {
+    std::string prefix = k + "=";
+    std::erase_if(s.env, [&](const std::string& x) { return x.starts_with(prefix); });
+    s.env.push_back(prefix + v);
+  }
+  auto path_of = [&](const char* attr, const char* dflt) {
+    auto v = job.ad.EvaluateString(attr);
+    if (!v || v->empty()) return std::string(dflt);
+    return JoinPath(s.iwd, *v);
+  };
+  s.in = path_of("In", "/dev/null");
+  s.out = path_of("Out", "/dev/null");
+  s.err = path_of("Err", "/dev/null");
+  return s;
+}
+
+LocalRunner::LocalRunner(std::string spool_dir, std::string exec_path)
+    : spool_(std::move(spool_dir)), exec_path_(std::move(exec_path)) {}
+
+std::string LocalRunner::JobDir(JobKey key) const {
+  return spool_ + "/" + std::to_string(key.cluster) + "." + std::to_string(key.proc);
+}
+
+Result<pid_t> LocalRunner::Start(JobKey key, const LaunchSpec& spec) {
+  std::string dir = JobDir(key);
+  if (auto st = MakeDirs(dir, 0700); !st) return Fail(st.error());
+  ::unlink((dir + "/status").c_str());  // a rerun must not read the last run's outcome
+  int lock = ::open((dir + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (lock < 0) return FailErrno("open " + dir + "/lock");
+  if (::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+    ::close(lock);
+    return Fail(ErrorCode::kConflict, "job " + JobIdString(key) + " already has a live wrapper");
+  }
+  std::vector<std::string> argv = {exec_path_, "--lock-fd", "3", "--dir", dir, "--cwd", spec.iwd,
+                                   "--in",     spec.in,     "--out", spec.out, "--err", spec.err,
+                                   "--",       spec.program};
+  argv.insert(argv.end(), spec.args.begin(), spec.args.end());
+  std::vector<char*> cargv, cenv;
+  for (auto& a : argv) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  std::vector<std::string> env = spec.env;
+  for (auto& e : env) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
+
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
+                                      POSIX_SPAWN_SETSIGDEF);
+  sigset_t none, all;
+  sigemptyset(&none);
+  sigfillset(&all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawn_file_actions_adddup2(&fa, lock, 3);  // dup2 clears FD_CLOEXEC on fd 3
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  pid_t pid = -1;
+  int rc = posix_spawn(&pid, exec_path_.c_str(), &fa, &attr, cargv.data(), cenv.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  ::close(lock);  // the wrapper now holds the lock alone
+  if (rc != 0) return FailErrno("spawn " + exec_path_, rc);
+  // A hint for signalling after an agent restart; not needed for correctness of the outcome.
+  if (FILE* f = std::fopen((dir + "/pid").c_str(), "we")) {
+    std::fprintf(f, "%d\n", pid);
+    std::fclose(f);
+  }
+  return pid;
+}
+
+void LocalRunner::Signal(const Job& job, int sig) const {
+  pid_t pid = job.pid;
+  if (pid <= 0) {
+    auto text = ReadFile(JobDir(job.key) + "/pid");
+    if (!text) return;
+    pid = static_cast<pid_t>(std::atoi(text->c_str()));
+    // Signal only a wrapper that still holds the job's lock: the pid may have been reused.
+    if (pid <= 0 || !WrapperAlive(job.key)) return;
+  }
+  ::kill(-pid, sig);
+}
+
+void LocalRunner::Cleanup(JobKey key) const {
+  std::error_code ec;
+  std::filesystem::remove_all(JobDir(key), ec);
+}
+
+}  // namespace kite::agent

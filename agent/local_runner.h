@@ -1,0 +1,54 @@
+// Runs local-universe jobs on this machine, each under kite-exec in its own session.
+//
+// Each job gets a spool directory, spool/<cluster>.<proc>/, holding kite-exec's lock and status
+// files (common/exec_status.h) and the wrapper's pid. The lock is taken by the agent BEFORE the
+// wrapper is spawned and handed to it as fd 3, so there is no moment when a started job's lock is
+// free: a restarted agent that finds the lock free and no status knows the job never ran to an
+// end and may run it again.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "agent/job.h"
+#include "common/error.h"
+#include "common/exec_status.h"
+
+namespace kite::agent {
+
+// What to run, worked out from the job ad.
+struct LaunchSpec {
+  std::string program;
+  std::vector<std::string> args;  // without argv[0]
+  std::vector<std::string> env;   // NAME=value
+  std::string iwd, in, out, err;
+};
+
+// Reads Cmd, Arguments (or Args), Environment (or Env), Iwd, In, Out, Err from the job ad.
+// `base_env` is the environment every job starts from.
+Result<LaunchSpec> BuildLaunchSpec(const Job& job, const std::vector<std::string>& base_env);
+
+class LocalRunner {
+ public:
+  LocalRunner(std::string spool_dir, std::string exec_path);
+
+  std::string JobDir(JobKey key) const;
+  // Starts the job's wrapper; returns its pid (= its process group id).
+  Result<pid_t> Start(JobKey key, const LaunchSpec& spec);
+  // Sends `sig` to the job's whole process group. For an adopted job the pid is read from its
+  // spool directory.
+  void Signal(const Job& job, int sig) const;
+  // The wrapper's recorded outcome, or kNotFound.
+  Result<ExecStatus> Outcome(JobKey key) const { return ReadExecStatus(JobDir(key)); }
+  bool WrapperAlive(JobKey key) const { return ExecWrapperAlive(JobDir(key)); }
+  // Removes the job's spool directory (when it leaves the queue).
+  void Cleanup(JobKey key) const;
+
+ private:
+  std::string spool_;
+  std::string exec_path_;
+};
+
+}  // namespace kite::agent

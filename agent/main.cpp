@@ -1,0 +1,52 @@
+// kite-agent: the per-user daemon. Usually started by `kite agent start`.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
+
+#include "agent/agent.h"
+#include "agent/config.h"
+#include "common/files.h"
+#include "common/log.h"
+#include "common/paths.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"kite-agent: the per-user Kite daemon that owns the job queue"};
+  std::string home = kite::KiteHome();
+  bool foreground_log = false;
+  app.add_option("--home", home, "state directory (default $KITE_HOME or ~/.kite)");
+  app.add_flag("--log-stderr", foreground_log, "log to stderr instead of HOME/agent.log");
+  CLI11_PARSE(app, argc, argv);
+
+  if (auto st = kite::MakeDirs(home, 0700); !st) {
+    std::fprintf(stderr, "kite-agent: %s\n", st.error().message().c_str());
+    return 1;
+  }
+  auto options = kite::agent::LoadAgentOptions(home);
+  if (!options) {
+    std::fprintf(stderr, "kite-agent: %s\n", options.error().message().c_str());
+    return 1;
+  }
+  // One agent per home: the pid file is locked for the agent's lifetime.
+  int pid_fd = ::open(options->pid_path().c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (pid_fd < 0 || ::flock(pid_fd, LOCK_EX | LOCK_NB) != 0) {
+    std::fprintf(stderr, "kite-agent: another agent is running for %s\n", home.c_str());
+    return 1;
+  }
+  std::string pid = std::to_string(::getpid()) + "\n";
+  (void)!::ftruncate(pid_fd, 0);
+  (void)!::pwrite(pid_fd, pid.data(), pid.size(), 0);
+
+  kite::InitLogging("agent", foreground_log ? "" : options->log_path(), options->log_level);
+  kite::agent::Agent agent(*options);
+  if (auto st = agent.Start(); !st) {
+    std::fprintf(stderr, "kite-agent: %s\n", st.error().message().c_str());
+    return 1;
+  }
+  agent.Run();
+  ::unlink(options->socket_path().c_str());
+  return 0;
+}

@@ -1,0 +1,362 @@
+// The agent's job queue.
+#include "agent/queue.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "agent/userlog.h"
+#include "classad/io.h"
+
+namespace kite::agent {
+namespace {
+
+// Attributes that belong to each job, never to the shared cluster ad: they change per job.
+constexpr std::string_view kJobLevel[] = {"ProcId",     "JobStatus",      "EnteredCurrentStatus",
+                                          "HoldReason", "HoldReasonCode", "HoldReasonSubCode"};
+
+bool IsJobLevel(std::string_view name) {
+  for (auto n : kJobLevel) {
+    if (n.size() == name.size() && std::equal(n.begin(), n.end(), name.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) ==
+                 std::tolower(static_cast<unsigned char>(b));
+        }))
+      return true;
+  }
+  return false;
+}
+
+int64_t Secs(double t) { return static_cast<int64_t>(std::floor(t)); }
+
+}  // namespace
+
+const char* StatusLetter(int s) {
+  switch (s) {
+    case kIdle: return "I";
+    case kRunning: return "R";
+    case kRemoved: return "X";
+    case kCompleted: return "C";
+    case kHeld: return "H";
+  }
+  return "?";
+}
+
+const char* StatusName(int s) {
+  switch (s) {
+    case kIdle: return "Idle";
+    case kRunning: return "Running";
+    case kRemoved: return "Removed";
+    case kCompleted: return "Completed";
+    case kHeld: return "Held";
+  }
+  return "Unknown";
+}
+
+std::string JobIdString(JobKey k) {
+  return std::to_string(k.cluster) + "." + std::to_string(k.proc);
+}
+
+JobQueue::JobQueue(store::JobQueueStore* store, Clock clock)
+    : store_(store), clock_(std::move(clock)) {}
+
+Job& JobQueue::AddJob(Cluster& c, JobKey key, classad::ClassAd ad) {
+  auto [it, inserted] = jobs_.try_emplace(key);
+  Job& j = it->second;
+  j.key = key;
+  j.cluster = &c;
+  j.ad = std::move(ad);
+  j.ad.SetParent(&c.ad);
+  j.status = static_cast<int>(j.ad.EvaluateInt("JobStatus").value_or(kIdle));
+  j.universe = static_cast<int>(j.ad.EvaluateInt("JobUniverse").value_or(kUniverseVanilla));
+  if (inserted) ++c.present;
+  if (on_status_) on_status_(j, false);
+  return j;
+}
+
+Status JobQueue::Load() {
+
+  auto st = store_->Load(
+      [&](int id, std::string_view text) {
+        auto ad = classad::ParseOldAd(text);
+        if (!ad) {
+          spdlog::error("queue: cluster {} ad does not parse: {}", id, ad.error().ToString());
+          return;
+        }
+        Cluster& c = clusters_[id];
+        c.id = id;
+        c.ad = std::move(*ad);
+        c.total = static_cast<int>(c.ad.EvaluateInt("TotalSubmitProcs").value_or(0));
+        c.stored = c.loaded = true;
+      },
+      [&](JobKey key, std::string_view text) {
+        auto c = clusters_.find(key.cluster);
+        auto ad = classad::ParseOldAd(text);
+        if (c == clusters_.end() || !ad) {
+          spdlog::error("queue: job {} cannot be loaded", JobIdString(key));
+          return;
+        }
+        AddJob(c->second, key, std::move(*ad));
+      });
+  if (!st) return st;
+  // A cluster whose jobs have all left is not kept (it may remain after a crash mid-retire).
+  for (auto it = clusters_.begin(); it != clusters_.end();) {
+    it = it->second.present == 0 ? clusters_.erase(it) : std::next(it);
+  }
+  return {};
+}
+
+Result<int> JobQueue::NewCluster() {
+  if (auto st = Flush(); !st) return Fail(st.error());
+  return store_->ReserveClusterId();
+}
+
+Result<int> JobQueue::Submit(const SubmitRequest& req) {
+  if (req.procs.empty()) return Fail(ErrorCode::kInvalidInput, "a cluster needs at least one job");
+  if (clusters_.count(req.cluster) || req.cluster <= 0)
+    return Fail(ErrorCode::kConflict, "cluster " + std::to_string(req.cluster) +
+                                          " is not a fresh cluster id (ask for one first)");
+  double now = clock_();
+  classad::ClassAd common;
+  std::vector<std::pair<std::string, classad::ExprPtr>> job_level;
+  for (auto& a : req.common) {
+    auto e = classad::ParseExpr(a.expr);
+    if (!e) return Fail(ErrorCode::kInvalidInput, a.name + ": " + e.error().message());
+    if (IsJobLevel(a.name)) {
+      job_level.emplace_back(a.name, *e);
+    } else {
+      common.Insert(a.name, *e);
+    }
+  }
+  std::vector<classad::ClassAd> procs(req.procs.size());
+  for (size_t i = 0; i < req.procs.size(); ++i) {
+    for (auto& [name, e] : job_level) procs[i].Insert(name, e);
+    for (auto& a : req.procs[i]) {
+      auto e = classad::ParseExpr(a.expr);
+      if (!e) return Fail(ErrorCode::kInvalidInput, a.name + ": " + e.error().message());
+      procs[i].Insert(a.name, *e);
+    }
+    if (!procs[i].LookupOwn("ProcId")) procs[i].Assign("ProcId", static_cast<int64_t>(i));
+    if (!procs[i].LookupOwn("JobStatus")) procs[i].Assign("JobStatus", int64_t{kIdle});
+    procs[i].Assign("EnteredCurrentStatus", Secs(now));
+  }
+  common.Assign("ClusterId", static_cast<int64_t>(req.cluster));
+  common.Assign("QDate", Secs(now));
+  common.Assign("TotalSubmitProcs", static_cast<int64_t>(req.procs.size()));
+  // Everything parsed: from here on the cluster goes in whole.
+  if (auto st = Flush(); !st) return Fail(st.error());
+  Cluster& c = clusters_[req.cluster];
+  c.id = req.cluster;
+  c.ad = std::move(common);
+  c.total = static_cast<int>(req.procs.size());
+  std::string submit_body = EventBody(kEventSubmit, SubmitDetail("<127.0.0.1:0>"));
+  for (auto& ad : procs) {
+    auto proc = ad.EvaluateInt("ProcId").value_or(0);
+    Job& j = AddJob(c, JobKey{req.cluster, static_cast<int>(proc)}, std::move(ad));
+    MarkDirty(j);
+    AddEvent(j, kEventSubmit, submit_body);
+  }
+  if (auto st = Flush(); !st) {
+    // Not durable: take the cluster back out so memory matches disk.
+    for (auto it = jobs_.lower_bound({req.cluster, 0});
+         it != jobs_.end() && it->first.cluster == req.cluster;)
+      it = jobs_.erase(it);
+    clusters_.erase(req.cluster);
+    dirty_.clear();
+    events_.clear();
+    return Fail(st.error());
+  }
+  return static_cast<int>(req.procs.size());
+}
+
+Job* JobQueue::Find(JobKey key) {
+  auto it = jobs_.find(key);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+Cluster* JobQueue::FindCluster(int id) {
+  auto it = clusters_.find(id);
+  return it == clusters_.end() ? nullptr : &it->second;
+}
+
+void JobQueue::MarkDirty(Job& job) {
+  if (!job.dirty) {
+    job.dirty = true;
+    dirty_.push_back(job.key);
+  }
+}
+
+void JobQueue::SetAttr(Job& job, std::string_view name, classad::ExprPtr value) {
+  job.ad.Insert(name, std::move(value));
+  MarkDirty(job);
+}
+
+void JobQueue::SetStatus(Job& job, int status) {
+  job.status = status;
+  job.ad.Assign("JobStatus", static_cast<int64_t>(status));
+  job.ad.Assign("EnteredCurrentStatus", Secs(clock_()));
+  MarkDirty(job);
+  if (on_status_) on_status_(job, false);
+}
+
+void JobQueue::AddEvent(Job& job, int code, const std::string& body) {
+  PendingEvent e;
+  e.record = store::EventRecord{job.key, clock_(), code, body};
+  if (auto log = job.ad.EvaluateString("UserLog")) e.user_log = *log;
+  events_.push_back(std::move(e));
+}
+
+void JobQueue::MarkRunning(Job& job) {
+  double now = clock_();
+  SetStatus(job, kRunning);
+  int64_t starts = job.ad.EvaluateInt("NumJobStarts").value_or(0) + 1;
+  job.ad.Assign("NumJobStarts", starts);
+  job.ad.Assign("JobRunCount", starts);
+  job.ad.Assign("JobCurrentStartDate", Secs(now));
+  if (!job.ad.Lookup("JobStartDate")) job.ad.Assign("JobStartDate", Secs(now));
+  AddEvent(job, kEventExecute, EventBody(kEventExecute, ""));
+}
+
+void JobQueue::MarkExited(Job& job, const ExecStatus& st) {
+  bool signaled = st.kind == ExecStatus::Kind::kSignaled;
+  job.ad.Assign("ExitBySignal", signaled);
+  if (signaled) {
+    job.ad.Assign("ExitSignal", static_cast<int64_t>(st.code));
+    job.ad.Remove("ExitCode");
+  } else {
+    job.ad.Assign("ExitCode", static_cast<int64_t>(st.code));
+    job.ad.Remove("ExitSignal");
+  }
+  job.ad.Assign("RemoteUserCpu", st.utime);
+  job.ad.Assign("RemoteSysCpu", st.stime);
+  double wall = st.end > st.start ? st.end - st.start : 0;
+  double prev = job.ad.EvaluateReal("RemoteWallClockTime").value_or(0);
+  job.ad.Assign("RemoteWallClockTime", prev + wall);
+  job.ad.Assign("CompletionDate", Secs(st.end > 0 ? st.end : clock_()));
+  MarkDirty(job);
+}
+
+void JobQueue::SetIdle(Job& job, const std::string& why) {
+  AddEvent(job, kEventEvicted, EventBody(kEventEvicted, EvictedDetail(nullptr)));
+  if (!why.empty()) AddEvent(job, kEventGeneric, why);
+  SetStatus(job, kIdle);
+}
+
+void JobQueue::Hold(Job& job, const std::string& reason, int code, int subcode) {
+  SetStatus(job, kHeld);
+  job.ad.Assign("HoldReason", reason);
+  job.ad.Assign("HoldReasonCode", static_cast<int64_t>(code));
+  job.ad.Assign("HoldReasonSubCode", static_cast<int64_t>(subcode));
+  job.ad.Assign("NumHolds", job.ad.EvaluateInt("NumHolds").value_or(0) + 1);
+  AddEvent(job, kEventHeld, EventBody(kEventHeld, HeldDetail(reason, code, subcode)));
+}
+
+void JobQueue::Release(Job& job, const std::string& reason) {
+  if (auto r = job.ad.EvaluateString("HoldReason")) job.ad.Assign("LastHoldReason", *r);
+  job.ad.Remove("HoldReason");
+  job.ad.Remove("HoldReasonCode");
+  job.ad.Remove("HoldReasonSubCode");
+  SetStatus(job, kIdle);
+  AddEvent(job, kEventReleased, EventBody(kEventReleased, ReleasedDetail(reason)));
+}
+
+void JobQueue::MarkRemoved(Job& job, const std::string& reason) {
+  SetStatus(job, kRemoved);
+  job.ad.Assign("RemoveReason", reason);
+  AddEvent(job, kEventAborted, EventBody(kEventAborted, AbortedDetail(reason)));
+}
+
+void JobQueue::MarkCompleted(Job& job) {
+  SetStatus(job, kCompleted);
+  ExecStatus st;
+  if (job.ad.EvaluateBool("ExitBySignal").value_or(false)) {
+    st.kind = ExecStatus::Kind::kSignaled;
+    st.code = static_cast<int>(job.ad.EvaluateInt("ExitSignal").value_or(0));
+  } else {
+    st.code = static_cast<int>(job.ad.EvaluateInt("ExitCode").value_or(0));
+  }
+  st.utime = job.ad.EvaluateReal("RemoteUserCpu").value_or(0);
+  st.stime = job.ad.EvaluateReal("RemoteSysCpu").value_or(0);
+  AddEvent(job, kEventTerminated, EventBody(kEventTerminated, TerminatedDetail(st)));
+}
+
+void JobQueue::Retire(Job& job) {
+  Retired r;
+  r.key = job.key;
+  r.history = store::HistoryRecord{job.key, clock_(), FlatText(job)};
+  Cluster* c = job.cluster;
+  if (on_status_) on_status_(job, true);
+  jobs_.erase(job.key);
+  r.cluster_gone = --c->present == 0;
+  if (r.cluster_gone) clusters_.erase(c->id);
+  retired_.push_back(std::move(r));
+}
+
+std::string JobQueue::FlatText(const Job& job) const {
+  classad::ClassAd flat;
+  for (auto& a : job.cluster->ad) flat.Insert(a.name(), a.expr_ptr());
+  for (auto& a : job.ad) flat.Insert(a.name(), a.expr_ptr());
+  return classad::ToOldText(flat);
+}
+
+Status JobQueue::FlushInTransaction() {
+  for (auto key : dirty_) {
+    auto it = jobs_.find(key);
+    if (it == jobs_.end()) continue;  // retired since
+    Job& j = it->second;
+    if (auto st = store_->PutJob(key, classad::ToOldText(j.ad)); !st) return st;
+  }
+  for (auto& e : events_) {
+    if (auto st = store_->AppendEvent(e.record); !st) return st;
+  }
+  for (auto& r : retired_) {
+    if (auto st = store_->DeleteJob(r.key); !st) return st;
+    if (auto st = store_->AppendHistory(r.history); !st) return st;
+    if (r.cluster_gone) {
+      if (auto st = store_->DeleteCluster(r.key.cluster); !st) return st;
+    }
+  }
+  return {};
+}
+
+Status JobQueue::Flush() {
+  if (!has_pending()) return {};
+  if (auto st = store_->Begin(); !st) return st;
+  // New clusters are written in the same transaction as their first jobs.
+  for (auto& [id, c] : clusters_) {
+    if (c.stored) continue;
+    if (auto st = store_->PutCluster(id, classad::ToOldText(c.ad)); !st) {
+      store_->Rollback();
+      return st;
+    }
+    c.stored = true;  // provisional until the commit below
+  }
+  auto st = FlushInTransaction();
+  if (st) st = store_->Commit();
+  if (!st) {
+    store_->Rollback();
+    for (auto& [id, c] : clusters_) c.stored = c.loaded;  // write new clusters again next time
+    return st;
+  }
+  for (auto& [id, c] : clusters_) c.loaded = true;
+  for (auto key : dirty_) {
+    if (auto* j = Find(key)) j->dirty = false;
+  }
+  dirty_.clear();
+  retired_.clear();
+  // User logs after the commit: the queue's event table is the durable record.
+  std::map<std::string, std::string> logs;
+  for (auto& e : events_) {
+    if (e.user_log.empty()) continue;
+    logs[e.user_log] += FormatEvent(e.record.code, e.record.job.cluster, e.record.job.proc,
+                                    e.record.time, e.record.text);
+  }
+  events_.clear();
+  for (auto& [path, text] : logs) {
+    if (auto w = AppendUserLog(path, text); !w) spdlog::warn("{}", w.error().ToString());
+  }
+  for (auto& fn : on_flushed_) fn();
+  return {};
+}
+
+}  // namespace kite::agent

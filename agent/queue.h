@@ -1,0 +1,111 @@
+// The agent's job queue: every queued job in memory, every change persisted in batches.
+//
+// The queue is the single owner of job state. Changes mark jobs dirty and queue events; Flush()
+// writes all of them in one SQLite transaction and then appends the events to the jobs' user
+// logs. Callers that must not act before a change is durable (starting a job, answering the CLI)
+// call Flush() first (DESIGN.md rules 1 and 4).
+//
+// Not thread-safe: used only on the agent's event-loop thread.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/job.h"
+#include "common/error.h"
+#include "common/exec_status.h"
+#include "store/job_queue_store.h"
+
+namespace kite::agent {
+
+struct SubmitAttr {
+  std::string name;
+  std::string expr;  // ClassAd expression text
+};
+
+struct SubmitRequest {
+  int cluster = 0;                              // from NewCluster()
+  std::vector<SubmitAttr> common;               // attributes shared by every job
+  std::vector<std::vector<SubmitAttr>> procs;   // per job: its own attributes (ProcId first)
+};
+
+class JobQueue {
+ public:
+  using Clock = std::function<double()>;  // seconds since the epoch
+
+  JobQueue(store::JobQueueStore* store, Clock clock);
+
+  // Reads the whole queue from the store. REQUIRES: the queue is empty.
+  Status Load();
+
+  Result<int> NewCluster();
+  // Adds a whole cluster, or nothing: a malformed expression or a cluster id that was never handed
+  // out fails without changing anything. Durable when it returns (it flushes).
+  Result<int> Submit(const SubmitRequest& req);
+
+  Job* Find(JobKey key);
+  Cluster* FindCluster(int id);
+  const std::map<JobKey, Job>& jobs() const { return jobs_; }
+  std::map<JobKey, Job>& jobs() { return jobs_; }
+  const std::map<int, Cluster>& clusters() const { return clusters_; }
+
+  // State changes. Each sets JobStatus and EnteredCurrentStatus, records an event, marks dirty.
+  void MarkRunning(Job& job);
+  void MarkExited(Job& job, const ExecStatus& st);  // exit attributes only; status unchanged
+  void SetIdle(Job& job, const std::string& why);   // requeue (after a failed or lost run)
+  void Hold(Job& job, const std::string& reason, int code, int subcode = 0);
+  void Release(Job& job, const std::string& reason);
+  void MarkRemoved(Job& job, const std::string& reason);
+  void MarkCompleted(Job& job);
+  // Moves a Completed or Removed job to history and out of the queue. `job` is invalid after.
+  void Retire(Job& job);
+  // An event that only goes into the event log and the user log (e.g. a note after a restart).
+  void AddEvent(Job& job, int code, const std::string& body);
+
+  // Sets an attribute on the job's own ad and marks it dirty.
+  void SetAttr(Job& job, std::string_view name, classad::ExprPtr value);
+
+  // Writes every pending change in one transaction. On failure nothing is lost from memory and
+  // the changes stay pending for the next attempt.
+  Status Flush();
+  bool has_pending() const { return !dirty_.empty() || !events_.empty() || !retired_.empty(); }
+
+  // The whole ad (cluster attributes overlaid by the job's) in old ClassAd syntax.
+  std::string FlatText(const Job& job) const;
+  double Now() const { return clock_(); }
+
+  // Runs `fn` after each successful flush (for waiters, notifiers).
+  void OnFlushed(std::function<void()> fn) { on_flushed_.push_back(std::move(fn)); }
+  // Runs `fn` whenever a job enters the queue, changes status, or (leaving = true) leaves it.
+  void OnStatusChange(std::function<void(Job&, bool leaving)> fn) { on_status_ = std::move(fn); }
+
+ private:
+  struct PendingEvent {
+    store::EventRecord record;
+    std::string user_log;  // empty: the job names no log
+  };
+  struct Retired {
+    JobKey key;
+    store::HistoryRecord history;
+    bool cluster_gone;
+  };
+  void SetStatus(Job& job, int status);
+  void MarkDirty(Job& job);
+  Job& AddJob(Cluster& c, JobKey key, classad::ClassAd ad);
+  Status FlushInTransaction();
+
+  store::JobQueueStore* store_;
+  Clock clock_;
+  std::map<int, Cluster> clusters_;
+  std::map<JobKey, Job> jobs_;
+  std::vector<JobKey> dirty_;
+  std::vector<PendingEvent> events_;
+  std::vector<Retired> retired_;
+  std::vector<std::function<void()>> on_flushed_;
+  std::function<void(Job&, bool)> on_status_;
+};
+
+}  // namespace kite::agent

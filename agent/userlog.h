@@ -1,0 +1,47 @@
+// HTCondor's user-log text format, so existing tools can read the `log` file a job names.
+//
+//   005 (012.003.000) 2026-11-22 10:00:01 Job terminated.
+//   	(1) Normal termination (return value 0)
+//   ...
+//
+// The same event bodies are kept in the queue's event table and shown by `kite log`.
+#pragma once
+
+#include <string>
+
+#include "common/error.h"
+#include "common/exec_status.h"
+
+namespace kite::agent {
+
+enum EventCode {
+  kEventSubmit = 0,
+  kEventExecute = 1,
+  kEventExecutableError = 2,
+  kEventEvicted = 4,
+  kEventTerminated = 5,
+  kEventAborted = 9,
+  kEventHeld = 12,
+  kEventReleased = 13,
+  kEventGridSubmit = 27,
+  kEventGeneric = 8,
+};
+
+// The first line's text for a code ("Job submitted from host: ..." etc.) followed by the body
+// lines; `detail` lines are already tab-indented.
+std::string EventBody(int code, const std::string& detail);
+
+std::string SubmitDetail(const std::string& host);
+std::string TerminatedDetail(const ExecStatus& s);
+std::string AbortedDetail(const std::string& reason);
+std::string HeldDetail(const std::string& reason, int code, int subcode);
+std::string ReleasedDetail(const std::string& reason);
+std::string EvictedDetail(const ExecStatus* s);
+
+// One whole entry: header line, body, and the closing "...".
+std::string FormatEvent(int code, int cluster, int proc, double time, const std::string& body);
+
+// Appends to a user log (O_APPEND: concurrent writers do not interleave within an entry).
+Status AppendUserLog(const std::string& path, const std::string& entries);
+
+}  // namespace kite::agent

@@ -1,0 +1,98 @@
+// Reading and writing kite-exec's status file.
+#include "common/exec_status.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <sstream>
+
+#include "common/files.h"
+#include "common/strings.h"
+
+namespace kite {
+
+namespace {
+const char* KindName(ExecStatus::Kind k) {
+  switch (k) {
+    case ExecStatus::Kind::kExited: return "exited";
+    case ExecStatus::Kind::kSignaled: return "signaled";
+    case ExecStatus::Kind::kExecFailed: return "execfailed";
+    case ExecStatus::Kind::kSetupFailed: return "setupfailed";
+  }
+  return "exited";
+}
+}  // namespace
+
+// One "key value" per line; the message comes last and may hold spaces.
+std::string FormatExecStatus(const ExecStatus& s) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "kind %s\ncode %d\ncore %d\nutime %.6f\nstime %.6f\nstart %.6f\nend %.6f\n",
+                KindName(s.kind), s.code, s.core ? 1 : 0, s.utime, s.stime, s.start, s.end);
+  std::string out = buf;
+  std::string msg = s.message;
+  for (auto& c : msg) {
+    if (c == '\n') c = ' ';
+  }
+  out += "message " + msg + "\n";
+  return out;
+}
+
+Result<ExecStatus> ParseExecStatus(const std::string& text) {
+  ExecStatus s;
+  bool have_kind = false;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto sp = line.find(' ');
+    std::string key = line.substr(0, sp);
+    std::string val = sp == std::string::npos ? "" : line.substr(sp + 1);
+    try {
+      if (key == "kind") {
+        have_kind = true;
+        if (val == "exited") s.kind = ExecStatus::Kind::kExited;
+        else if (val == "signaled") s.kind = ExecStatus::Kind::kSignaled;
+        else if (val == "execfailed") s.kind = ExecStatus::Kind::kExecFailed;
+        else if (val == "setupfailed") s.kind = ExecStatus::Kind::kSetupFailed;
+        else return Fail(ErrorCode::kInvalidInput, "exec status: unknown kind '" + val + "'");
+      } else if (key == "code") {
+        s.code = std::stoi(val);
+      } else if (key == "core") {
+        s.core = val == "1";
+      } else if (key == "utime") {
+        s.utime = std::stod(val);
+      } else if (key == "stime") {
+        s.stime = std::stod(val);
+      } else if (key == "start") {
+        s.start = std::stod(val);
+      } else if (key == "end") {
+        s.end = std::stod(val);
+      } else if (key == "message") {
+        s.message = val;
+      }
+    } catch (const std::exception&) {
+      return Fail(ErrorCode::kInvalidInput, "exec status: bad value for " + key);
+    }
+  }
+  if (!have_kind) return Fail(ErrorCode::kInvalidInput, "exec status: no kind line");
+  return s;
+}
+
+Result<ExecStatus> ReadExecStatus(const std::string& dir) {
+  auto text = ReadFile(JoinPath(dir, "status"));
+  if (!text) return Fail(text.error());
+  return ParseExecStatus(*text);
+}
+
+bool ExecWrapperAlive(const std::string& dir) {
+  std::string path = JoinPath(dir, "lock");
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool alive = ::flock(fd, LOCK_SH | LOCK_NB) != 0;
+  ::close(fd);  // releases our lock if we took it
+  return alive;
+}
+
+}  // namespace kite
