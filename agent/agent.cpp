@@ -121,11 +121,14 @@ Status Agent::Start() {
   return {};
 }
 
-void Agent::Run() { io_.run(); }
+void Agent::Run() {
+  io_.run();
+}
 
 void Agent::Stop() {
   // Running local jobs keep running under their wrappers; the next agent adopts them.
-  if (auto st = queue_->Flush(); !st) spdlog::error("agent: final flush: {}", st.error().ToString());
+  if (auto st = queue_->Flush(); !st)
+    spdlog::error("agent: final flush: {}", st.error().ToString());
   if (api_) api_->Close();
   io_.stop();
 }
@@ -234,8 +237,9 @@ void Agent::HandleExit(Job& job, const Result<ExecStatus>& outcome) {
   } else if (job.status == kHeld) {
     // Held while running: the job stays held; nothing more to record.
   } else if (!outcome) {
-    queue_->SetIdle(job, "The job's wrapper ended without recording how the job ended; the job "
-                         "will run again.");
+    queue_->SetIdle(job,
+                    "The job's wrapper ended without recording how the job ended; the job "
+                    "will run again.");
   } else if (outcome->kind == ExecStatus::Kind::kExecFailed ||
              outcome->kind == ExecStatus::Kind::kSetupFailed) {
     queue_->Hold(job, "Error from local universe: " + outcome->message, HoldCodeFor(*outcome),
@@ -270,8 +274,8 @@ void Agent::Finish(Job& job) {
 void Agent::Recover() {
   std::vector<JobKey> keys;
   for (auto& [key, j] : queue_->jobs()) {
-    if (j.universe == kUniverseLocal && (j.status == kRunning || j.status == kRemoved ||
-                                         j.status == kHeld))
+    if (j.universe == kUniverseLocal &&
+        (j.status == kRunning || j.status == kRemoved || j.status == kHeld))
       keys.push_back(key);
   }
   for (auto key : keys) {
@@ -301,8 +305,9 @@ void Agent::Recover() {
                        "is recorded.");
       HandleExit(*j, outcome);
     } else {
-      queue_->SetIdle(*j, "Agent restarted: the job's wrapper is gone and recorded no outcome; "
-                          "the job will run again.");
+      queue_->SetIdle(*j,
+                      "Agent restarted: the job's wrapper is gone and recorded no outcome; "
+                      "the job will run again.");
     }
   }
 }
@@ -422,10 +427,18 @@ WaitCounts Agent::Count(const std::vector<JobSelector>& sel) {
   auto tally = [&](const Job& j) {
     ++c.total;
     switch (j.status) {
-      case kIdle: ++c.idle; break;
-      case kRunning: ++c.running; break;
-      case kHeld: ++c.held; break;
-      default: ++c.done; break;
+      case kIdle:
+        ++c.idle;
+        break;
+      case kRunning:
+        ++c.running;
+        break;
+      case kHeld:
+        ++c.held;
+        break;
+      default:
+        ++c.done;
+        break;
     }
   };
   for (auto& s : sel) {

@@ -51,7 +51,8 @@ Result<json::object> ParseBody(const ApiRequest& req) {
 Result<std::string> GetString(const json::object& o, std::string_view key) {
   auto* v = o.if_contains(key);
   if (!v || v->is_null()) return std::string();
-  if (!v->is_string()) return Fail(ErrorCode::kInvalidInput, std::string(key) + " must be a string");
+  if (!v->is_string())
+    return Fail(ErrorCode::kInvalidInput, std::string(key) + " must be a string");
   return std::string(v->as_string());
 }
 
@@ -106,8 +107,8 @@ Result<std::vector<SubmitAttr>> ParseAttrs(const json::value& v) {
     if (!p.is_array() || p.as_array().size() != 2 || !p.as_array()[0].is_string() ||
         !p.as_array()[1].is_string())
       return Fail(ErrorCode::kInvalidInput, "attributes must be [name, expr] pairs");
-    out.push_back({std::string(p.as_array()[0].as_string()),
-                   std::string(p.as_array()[1].as_string())});
+    out.push_back(
+        {std::string(p.as_array()[0].as_string()), std::string(p.as_array()[1].as_string())});
   }
   return out;
 }
@@ -115,7 +116,8 @@ Result<std::vector<SubmitAttr>> ParseAttrs(const json::value& v) {
 ApiResponse HandleSubmit(Agent& agent, const json::object& body) {
   SubmitRequest req;
   auto* c = body.if_contains("cluster");
-  if (!c || !c->is_int64()) return ErrorReply(http::status::bad_request, "cluster must be an integer");
+  if (!c || !c->is_int64())
+    return ErrorReply(http::status::bad_request, "cluster must be an integer");
   req.cluster = static_cast<int>(c->as_int64());
   auto* common = body.if_contains("common");
   auto* procs = body.if_contains("procs");
@@ -144,8 +146,8 @@ ApiResponse HandleQuery(Agent& agent, const json::object& body) {
   if (!constraint) return ErrorReply(constraint.error());
   auto format = GetString(body, "format");
   if (!format) return ErrorReply(format.error());
-  bool history = body.contains("history") && body.at("history").is_bool() &&
-                 body.at("history").as_bool();
+  bool history =
+      body.contains("history") && body.at("history").is_bool() && body.at("history").as_bool();
   double now = agent.queue().Now();
   std::vector<ListedJob> listed;
   std::vector<classad::ClassAd> hist_ads;
@@ -238,9 +240,11 @@ ApiResponse HandleAct(Agent& agent, const json::object& body) {
   // Ids that matched nothing are reported too, as condor_rm does.
   for (auto& s : *sel) {
     bool any = false;
-    for (Job* j : *jobs) any |= j->key.cluster == s.cluster && (s.proc < 0 || j->key.proc == s.proc);
+    for (Job* j : *jobs)
+      any |= j->key.cluster == s.cluster && (s.proc < 0 || j->key.proc == s.proc);
     if (!any) {
-      std::string id = std::to_string(s.cluster) + (s.proc >= 0 ? "." + std::to_string(s.proc) : "");
+      std::string id =
+          std::to_string(s.cluster) + (s.proc >= 0 ? "." + std::to_string(s.proc) : "");
       errs.push_back(json::string((s.proc >= 0 ? "Job " : "Cluster ") + id + " not found"));
     }
   }
@@ -312,7 +316,8 @@ void HandleApiRequest(Agent& agent, const ApiRequest& req, std::function<void(Ap
     return reply(Reply(http::status::ok, json::serialize(o) + "\n"));
   }
   if (req.method() != http::verb::post)
-    return reply(ErrorReply(http::status::method_not_allowed, "use POST for " + std::string(target)));
+    return reply(
+        ErrorReply(http::status::method_not_allowed, "use POST for " + std::string(target)));
   auto body = ParseBody(req);
   if (!body) return reply(ErrorReply(body.error()));
   if (target == "/v1/cluster") {

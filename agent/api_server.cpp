@@ -1,6 +1,7 @@
 // Beast listener and sessions on the agent's Unix socket.
 #include "agent/api_server.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -100,6 +101,7 @@ Status ApiServer::Listen(const std::string& path) {
   acceptor_.open(ep.protocol(), ec);
   if (!ec) acceptor_.bind(ep, ec);
   ::umask(old);
+  if (!ec) ::fcntl(acceptor_.native_handle(), F_SETFD, FD_CLOEXEC);
   if (!ec) acceptor_.listen(512, ec);
   if (ec) return Fail(ErrorCode::kIo, "listen on " + path + ": " + ec.message());
   ::chmod(path.c_str(), 0600);
@@ -115,7 +117,10 @@ void ApiServer::Close() {
 void ApiServer::DoAccept() {
   acceptor_.async_accept([this](boost::system::error_code ec, Socket socket) {
     if (ec == boost::asio::error::operation_aborted) return;
-    if (!ec) std::make_shared<Session>(agent_, std::move(socket))->DoRead();
+    if (!ec) {
+      ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
+      std::make_shared<Session>(agent_, std::move(socket))->DoRead();
+    }
     DoAccept();
   });
 }

@@ -22,7 +22,8 @@ Setter Number(double* out, double min) {
   return [=](const toml::node& n, const std::string& where) -> Status {
     auto v = n.value<double>();
     if (!v) return Fail(ErrorCode::kInvalidInput, where + ": expected a number");
-    if (*v < min) return Fail(ErrorCode::kInvalidInput, where + ": must be at least " + std::to_string(min));
+    if (*v < min)
+      return Fail(ErrorCode::kInvalidInput, where + ": must be at least " + std::to_string(min));
     *out = *v;
     return {};
   };
@@ -31,7 +32,8 @@ Setter Number(double* out, double min) {
 Setter Integer(int* out, int min) {
   return [=](const toml::node& n, const std::string& where) -> Status {
     auto v = n.value<int64_t>();
-    if (!v || !n.is_integer()) return Fail(ErrorCode::kInvalidInput, where + ": expected an integer");
+    if (!v || !n.is_integer())
+      return Fail(ErrorCode::kInvalidInput, where + ": expected an integer");
     if (*v < min || *v > 1000000000)
       return Fail(ErrorCode::kInvalidInput, where + ": out of range");
     *out = static_cast<int>(*v);
@@ -66,9 +68,8 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
   try {
     root = toml::parse(text, filename);
   } catch (const toml::parse_error& e) {
-    return Fail(ErrorCode::kInvalidInput, filename + ":" +
-                                              std::to_string(e.source().begin.line) + ": " +
-                                              std::string(e.description()));
+    return Fail(ErrorCode::kInvalidInput, filename + ":" + std::to_string(e.source().begin.line) +
+                                              ": " + std::string(e.description()));
   }
   std::map<std::string, std::map<std::string, Setter>> known = {
       {"agent",
@@ -85,7 +86,8 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
     auto* tbl = node.as_table();
     if (it == known.end() || !tbl) {
       // Sections of later parts of Kite are accepted here and checked by their owners.
-      if (tbl && (sec == "mail" || sec == "rest" || sec == "credentials" || sec == "grid")) continue;
+      if (tbl && (sec == "mail" || sec == "rest" || sec == "credentials" || sec == "grid"))
+        continue;
       return Fail(ErrorCode::kInvalidInput, Where(filename, node, sec) + ": unknown section");
     }
     for (auto&& [key, value] : *tbl) {

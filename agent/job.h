@@ -57,11 +57,11 @@ struct Job {
   int universe = kUniverseVanilla;
 
   // Run-time state of a local job; not persisted (the spool directory is the durable record).
-  pid_t pid = 0;              // kite-exec wrapper, when our child
-  bool adopted = false;       // running under a wrapper that survived an agent restart
-  bool kill_sent = false;     // SIGTERM sent; SIGKILL follows after kill_grace
+  pid_t pid = 0;           // kite-exec wrapper, when our child
+  bool adopted = false;    // running under a wrapper that survived an agent restart
+  bool kill_sent = false;  // SIGTERM sent; SIGKILL follows after kill_grace
   double kill_deadline = 0;
-  bool dirty = false;         // changed since the last flush
+  bool dirty = false;  // changed since the last flush
 };
 
 std::string JobIdString(JobKey k);  // "12.3"

@@ -11,6 +11,13 @@
 namespace kite::agent {
 namespace {
 
+// One member as condor_q -json writes it: "Name": value.
+void AppendMember(std::string& out, std::string_view name, const classad::Expr& expr) {
+  classad::AppendJsonString(out, name);
+  out += ": ";
+  classad::AppendJsonValue(out, expr);
+}
+
 std::string ShortDate(double t) {
   time_t tt = static_cast<time_t>(t);
   struct tm tm;
@@ -73,7 +80,7 @@ std::string FormatJson(const std::vector<ListedJob>& jobs) {
     std::string m;
     for (auto& a : *j.ad) {
       m.clear();
-      classad::AppendJsonMember(m, a.name(), a.expr());
+      AppendMember(m, a.name(), a.expr());
       member(m);
     }
     if (j.cluster) {
@@ -81,7 +88,7 @@ std::string FormatJson(const std::vector<ListedJob>& jobs) {
       if (rendered.empty()) {
         for (auto& a : j.cluster->ad) {
           std::string r;
-          classad::AppendJsonMember(r, a.name(), a.expr());
+          AppendMember(r, a.name(), a.expr());
           rendered.emplace_back(a.name(), std::move(r));
         }
       }
@@ -99,8 +106,8 @@ std::string FormatJobTable(const std::vector<ListedJob>& jobs, double now, bool 
   std::string out;
   out.reserve(jobs.size() * 100 + 128);
   char line[256];
-  std::snprintf(line, sizeof line, " %-10s %-14s %11s %12s %-2s %s\n", "ID", "OWNER",
-                "SUBMITTED", "RUN_TIME", "ST", history ? "COMPLETED   CMD" : "CMD");
+  std::snprintf(line, sizeof line, " %-10s %-14s %11s %12s %-2s %s\n", "ID", "OWNER", "SUBMITTED",
+                "RUN_TIME", "ST", history ? "COMPLETED   CMD" : "CMD");
   out += line;
   for (auto& j : jobs) {
     const auto& ad = *j.ad;
@@ -111,8 +118,8 @@ std::string FormatJobTable(const std::vector<ListedJob>& jobs, double now, bool 
       double done = static_cast<double>(ad.EvaluateInt("CompletionDate").value_or(0));
       extra = (done > 0 ? ShortDate(done) : std::string("          ")) + " ";
     }
-    std::snprintf(line, sizeof line, "%*d.%-*d %-14.14s %11s %12s %-2s %s%s\n", 6,
-                  j.key.cluster, 3, j.key.proc, owner.c_str(), ShortDate(qdate).c_str(),
+    std::snprintf(line, sizeof line, "%*d.%-*d %-14.14s %11s %12s %-2s %s%s\n", 6, j.key.cluster, 3,
+                  j.key.proc, owner.c_str(), ShortDate(qdate).c_str(),
                   Duration(RunTime(ad, now)).c_str(), StatusLetter(StatusOf(ad)), extra.c_str(),
                   Command(ad).c_str());
     out += line;
@@ -139,10 +146,18 @@ std::string FormatBatchTable(const std::vector<ListedJob>& jobs, double /*now*/)
     }
     r.last = j.key.proc;
     switch (StatusOf(*j.ad)) {
-      case kRunning: ++r.run; break;
-      case kIdle: ++r.idle; break;
-      case kHeld: ++r.hold; break;
-      default: ++r.done; break;
+      case kRunning:
+        ++r.run;
+        break;
+      case kIdle:
+        ++r.idle;
+        break;
+      case kHeld:
+        ++r.hold;
+        break;
+      default:
+        ++r.done;
+        break;
     }
   }
   auto num = [](int n) { return n ? std::to_string(n) : std::string("_"); };
@@ -156,9 +171,9 @@ std::string FormatBatchTable(const std::vector<ListedJob>& jobs, double /*now*/)
     if (r.last != r.first) ids += "-" + std::to_string(r.last);
     std::string batch = "ID: " + std::to_string(cluster);
     std::snprintf(line, sizeof line, "%-14.14s %-12s %11s %6s %6s %6s %6s %6d %s\n",
-                  r.owner.c_str(), batch.c_str(), ShortDate(r.qdate).c_str(),
-                  num(r.done).c_str(), num(r.run).c_str(), num(r.idle).c_str(),
-                  num(r.hold).c_str(), std::max(r.total, r.run + r.idle + r.hold), ids.c_str());
+                  r.owner.c_str(), batch.c_str(), ShortDate(r.qdate).c_str(), num(r.done).c_str(),
+                  num(r.run).c_str(), num(r.idle).c_str(), num(r.hold).c_str(),
+                  std::max(r.total, r.run + r.idle + r.hold), ids.c_str());
     out += line;
   }
   return out;

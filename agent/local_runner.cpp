@@ -74,9 +74,9 @@ Result<pid_t> LocalRunner::Start(JobKey key, const LaunchSpec& spec) {
     ::close(lock);
     return Fail(ErrorCode::kConflict, "job " + JobIdString(key) + " already has a live wrapper");
   }
-  std::vector<std::string> argv = {exec_path_, "--lock-fd", "3", "--dir", dir, "--cwd", spec.iwd,
-                                   "--in",     spec.in,     "--out", spec.out, "--err", spec.err,
-                                   "--",       spec.program};
+  std::vector<std::string> argv = {exec_path_, "--lock-fd", "3",      "--dir", dir,
+                                   "--cwd",    spec.iwd,    "--in",   spec.in, "--out",
+                                   spec.out,   "--err",     spec.err, "--",    spec.program};
   argv.insert(argv.end(), spec.args.begin(), spec.args.end());
   std::vector<char*> cargv, cenv;
   for (auto& a : argv) cargv.push_back(a.data());
@@ -89,8 +89,8 @@ Result<pid_t> LocalRunner::Start(JobKey key, const LaunchSpec& spec) {
   posix_spawnattr_t attr;
   posix_spawn_file_actions_init(&fa);
   posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK |
-                                      POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   sigset_t none, all;
   sigemptyset(&none);
   sigfillset(&all);
@@ -98,6 +98,8 @@ Result<pid_t> LocalRunner::Start(JobKey key, const LaunchSpec& spec) {
   posix_spawnattr_setsigdefault(&attr, &all);
   posix_spawn_file_actions_adddup2(&fa, lock, 3);  // dup2 clears FD_CLOEXEC on fd 3
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  // Nothing else of the agent's reaches the job: an inherited socket would outlive the agent.
+  posix_spawn_file_actions_addclosefrom_np(&fa, 4);
   pid_t pid = -1;
   int rc = posix_spawn(&pid, exec_path_.c_str(), &fa, &attr, cargv.data(), cenv.data());
   posix_spawn_file_actions_destroy(&fa);

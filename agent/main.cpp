@@ -1,10 +1,14 @@
 // kite-agent: the per-user daemon. Usually started by `kite agent start`.
+#include <execinfo.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstring>
+#include <exception>
 #include <string>
 
 #include "agent/agent.h"
@@ -13,7 +17,41 @@
 #include "common/log.h"
 #include "common/paths.h"
 
+namespace {
+
+// A daemon that dies should say how: the signal and a backtrace go to stderr (agent.out).
+void OnFatalSignal(int sig) {
+  char msg[64];
+  int n = std::snprintf(msg, sizeof msg, "kite-agent: fatal signal %d (%s)\n", sig, strsignal(sig));
+  (void)!::write(2, msg, static_cast<size_t>(n));
+  void* frames[64];
+  int depth = ::backtrace(frames, 64);
+  ::backtrace_symbols_fd(frames, depth, 2);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+void InstallCrashReporter() {
+  for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL}) ::signal(sig, OnFatalSignal);
+  ::signal(SIGPIPE, SIG_IGN);
+  std::set_terminate([] {
+    if (auto e = std::current_exception()) {
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& x) {
+        std::fprintf(stderr, "kite-agent: uncaught exception: %s\n", x.what());
+      } catch (...) {
+        std::fprintf(stderr, "kite-agent: uncaught exception\n");
+      }
+    }
+    std::abort();
+  });
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  InstallCrashReporter();
   CLI::App app{"kite-agent: the per-user Kite daemon that owns the job queue"};
   std::string home = kite::KiteHome();
   bool foreground_log = false;

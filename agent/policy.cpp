@@ -47,8 +47,8 @@ PolicyDecision EvaluatePeriodic(const Job& job) {
   }
   if (job.status == kHeld && IsTrue(job, "PeriodicRelease")) {
     d.action = PolicyDecision::Action::kRelease;
-    d.reason = "The job attribute PeriodicRelease expression '" +
-               ExprText(job, "PeriodicRelease") + "' evaluated to TRUE";
+    d.reason = "The job attribute PeriodicRelease expression '" + ExprText(job, "PeriodicRelease") +
+               "' evaluated to TRUE";
   }
   return d;
 }

@@ -27,28 +27,52 @@ bool IsJobLevel(std::string_view name) {
   return false;
 }
 
-int64_t Secs(double t) { return static_cast<int64_t>(std::floor(t)); }
+int64_t Secs(double t) {
+  return static_cast<int64_t>(std::floor(t));
+}
+
+// The ad's own attributes in old syntax (not its parent's: the cluster is stored once).
+std::string OwnText(const classad::ClassAd& ad) {
+  std::string out;
+  for (auto& a : ad) {
+    out += a.name();
+    out += " = ";
+    classad::AppendUnparse(out, a.expr());
+    out += '\n';
+  }
+  return out;
+}
 
 }  // namespace
 
 const char* StatusLetter(int s) {
   switch (s) {
-    case kIdle: return "I";
-    case kRunning: return "R";
-    case kRemoved: return "X";
-    case kCompleted: return "C";
-    case kHeld: return "H";
+    case kIdle:
+      return "I";
+    case kRunning:
+      return "R";
+    case kRemoved:
+      return "X";
+    case kCompleted:
+      return "C";
+    case kHeld:
+      return "H";
   }
   return "?";
 }
 
 const char* StatusName(int s) {
   switch (s) {
-    case kIdle: return "Idle";
-    case kRunning: return "Running";
-    case kRemoved: return "Removed";
-    case kCompleted: return "Completed";
-    case kHeld: return "Held";
+    case kIdle:
+      return "Idle";
+    case kRunning:
+      return "Running";
+    case kRemoved:
+      return "Removed";
+    case kCompleted:
+      return "Completed";
+    case kHeld:
+      return "Held";
   }
   return "Unknown";
 }
@@ -75,7 +99,6 @@ Job& JobQueue::AddJob(Cluster& c, JobKey key, classad::ClassAd ad) {
 }
 
 Status JobQueue::Load() {
-
   auto st = store_->Load(
       [&](int id, std::string_view text) {
         auto ad = classad::ParseOldAd(text);
@@ -108,12 +131,14 @@ Status JobQueue::Load() {
 
 Result<int> JobQueue::NewCluster() {
   if (auto st = Flush(); !st) return Fail(st.error());
-  return store_->ReserveClusterId();
+  auto id = store_->ReserveClusterId();
+  if (id) reserved_.insert(*id);
+  return id;
 }
 
 Result<int> JobQueue::Submit(const SubmitRequest& req) {
   if (req.procs.empty()) return Fail(ErrorCode::kInvalidInput, "a cluster needs at least one job");
-  if (clusters_.count(req.cluster) || req.cluster <= 0)
+  if (!reserved_.count(req.cluster))
     return Fail(ErrorCode::kConflict, "cluster " + std::to_string(req.cluster) +
                                           " is not a fresh cluster id (ask for one first)");
   double now = clock_();
@@ -145,6 +170,7 @@ Result<int> JobQueue::Submit(const SubmitRequest& req) {
   common.Assign("TotalSubmitProcs", static_cast<int64_t>(req.procs.size()));
   // Everything parsed: from here on the cluster goes in whole.
   if (auto st = Flush(); !st) return Fail(st.error());
+  reserved_.erase(req.cluster);
   Cluster& c = clusters_[req.cluster];
   c.id = req.cluster;
   c.ad = std::move(common);
@@ -304,7 +330,7 @@ Status JobQueue::FlushInTransaction() {
     auto it = jobs_.find(key);
     if (it == jobs_.end()) continue;  // retired since
     Job& j = it->second;
-    if (auto st = store_->PutJob(key, classad::ToOldText(j.ad)); !st) return st;
+    if (auto st = store_->PutJob(key, OwnText(j.ad)); !st) return st;
   }
   for (auto& e : events_) {
     if (auto st = store_->AppendEvent(e.record); !st) return st;
@@ -325,7 +351,7 @@ Status JobQueue::Flush() {
   // New clusters are written in the same transaction as their first jobs.
   for (auto& [id, c] : clusters_) {
     if (c.stored) continue;
-    if (auto st = store_->PutCluster(id, classad::ToOldText(c.ad)); !st) {
+    if (auto st = store_->PutCluster(id, OwnText(c.ad)); !st) {
       store_->Rollback();
       return st;
     }

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -27,9 +28,9 @@ struct SubmitAttr {
 };
 
 struct SubmitRequest {
-  int cluster = 0;                              // from NewCluster()
-  std::vector<SubmitAttr> common;               // attributes shared by every job
-  std::vector<std::vector<SubmitAttr>> procs;   // per job: its own attributes (ProcId first)
+  int cluster = 0;                             // from NewCluster()
+  std::vector<SubmitAttr> common;              // attributes shared by every job
+  std::vector<std::vector<SubmitAttr>> procs;  // per job: its own attributes (ProcId first)
 };
 
 class JobQueue {
@@ -101,6 +102,7 @@ class JobQueue {
   Clock clock_;
   std::map<int, Cluster> clusters_;
   std::map<JobKey, Job> jobs_;
+  std::set<int> reserved_;  // cluster ids handed out by NewCluster and not yet submitted
   std::vector<JobKey> dirty_;
   std::vector<PendingEvent> events_;
   std::vector<Retired> retired_;

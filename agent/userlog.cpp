@@ -14,24 +14,34 @@ namespace {
 
 const char* Headline(int code) {
   switch (code) {
-    case kEventSubmit: return "Job submitted from host: ";
-    case kEventExecute: return "Job executing on host: <127.0.0.1:0>";
-    case kEventExecutableError: return "(1) Job file not executable.";
-    case kEventEvicted: return "Job was evicted.";
-    case kEventTerminated: return "Job terminated.";
-    case kEventAborted: return "Job was aborted.";
-    case kEventHeld: return "Job was held.";
-    case kEventReleased: return "Job was released.";
-    case kEventGridSubmit: return "Job submitted to grid resource";
-    default: return "";
+    case kEventSubmit:
+      return "Job submitted from host: ";
+    case kEventExecute:
+      return "Job executing on host: <127.0.0.1:0>";
+    case kEventExecutableError:
+      return "(1) Job file not executable.";
+    case kEventEvicted:
+      return "Job was evicted.";
+    case kEventTerminated:
+      return "Job terminated.";
+    case kEventAborted:
+      return "Job was aborted.";
+    case kEventHeld:
+      return "Job was held.";
+    case kEventReleased:
+      return "Job was released.";
+    case kEventGridSubmit:
+      return "Job submitted to grid resource";
+    default:
+      return "";
   }
 }
 
 std::string Usage(double seconds) {
   long s = std::lround(seconds);
   char buf[64];
-  std::snprintf(buf, sizeof buf, "%ld %02ld:%02ld:%02ld", s / 86400, (s / 3600) % 24,
-                (s / 60) % 60, s % 60);
+  std::snprintf(buf, sizeof buf, "%ld %02ld:%02ld:%02ld", s / 86400, (s / 3600) % 24, (s / 60) % 60,
+                s % 60);
   return buf;
 }
 
@@ -43,7 +53,9 @@ std::string EventBody(int code, const std::string& detail) {
   return out;
 }
 
-std::string SubmitDetail(const std::string& host) { return host; }
+std::string SubmitDetail(const std::string& host) {
+  return host;
+}
 
 std::string TerminatedDetail(const ExecStatus& s) {
   std::string out;
@@ -63,14 +75,18 @@ std::string TerminatedDetail(const ExecStatus& s) {
   return out;
 }
 
-std::string AbortedDetail(const std::string& reason) { return "\n\t" + reason; }
+std::string AbortedDetail(const std::string& reason) {
+  return "\n\t" + reason;
+}
 
 std::string HeldDetail(const std::string& reason, int code, int subcode) {
   return "\n\t" + reason + "\n\tCode " + std::to_string(code) + " Subcode " +
          std::to_string(subcode);
 }
 
-std::string ReleasedDetail(const std::string& reason) { return "\n\t" + reason; }
+std::string ReleasedDetail(const std::string& reason) {
+  return "\n\t" + reason;
+}
 
 std::string EvictedDetail(const ExecStatus* s) {
   std::string out = "\n\t(0) Job was not checkpointed.";
@@ -86,8 +102,8 @@ std::string FormatEvent(int code, int cluster, int proc, double time, const std:
   localtime_r(&t, &tm);
   char head[96];
   std::snprintf(head, sizeof head, "%03d (%03d.%03d.000) %04d-%02d-%02d %02d:%02d:%02d ", code,
-                cluster, proc, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-                tm.tm_min, tm.tm_sec);
+                cluster, proc, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                tm.tm_sec);
   std::string out = head;
   out += body;
   out += "\n...\n";

@@ -9,19 +9,32 @@ namespace kite {
 
 std::string_view ErrorCodeName(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kOk: return "ok";
-    case ErrorCode::kInvalidInput: return "invalid-input";
-    case ErrorCode::kNotFound: return "not-found";
-    case ErrorCode::kAlreadyExists: return "already-exists";
-    case ErrorCode::kIo: return "io";
-    case ErrorCode::kUnavailable: return "unavailable";
-    case ErrorCode::kTimeout: return "timeout";
-    case ErrorCode::kAuthFailed: return "auth-failed";
-    case ErrorCode::kProxyExpired: return "proxy-expired";
-    case ErrorCode::kPermission: return "permission";
-    case ErrorCode::kConflict: return "conflict";
-    case ErrorCode::kInternal: return "internal";
-    case ErrorCode::kProtocol: return "protocol";
+    case ErrorCode::kOk:
+      return "ok";
+    case ErrorCode::kInvalidInput:
+      return "invalid-input";
+    case ErrorCode::kNotFound:
+      return "not-found";
+    case ErrorCode::kAlreadyExists:
+      return "already-exists";
+    case ErrorCode::kIo:
+      return "io";
+    case ErrorCode::kUnavailable:
+      return "unavailable";
+    case ErrorCode::kTimeout:
+      return "timeout";
+    case ErrorCode::kAuthFailed:
+      return "auth-failed";
+    case ErrorCode::kProxyExpired:
+      return "proxy-expired";
+    case ErrorCode::kPermission:
+      return "permission";
+    case ErrorCode::kConflict:
+      return "conflict";
+    case ErrorCode::kInternal:
+      return "internal";
+    case ErrorCode::kProtocol:
+      return "protocol";
   }
   return "unknown";
 }
@@ -51,6 +64,8 @@ std::unexpected<Error> FailErrno(std::string_view what, int err) {
   return Fail(code, std::move(m));
 }
 
-std::unexpected<Error> FailErrno(std::string_view what) { return FailErrno(what, errno); }
+std::unexpected<Error> FailErrno(std::string_view what) {
+  return FailErrno(what, errno);
+}
 
 }  // namespace kite

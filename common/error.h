@@ -13,18 +13,18 @@ namespace kite {
 
 enum class ErrorCode {
   kOk = 0,
-  kInvalidInput,     // malformed text, bad value, unknown name
-  kNotFound,         // no such job, file, attribute
-  kAlreadyExists,    // creating something that exists
-  kIo,               // a system call failed
-  kUnavailable,      // peer unreachable or not answering; try again later
-  kTimeout,          // an operation ran out of time
-  kAuthFailed,       // authentication or authorisation refused
-  kProxyExpired,     // the credential is out of its validity window
-  kPermission,       // file modes or ownership not acceptable
-  kConflict,         // operation not valid in the object's current state
-  kInternal,         // a bug; should not happen
-  kProtocol,         // peer spoke the protocol wrongly
+  kInvalidInput,   // malformed text, bad value, unknown name
+  kNotFound,       // no such job, file, attribute
+  kAlreadyExists,  // creating something that exists
+  kIo,             // a system call failed
+  kUnavailable,    // peer unreachable or not answering; try again later
+  kTimeout,        // an operation ran out of time
+  kAuthFailed,     // authentication or authorisation refused
+  kProxyExpired,   // the credential is out of its validity window
+  kPermission,     // file modes or ownership not acceptable
+  kConflict,       // operation not valid in the object's current state
+  kInternal,       // a bug; should not happen
+  kProtocol,       // peer spoke the protocol wrongly
 };
 
 std::string_view ErrorCodeName(ErrorCode code);
@@ -54,7 +54,9 @@ using Status = std::expected<void, Error>;
 inline std::unexpected<Error> Fail(ErrorCode code, std::string message) {
   return std::unexpected<Error>(Error(code, std::move(message)));
 }
-inline std::unexpected<Error> Fail(Error e) { return std::unexpected<Error>(std::move(e)); }
+inline std::unexpected<Error> Fail(Error e) {
+  return std::unexpected<Error>(std::move(e));
+}
 
 // An error from errno, e.g. Errno("open /x") -> "io: open /x: No such file or directory".
 std::unexpected<Error> FailErrno(std::string_view what, int err);

@@ -16,10 +16,14 @@ namespace kite {
 namespace {
 const char* KindName(ExecStatus::Kind k) {
   switch (k) {
-    case ExecStatus::Kind::kExited: return "exited";
-    case ExecStatus::Kind::kSignaled: return "signaled";
-    case ExecStatus::Kind::kExecFailed: return "execfailed";
-    case ExecStatus::Kind::kSetupFailed: return "setupfailed";
+    case ExecStatus::Kind::kExited:
+      return "exited";
+    case ExecStatus::Kind::kSignaled:
+      return "signaled";
+    case ExecStatus::Kind::kExecFailed:
+      return "execfailed";
+    case ExecStatus::Kind::kSetupFailed:
+      return "setupfailed";
   }
   return "exited";
 }
@@ -52,11 +56,16 @@ Result<ExecStatus> ParseExecStatus(const std::string& text) {
     try {
       if (key == "kind") {
         have_kind = true;
-        if (val == "exited") s.kind = ExecStatus::Kind::kExited;
-        else if (val == "signaled") s.kind = ExecStatus::Kind::kSignaled;
-        else if (val == "execfailed") s.kind = ExecStatus::Kind::kExecFailed;
-        else if (val == "setupfailed") s.kind = ExecStatus::Kind::kSetupFailed;
-        else return Fail(ErrorCode::kInvalidInput, "exec status: unknown kind '" + val + "'");
+        if (val == "exited")
+          s.kind = ExecStatus::Kind::kExited;
+        else if (val == "signaled")
+          s.kind = ExecStatus::Kind::kSignaled;
+        else if (val == "execfailed")
+          s.kind = ExecStatus::Kind::kExecFailed;
+        else if (val == "setupfailed")
+          s.kind = ExecStatus::Kind::kSetupFailed;
+        else
+          return Fail(ErrorCode::kInvalidInput, "exec status: unknown kind '" + val + "'");
       } else if (key == "code") {
         s.code = std::stoi(val);
       } else if (key == "core") {

@@ -15,13 +15,13 @@ namespace kite {
 struct ExecStatus {
   enum class Kind { kExited, kSignaled, kExecFailed, kSetupFailed };
   Kind kind = Kind::kExited;
-  int code = 0;          // exit code, signal number, or errno
-  bool core = false;     // a core file was dumped
-  double utime = 0;      // CPU seconds, user
-  double stime = 0;      // CPU seconds, system
-  double start = 0;      // wall clock, seconds since the epoch, when the job was started
-  double end = 0;        // and when it ended
-  std::string message;   // for kExecFailed / kSetupFailed: what failed, for a HoldReason
+  int code = 0;         // exit code, signal number, or errno
+  bool core = false;    // a core file was dumped
+  double utime = 0;     // CPU seconds, user
+  double stime = 0;     // CPU seconds, system
+  double start = 0;     // wall clock, seconds since the epoch, when the job was started
+  double end = 0;       // and when it ended
+  std::string message;  // for kExecFailed / kSetupFailed: what failed, for a HoldReason
 };
 
 std::string FormatExecStatus(const ExecStatus& s);

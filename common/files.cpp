@@ -91,8 +91,8 @@ Status CheckPrivateFile(const std::string& path) {
   if (sb.st_mode & (S_IRWXG | S_IRWXO)) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(sb.st_mode & 07777));
-    return Fail(ErrorCode::kPermission, path + " has mode " + mode +
-                                            "; it must be readable by its owner only (chmod 600)");
+    return Fail(ErrorCode::kPermission,
+                path + " has mode " + mode + "; it must be readable by its owner only (chmod 600)");
   }
   if (sb.st_uid != ::geteuid()) {
     return Fail(ErrorCode::kPermission, path + " is not owned by the current user");

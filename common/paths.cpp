@@ -40,6 +40,8 @@ std::string ProgramDir() {
   return DirName(buf);
 }
 
-std::string ProgramPath(const std::string& name) { return JoinPath(ProgramDir(), name); }
+std::string ProgramPath(const std::string& name) {
+  return JoinPath(ProgramDir(), name);
+}
 
 }  // namespace kite

@@ -26,11 +26,12 @@ Result<pid_t> Spawn(const SpawnOptions& o) {
   if (!o.stdin_path.empty())
     posix_spawn_file_actions_addopen(&fa, 0, o.stdin_path.c_str(), O_RDONLY, 0);
   if (!o.stdout_path.empty())
-    posix_spawn_file_actions_addopen(&fa, 1, o.stdout_path.c_str(),
-                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&fa, 1, o.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                     0644);
   if (!o.stderr_path.empty())
-    posix_spawn_file_actions_addopen(&fa, 2, o.stderr_path.c_str(),
-                                     O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, o.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND,
+                                     0644);
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);  // only stdin, stdout and stderr are passed on
   std::vector<char*> argv, envp;
   for (auto& a : o.argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);

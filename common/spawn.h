@@ -12,13 +12,13 @@
 namespace kite {
 
 struct SpawnOptions {
-  std::string program;                 // absolute path
-  std::vector<std::string> argv;       // argv[0] included
-  std::vector<std::string> env;        // "NAME=value"; the whole environment of the child
-  bool new_session = true;             // setsid(): the child leads its own process group
+  std::string program;            // absolute path
+  std::vector<std::string> argv;  // argv[0] included
+  std::vector<std::string> env;   // "NAME=value"; the whole environment of the child
+  bool new_session = true;        // setsid(): the child leads its own process group
   std::string stdin_path = "/dev/null";
-  std::string stdout_path;             // empty: inherit
-  std::string stderr_path;             // empty: inherit
+  std::string stdout_path;  // empty: inherit
+  std::string stderr_path;  // empty: inherit
 };
 
 Result<pid_t> Spawn(const SpawnOptions& options);

@@ -37,7 +37,7 @@ constexpr char kSetNextCluster[] = "UPDATE meta SET value = ?1 WHERE key = 'next
 }  // namespace
 
 Result<std::unique_ptr<JobQueueStore>> JobQueueStore::Open(const std::string& path,
-                                                            const DbOptions& options) {
+                                                           const DbOptions& options) {
   auto db = Db::Open(path, options);
   if (!db) return Fail(db.error());
   if (auto st = Migrate(**db, kMigrations, std::size(kMigrations)); !st) return Fail(st.error());
@@ -50,10 +50,14 @@ Status JobQueueStore::PrepareAll() {
   struct {
     Stmt* stmt;
     const char* sql;
-  } all[] = {{&put_cluster_, kPutCluster}, {&del_cluster_, kDelCluster},
-             {&put_job_, kPutJob},         {&del_job_, kDelJob},
-             {&put_event_, kPutEvent},     {&put_history_, kPutHistory},
-             {&get_events_, kGetEvents},   {&next_cluster_, kNextCluster},
+  } all[] = {{&put_cluster_, kPutCluster},
+             {&del_cluster_, kDelCluster},
+             {&put_job_, kPutJob},
+             {&del_job_, kDelJob},
+             {&put_event_, kPutEvent},
+             {&put_history_, kPutHistory},
+             {&get_events_, kGetEvents},
+             {&next_cluster_, kNextCluster},
              {&set_next_cluster_, kSetNextCluster}};
   for (auto& s : all) {
     auto st = db_->Prepare(s.sql);
@@ -122,12 +126,16 @@ Status JobQueueStore::Commit() {
   return st;
 }
 
-void JobQueueStore::Rollback() { txn_.reset(); }
+void JobQueueStore::Rollback() {
+  txn_.reset();
+}
 
 Status JobQueueStore::PutCluster(int cluster, std::string_view ad) {
   return put_cluster_.Bind(1, cluster).Bind(2, ad).Run();
 }
-Status JobQueueStore::DeleteCluster(int cluster) { return del_cluster_.Bind(1, cluster).Run(); }
+Status JobQueueStore::DeleteCluster(int cluster) {
+  return del_cluster_.Bind(1, cluster).Run();
+}
 Status JobQueueStore::PutJob(JobKey job, std::string_view ad) {
   return put_job_.Bind(1, job.cluster).Bind(2, job.proc).Bind(3, ad).Run();
 }
@@ -181,8 +189,8 @@ Status JobQueueStore::History(int cluster, int proc, size_t limit,
     auto row = st->Step();
     if (!row) return Fail(row.error());
     if (!*row) break;
-    HistoryRecord h{JobKey{static_cast<int>(st->Int(0)), static_cast<int>(st->Int(1))},
-                    st->Real(2), std::string(st->Text(3))};
+    HistoryRecord h{JobKey{static_cast<int>(st->Int(0)), static_cast<int>(st->Int(1))}, st->Real(2),
+                    std::string(st->Text(3))};
     if (!each(h)) break;
   }
   return {};

@@ -28,9 +28,9 @@ struct JobKey {
 
 struct EventRecord {
   JobKey job;
-  double time = 0;        // seconds since the epoch
-  int code = 0;           // HTCondor user-log event number (0 submit, 1 execute, 5 terminated...)
-  std::string text;       // the event's body, as written to the user log
+  double time = 0;   // seconds since the epoch
+  int code = 0;      // HTCondor user-log event number (0 submit, 1 execute, 5 terminated...)
+  std::string text;  // the event's body, as written to the user log
 };
 
 struct HistoryRecord {
@@ -43,7 +43,7 @@ class JobQueueStore {
  public:
   // Opens (creating and migrating) the queue at `path`.
   static Result<std::unique_ptr<JobQueueStore>> Open(const std::string& path,
-                                                      const DbOptions& options = {});
+                                                     const DbOptions& options = {});
 
   // Hands out a new cluster id and persists that it was handed out, so no id is ever reused.
   Result<int> ReserveClusterId();

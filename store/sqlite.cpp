@@ -84,7 +84,9 @@ Result<std::unique_ptr<Db>> Db::Open(const std::string& path, const DbOptions& o
   return db;
 }
 
-Db::~Db() { sqlite3_close_v2(db_); }
+Db::~Db() {
+  sqlite3_close_v2(db_);
+}
 
 Error Db::LastError(std::string_view what) const {
   std::string msg(what);
@@ -121,9 +123,13 @@ Result<int> Db::UserVersion() {
   return static_cast<int>(st->Int(0));
 }
 
-Status Db::SetUserVersion(int v) { return Exec("PRAGMA user_version=" + std::to_string(v)); }
+Status Db::SetUserVersion(int v) {
+  return Exec("PRAGMA user_version=" + std::to_string(v));
+}
 
-Transaction::Transaction(Db& db) : db_(db) { begun_ = db_.Exec("BEGIN IMMEDIATE"); }
+Transaction::Transaction(Db& db) : db_(db) {
+  begun_ = db_.Exec("BEGIN IMMEDIATE");
+}
 
 Transaction::~Transaction() {
   if (begun_ && !done_) (void)db_.Exec("ROLLBACK");

@@ -49,10 +49,10 @@ class Stmt {
 };
 
 struct DbOptions {
-  bool wal = true;              // journal_mode=WAL
-  bool synchronous_full = true; // synchronous=FULL: a commit survives power loss
+  bool wal = true;               // journal_mode=WAL
+  bool synchronous_full = true;  // synchronous=FULL: a commit survives power loss
   int busy_timeout_ms = 5000;
-  bool create = true;           // create the file when missing
+  bool create = true;  // create the file when missing
 };
 
 class Db {

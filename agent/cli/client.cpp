@@ -16,8 +16,8 @@ Result<std::unique_ptr<AgentClient>> AgentClient::Connect(const std::string& hom
   boost::system::error_code ec;
   c->socket_->connect(boost::asio::local::stream_protocol::endpoint(c->path_), ec);
   if (ec) {
-    return Fail(ErrorCode::kUnavailable, "no kite-agent is running for " + home +
-                                             " (start it with: kite agent start)");
+    return Fail(ErrorCode::kUnavailable,
+                "no kite-agent is running for " + home + " (start it with: kite agent start)");
   }
   return c;
 }
@@ -45,7 +45,9 @@ Result<Reply> AgentClient::Call(bool post, const std::string& target, const std:
   return r;
 }
 
-Result<Reply> AgentClient::Get(const std::string& target) { return Call(false, target, ""); }
+Result<Reply> AgentClient::Get(const std::string& target) {
+  return Call(false, target, "");
+}
 
 Result<Reply> AgentClient::Post(const std::string& target, const json::object& body) {
   return Call(true, target, json::serialize(body));

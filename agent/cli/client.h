@@ -1,4 +1,5 @@
-// The CLI's connection to the agent: HTTP/JSON over the agent's Unix socket, kept open across calls.
+// The CLI's connection to the agent: HTTP/JSON over the agent's Unix socket, kept open across
+// calls.
 #pragma once
 
 #include <boost/asio/io_context.hpp>

@@ -59,14 +59,27 @@ void Start(bool foreground) {
   so.stderr_path = home + "/agent.out";
   if (foreground) {
     so.argv.push_back("--log-stderr");
-    ::execv(so.program.c_str(), const_cast<char* const*>(std::vector<char*>{
-        so.argv[0].data(), so.argv[1].data(), so.argv[2].data(), so.argv[3].data(),
-        nullptr}.data()));
+    ::execv(so.program.c_str(),
+            const_cast<char* const*>(std::vector<char*>{
+                so.argv[0].data(), so.argv[1].data(), so.argv[2].data(), so.argv[3].data(), nullptr}
+                                         .data()));
     Die("cannot run " + so.program);
   }
   auto pid = Spawn(so);
   if (!pid) Die(pid.error());
-  bool up = WaitFor([&] { return AgentClient::Connect(home).has_value(); }, 15);
+  // Up when the agent we started answers (not a stale socket someone else still holds).
+  bool up = WaitFor(
+      [&] {
+        auto c = AgentClient::Connect(home);
+        if (!c) return false;
+        auto r = (*c)->Get("/v1/ping");
+        if (!r || r->status != 200) return false;
+        boost::system::error_code ec;
+        auto v = json::parse(r->body, ec);
+        return !ec && v.is_object() && v.as_object().contains("pid") &&
+               v.as_object().at("pid").to_number<int64_t>() == *pid;
+      },
+      15);
   if (!up) {
     auto out = ReadFile(home + "/agent.out");
     std::string why = out && !out->empty() ? ": " + std::string(Trim(*out)) : "";
@@ -115,8 +128,7 @@ void RegisterAgentCommands(CLI::App& app) {
   auto* start = agent->add_subcommand("start", "start the agent in the background");
   start->add_flag("--foreground", foreground, "run in the foreground, logging to stderr");
   start->callback([] { Start(foreground); });
-  agent->add_subcommand("stop", "stop the agent (running local jobs keep running)")
-      ->callback(Stop);
+  agent->add_subcommand("stop", "stop the agent (running local jobs keep running)")->callback(Stop);
   agent->add_subcommand("status", "say whether the agent runs (exit 3 when not)")->callback(Status);
 }
 

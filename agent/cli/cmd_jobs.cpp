@@ -60,9 +60,9 @@ void Query(const QueryArgs& a, bool history) {
   body["history"] = history;
   body["limit"] = a.limit;
   // condor_q shows clusters by default and single jobs with -nobatch; naming jobs by id shows them.
-  body["format"] = a.json ? "json" : (history || a.nobatch || (!a.batch && !a.ids.empty()))
-                                         ? "table"
-                                         : "batch";
+  body["format"] = a.json                                                   ? "json"
+                   : (history || a.nobatch || (!a.batch && !a.ids.empty())) ? "table"
+                                                                            : "batch";
   auto r = client->Post("/v1/query", body);
   if (!r) Die(r.error());
   if (r->status != 200) Die(AgentError(*r));
@@ -87,7 +87,8 @@ void Act(const std::string& action, const ActArgs& a) {
   auto changed = r->at("changed").as_int64();
   auto& errors = r->at("errors").as_array();
   for (auto& e : errors) std::fprintf(stderr, "kite: %s\n", e.as_string().c_str());
-  std::printf("%lld job(s) %s.\n", static_cast<long long>(changed), r->at("verb").as_string().c_str());
+  std::printf("%lld job(s) %s.\n", static_cast<long long>(changed),
+              r->at("verb").as_string().c_str());
   if (!errors.empty()) throw CLI::RuntimeError(1);
 }
 
@@ -143,9 +144,9 @@ void Log(const std::string& id) {
   int cluster = std::stoi(id.substr(0, dot)), proc = std::stoi(id.substr(dot + 1));
   for (auto& e : sel) {
     auto& o = e.as_object();
-    std::string text = agent::FormatEvent(static_cast<int>(o.at("code").as_int64()), cluster, proc,
-                                          o.at("time").to_number<double>(),
-                                          std::string(o.at("text").as_string()));
+    std::string text =
+        agent::FormatEvent(static_cast<int>(o.at("code").as_int64()), cluster, proc,
+                           o.at("time").to_number<double>(), std::string(o.at("text").as_string()));
     std::fwrite(text.data(), 1, text.size(), stdout);
   }
 }
@@ -161,7 +162,8 @@ void RegisterJobCommands(CLI::App& app) {
   static QueryArgs q, h;
   auto* qc = app.add_subcommand("q", "show queued jobs (condor_q)");
   qc->add_option("ids", q.ids, "clusters C or jobs C.P");
-  qc->add_option("--constraint", q.constraint, "only jobs for which this ClassAd expression is true");
+  qc->add_option("--constraint", q.constraint,
+                 "only jobs for which this ClassAd expression is true");
   qc->add_flag("--json", q.json, "whole job ads as JSON, like condor_q -json");
   qc->add_flag("--nobatch", q.nobatch, "one line per job");
   qc->add_flag("--batch", q.batch, "one line per cluster (the default)");

@@ -13,7 +13,9 @@ void Die(const std::string& message, int code) {
   throw CLI::RuntimeError(code);
 }
 
-void Die(const Error& e, int code) { Die(e.message(), code); }
+void Die(const Error& e, int code) {
+  Die(e.message(), code);
+}
 
 std::unique_ptr<AgentClient> ConnectOrDie() {
   auto c = AgentClient::Connect(KiteHome());

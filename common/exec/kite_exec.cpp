@@ -4,11 +4,11 @@
 //             -- PROGRAM ARGS...
 //
 // While it lives it holds an exclusive flock on DIR/lock (or on the already locked file it
-// inherits as fd N, so the lock is never free between its starter's decision and its start); when the job ends it writes DIR/status
-// (see common/exec_status.h) atomically and exits 0. The job runs with this process's environment.
-// The wrapper ignores SIGTERM/SIGINT/SIGHUP/SIGQUIT so that signalling the job's process group (how
-// Kite stops a job) stops the job while the wrapper lives on to record the signal.
-// Deliberately small: only libc and common/exec_status, so it starts fast.
+// inherits as fd N, so the lock is never free between its starter's decision and its start); when
+// the job ends it writes DIR/status (see common/exec_status.h) atomically and exits 0. The job runs
+// with this process's environment. The wrapper ignores SIGTERM/SIGINT/SIGHUP/SIGQUIT so that
+// signalling the job's process group (how Kite stops a job) stops the job while the wrapper lives
+// on to record the signal. Deliberately small: only libc and common/exec_status, so it starts fast.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -55,13 +55,20 @@ bool ParseArgs(int argc, char** argv, Args* a) {
     }
     if (i + 1 >= argc) return false;
     std::string v = argv[++i];
-    if (k == "--dir") a->dir = v;
-    else if (k == "--cwd") a->cwd = v;
-    else if (k == "--lock-fd") a->lock_fd = atoi(v.c_str());
-    else if (k == "--in") a->in = v;
-    else if (k == "--out") a->out = v;
-    else if (k == "--err") a->err = v;
-    else return false;
+    if (k == "--dir")
+      a->dir = v;
+    else if (k == "--cwd")
+      a->cwd = v;
+    else if (k == "--lock-fd")
+      a->lock_fd = atoi(v.c_str());
+    else if (k == "--in")
+      a->in = v;
+    else if (k == "--out")
+      a->out = v;
+    else if (k == "--err")
+      a->err = v;
+    else
+      return false;
   }
   for (; i < argc; ++i) a->argv.push_back(argv[i]);
   a->argv.push_back(nullptr);

@@ -50,8 +50,7 @@ TEST(JobQueueStore, PutLoadDeleteAndEvents) {
   std::vector<std::string> seen;
   ASSERT_TRUE((*q)->Load([&](int c, std::string_view) { seen.push_back("c" + std::to_string(c)); },
                          [&](JobKey k, std::string_view) {
-                           seen.push_back(std::to_string(k.cluster) + "." +
-                                          std::to_string(k.proc));
+                           seen.push_back(std::to_string(k.cluster) + "." + std::to_string(k.proc));
                          }));
   EXPECT_EQ(seen, (std::vector<std::string>{"c1", "1.0", "1.2"}));
   auto ev = (*q)->Events({1, 0});

@@ -1,0 +1,56 @@
+// The expression evaluator (library-internal): scopes, attribute resolution, operators.
+#pragma once
+
+#include "classad/classad.h"
+#include "classad/nodes.h"
+#include "classad/value.h"
+
+namespace kite::classad {
+
+// Deepest evaluation recursion (tree depth plus attribute indirections) before giving ERROR;
+// guards against self-referential ads (a = b; b = a) and keeps the stack bounded.
+inline constexpr int kMaxEvalDepth = 1500;
+
+// The scopes an expression is evaluated in. `outer` links to the frame of the ad that encloses a
+// nested record, so unscoped names missing in the record are looked up outside it.
+struct Frame {
+  const ClassAd* my = nullptr;
+  const ClassAd* target = nullptr;
+  const Frame* outer = nullptr;
+};
+
+class Evaluator {
+ public:
+  Value Eval(const Expr& e, const Frame& f);
+  // The value of `e` without copying it when `e` is, or refers to, a literal; otherwise it is
+  // evaluated into `scratch`. The result lives as long as the ads and `scratch`.
+  const Value& Peek(const Expr& e, const Frame& f, Value& scratch);
+
+  // Binary and unary operator semantics on values (strict operators only).
+  static Value Compare(Op op, const Value& a, const Value& b);
+  static Value Arithmetic(Op op, const Value& a, const Value& b);
+  static Value Bitwise(Op op, const Value& a, const Value& b);
+  static Value UnaryOp(Op op, const Value& a);
+
+ private:
+  struct Found {
+    const Expr* expr = nullptr;
+    Frame frame;
+  };
+  bool Resolve(const AttrRefExpr& ref, const Frame& f, Found* out) const;
+  Value EvalAttrRef(const AttrRefExpr& ref, const Frame& f);
+  Value EvalSelect(const SelectExpr& sel, const Frame& f);
+  Value EvalBinary(const BinaryExpr& b, const Frame& f);
+  Value EvalLogical(const BinaryExpr& b, const Frame& f);
+  Value EvalSubscript(const BinaryExpr& b, const Frame& f);
+  Value EvalTernary(const TernaryExpr& t, const Frame& f);
+  Value EvalList(const ListExpr& l, const Frame& f);
+
+  int depth_ = 0;
+};
+
+// Evaluates attribute `key` of `ad` (following its parents) as a nested-record member, with the
+// record as MY and `outer` as its enclosing scope. UNDEFINED when absent.
+Value EvalMember(Evaluator& ev, const ClassAd& ad, uint32_t key, const Frame& outer);
+
+}  // namespace kite::classad

@@ -1,0 +1,16 @@
+// Symmetric matchmaking between two ads, as HTCondor's negotiator does it.
+#pragma once
+
+#include "classad/classad.h"
+
+namespace kite::classad {
+
+// True when my.Requirements evaluates to true (or a non-zero number) with MY = my and
+// TARGET = target. A missing, UNDEFINED or ERROR Requirements does not match.
+bool RequirementsMet(const ClassAd& my, const ClassAd& target);
+// Both ads' Requirements hold against each other.
+bool Match(const ClassAd& a, const ClassAd& b);
+// my.Rank evaluated against target; 0.0 when absent or not a number (booleans count 0 and 1).
+double Rank(const ClassAd& my, const ClassAd& target);
+
+}  // namespace kite::classad

@@ -1,0 +1,55 @@
+// Mutual-TLS configuration for every Kite component, in one place: Boost.Asio contexts for servers
+// and clients, and the same settings for a libcurl handle.
+//
+// Both ends present a credential (a proxy chain or a host certificate with its key) and verify the
+// peer's chain with a Verifier during the handshake, so a peer with an expired, untrusted or
+// RFC 3820-violating chain fails the handshake itself. After the handshake, PeerIdentity() gives
+// who the peer is.
+#pragma once
+
+#include <boost/asio/ssl/context.hpp>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "common/error.h"
+#include "credentials/certificate.h"
+#include "credentials/verify.h"
+
+typedef void CURL;
+typedef struct ssl_st SSL;
+
+namespace kite::credentials {
+
+using SslContextPtr = std::shared_ptr<boost::asio::ssl::context>;
+
+// A server: presents `credential`, requires a client certificate chain that `verifier` accepts.
+Result<SslContextPtr> MakeServerContext(const Credential& credential,
+                                        std::shared_ptr<const Verifier> verifier);
+// A client: presents `credential` when given (anonymous otherwise) and verifies the server's chain
+// with `verifier`. Call SetPeerHost on each SSL before the handshake to check the server's name.
+Result<SslContextPtr> MakeClientContext(const std::optional<Credential>& credential,
+                                        std::shared_ptr<const Verifier> verifier);
+
+// Before a client handshake: sends SNI and requires the server certificate to name `host`
+// (subjectAltName DNS/IP, or a CN of "host", "host/<host>" or "myproxy/<host>", as Globus allows).
+// When `expected_subject` is non-empty, the server's subject must equal it instead (the
+// MYPROXY_SERVER_DN rule).
+Status SetPeerHost(SSL* ssl, const std::string& host, const std::string& expected_subject = "");
+
+// After a successful handshake: the verified identity of the peer. kAuthFailed when the peer
+// presented no certificate.
+Result<Identity> PeerIdentity(SSL* ssl);
+// After a failed handshake: why our side refused the peer's chain ("" when it did not).
+std::string PeerVerifyError(SSL* ssl);
+
+// Settings for libcurl (OpenSSL backend). The object must outlive every transfer on the handles
+// it configures.
+struct CurlTls {
+  std::optional<Credential> credential;
+  std::shared_ptr<const Verifier> verifier;
+};
+// Sets the client credential, the verification rules and host checking on `curl`.
+Status ConfigureCurl(CURL* curl, const CurlTls& tls);
+
+}  // namespace kite::credentials

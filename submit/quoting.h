@@ -1,0 +1,41 @@
+// HTCondor's quoting rules for job arguments and environments, and ClassAd string literals.
+//
+// A submit file writes `arguments` and `environment` in one of two syntaxes. The new syntax is
+// wrapped in double quotes: blanks separate entries, single quotes protect blanks, '' is a
+// literal single quote inside single quotes and "" is a literal double quote. The old syntax has
+// no surrounding double quotes: blanks separate arguments (\" is a double quote), semicolons
+// separate environment entries. The job ad always holds the canonical new-style form without the
+// outer double quotes ("V2 raw"), which SplitArgumentsV2 / SplitEnvironmentV2 turn back into
+// argv and envp for whoever starts the job.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "common/error.h"
+
+namespace kite::submit {
+
+using EnvEntry = std::pair<std::string, std::string>;  // name, value
+
+// `arguments = <value>` of a submit file, either syntax. Errors (kInvalidInput) say what is wrong
+// without a file position; the caller adds it.
+Result<std::vector<std::string>> SplitArguments(std::string_view value);
+// The canonical V2 raw form: arguments joined by one blank, each one that holds a blank, a quote
+// or nothing at all wrapped in single quotes with inner single quotes doubled.
+std::string JoinArgumentsV2(const std::vector<std::string>& args);
+// Inverse of JoinArgumentsV2 (accepts any V2 raw text, e.g. an Arguments attribute).
+Result<std::vector<std::string>> SplitArgumentsV2(std::string_view raw);
+
+// `environment = <value>` of a submit file, either syntax. Every entry needs NAME=VALUE with a
+// non-empty NAME; a later entry for the same name replaces the earlier one.
+Result<std::vector<EnvEntry>> SplitEnvironment(std::string_view value);
+std::string JoinEnvironmentV2(const std::vector<EnvEntry>& env);
+Result<std::vector<EnvEntry>> SplitEnvironmentV2(std::string_view raw);
+
+// A ClassAd string literal for `s`: double-quoted, with \ " and control characters escaped.
+std::string QuoteClassAdString(std::string_view s);
+
+}  // namespace kite::submit

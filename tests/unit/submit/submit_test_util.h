@@ -1,0 +1,79 @@
+// Shared fixture for the submit-file tests: a scratch directory with an executable and data files.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/files.h"
+#include "submit/submit_file.h"
+
+namespace kite::submit {
+
+class SubmitTest : public ::testing::Test {
+ public:
+  // The value of `name` in proc `proc`'s full ad, or "<unset>".
+  static std::string Get(const ParsedCluster& c, std::string_view name, size_t proc = 0) {
+    if (proc >= c.procs.size()) return "<no such proc>";
+    auto attrs = ProcAttrs(c, proc);
+    const std::string* v = FindAttr(attrs, name);
+    return v != nullptr ? *v : "<unset>";
+  }
+
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/kite-submit-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    Write("prog", "#!/bin/sh\nexit 0\n", 0755);
+    Write("data.txt", "hello\n", 0644);
+    ASSERT_TRUE(MakeDirs(dir_ + "/subdir"));
+    options_.cluster_id = 42;
+    options_.owner = "alice";
+    options_.cwd = dir_;
+  }
+  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
+
+  void Write(const std::string& name, std::string_view text, mode_t mode = 0644) {
+    ASSERT_TRUE(WriteFileAtomic(dir_ + "/" + name, text, mode));
+  }
+
+  // Parses `text` as the file "job.sub" in the scratch directory.
+  Result<ParsedCluster> Parse(std::string_view text) {
+    return ParseSubmitText(text, "job.sub", options_);
+  }
+
+  ParsedCluster MustParse(std::string_view text) {
+    auto got = Parse(text);
+    EXPECT_TRUE(got) << (got ? "" : got.error().message()) << "\n--- input ---\n" << text;
+    return got ? std::move(*got) : ParsedCluster{};
+  }
+
+  // The error message of a file that must fail, "" (and a test failure) when it parses.
+  std::string ErrorOf(std::string_view text) {
+    auto got = Parse(text);
+    EXPECT_FALSE(got) << "parsed but should not:\n" << text;
+    if (got) return "";
+    EXPECT_EQ(got.error().code(), ErrorCode::kInvalidInput) << got.error().message();
+    return got.error().message();
+  }
+
+  static bool InCommon(const ParsedCluster& c, std::string_view name) {
+    return FindAttr(c.common, name) != nullptr;
+  }
+  // Replaces "{dir}" by the scratch directory.
+  std::string D(std::string s) const {
+    for (auto p = s.find("{dir}"); p != std::string::npos; p = s.find("{dir}")) {
+      s.replace(p, 5, dir_);
+    }
+    return s;
+  }
+
+  std::string dir_;
+  SubmitOptions options_;
+};
+
+}  // namespace kite::submit
