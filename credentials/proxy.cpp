@@ -13,6 +13,7 @@
 namespace kite::credentials {
 
 using detail::FailSsl;
+using detail::TimeText;
 
 std::string_view ProxyTypeName(ProxyType type) {
   switch (type) {
@@ -80,15 +81,6 @@ Clock::time_point ChainNotAfter(const CertChain& chain) {
   Clock::time_point t = Clock::time_point::max();
   for (const auto& c : chain) t = std::min(t, c.NotAfter());
   return t;
-}
-
-std::string TimeText(Clock::time_point t) {
-  std::time_t tt = Clock::to_time_t(t);
-  struct tm tm {};
-  gmtime_r(&tt, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
-  return buf;
 }
 
 // Random positive 63-bit serial; its decimal form becomes the proxy's CN, as Globus does.

@@ -43,4 +43,13 @@ std::chrono::system_clock::time_point AsnTimeToClock(const ASN1_TIME* t) {
   return std::chrono::system_clock::from_time_t(timegm(&tm));
 }
 
+std::string TimeText(std::chrono::system_clock::time_point t) {
+  std::time_t tt = std::chrono::system_clock::to_time_t(t);
+  struct tm tm {};
+  gmtime_r(&tt, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
 }  // namespace kite::credentials::detail

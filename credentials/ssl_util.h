@@ -63,6 +63,9 @@ std::unexpected<Error> FailSsl(ErrorCode code, std::string_view what);
 // ASN1_TIME <-> system_clock.
 std::chrono::system_clock::time_point AsnTimeToClock(const ASN1_TIME* t);
 
+// "2026-11-22 10:00:00 UTC", for messages about validity periods.
+std::string TimeText(std::chrono::system_clock::time_point t);
+
 // Object identifiers Kite recognises in proxyCertInfo policies.
 inline constexpr const char* kOidGlobusLimited = "1.3.6.1.4.1.3536.1.1.1.9";
 

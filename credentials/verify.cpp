@@ -14,6 +14,8 @@
 
 namespace kite::credentials {
 
+using detail::TimeText;
+
 namespace {
 
 // A CA that publishes no CRL is accepted, as Globus does; every other failure stands.
@@ -25,15 +27,6 @@ int VerifyCallback(int ok, X509_STORE_CTX* ctx) {
 bool IsDirectory(const std::string& path) {
   struct stat sb;
   return ::stat(path.c_str(), &sb) == 0 && S_ISDIR(sb.st_mode);
-}
-
-std::string TimeText(Clock::time_point t) {
-  std::time_t tt = Clock::to_time_t(t);
-  struct tm tm {};
-  gmtime_r(&tt, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
-  return buf;
 }
 
 Error MapVerifyError(X509_STORE_CTX* ctx, const std::string& ca_dir) {

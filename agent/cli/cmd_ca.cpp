@@ -4,6 +4,7 @@
 #include <string>
 
 #include "agent/cli/commands.h"
+#include "agent/cli/util.h"
 #include "common/files.h"
 #include "common/paths.h"
 #include "credentials/ca.h"
@@ -14,11 +15,6 @@ namespace kite::cli {
 namespace {
 
 namespace cred = kite::credentials;
-
-[[noreturn]] void Die(const Error& e, int code = 1) {
-  std::cerr << "kite: " << e.message() << "\n";
-  throw CLI::RuntimeError(code);
-}
 
 struct CaFlags {
   std::string ca_dir;  // default $KITE_HOME/ca

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "agent/cli/commands.h"
+#include "agent/cli/util.h"
 #include "common/files.h"
 #include "common/paths.h"
 #include "credentials/certificate.h"
@@ -16,11 +17,6 @@ namespace kite::cli {
 namespace {
 
 namespace cred = kite::credentials;
-
-[[noreturn]] void Die(const Error& e, int code = 1) {
-  std::cerr << "kite: " << e.message() << "\n";
-  throw CLI::RuntimeError(code);
-}
 
 std::string Env(const char* name) {
   const char* v = std::getenv(name);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "agent/cli/commands.h"
+#include "agent/cli/util.h"
 #include "common/files.h"
 #include "common/paths.h"
 #include "credentials/passphrase.h"
@@ -20,11 +21,6 @@ namespace kite::cli {
 namespace {
 
 namespace cred = kite::credentials;
-
-[[noreturn]] void Die(const Error& e, int code = 1) {
-  std::cerr << "kite: " << e.message() << "\n";
-  throw CLI::RuntimeError(code);
-}
 
 std::string HomeFile(const char* env, const char* rel) {
   if (const char* v = std::getenv(env); v && *v) return v;
