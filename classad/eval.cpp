@@ -231,7 +231,7 @@ bool Evaluator::Resolve(const AttrRefExpr& ref, const Frame& f, Found* out) cons
 
 Value Evaluator::EvalAttrRef(const AttrRefExpr& ref, const Frame& f) {
   Found found;
-  if (Resolve(ref, f, &found)) return Eval(*found.expr, found.frame);
+  if (Resolve(ref, f, &found)) return EvalAttribute(*found.expr, found.frame);
   if (ref.scope() == Scope::kNone) {
     // A bare MY or TARGET that is not an attribute names the ad itself.
     static const uint32_t kMyKey = InternName("my").key;
@@ -245,7 +245,18 @@ Value Evaluator::EvalAttrRef(const AttrRefExpr& ref, const Frame& f) {
 Value EvalMember(Evaluator& ev, const ClassAd& ad, uint32_t key, const Frame& outer) {
   const Expr* e = ad.FindKey(key);
   if (e == nullptr) return Value();
-  return ev.Eval(*e, Frame{&ad, outer.target, &outer});
+  return ev.EvalAttribute(*e, Frame{&ad, outer.target, &outer});
+}
+
+Value Evaluator::EvalAttribute(const Expr& bound, const Frame& f) {
+  if (bound.kind() == ExprKind::kLiteral) return static_cast<const LiteralExpr&>(bound).value;
+  for (const auto& [expr, my] : active_) {
+    if (expr == &bound && my == f.my) return Value::Error();
+  }
+  active_.emplace_back(&bound, f.my);
+  Value v = Eval(bound, f);
+  active_.pop_back();
+  return v;
 }
 
 Value Evaluator::EvalSelect(const SelectExpr& sel, const Frame& f) {
@@ -378,7 +389,7 @@ const Value& Evaluator::Peek(const Expr& e, const Frame& f, Value& scratch) {
       }
       DepthGuard guard(depth_);
       if (guard.exceeded()) return scratch = Value::Error();
-      return scratch = Eval(*found.expr, found.frame);
+      return scratch = EvalAttribute(*found.expr, found.frame);
     }
     if (ref.scope() != Scope::kNone) return UndefinedValue();
   }

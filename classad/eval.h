@@ -1,6 +1,9 @@
 // The expression evaluator (library-internal): scopes, attribute resolution, operators.
 #pragma once
 
+#include <utility>
+#include <vector>
+
 #include "classad/classad.h"
 #include "classad/nodes.h"
 #include "classad/value.h"
@@ -22,6 +25,10 @@ struct Frame {
 class Evaluator {
  public:
   Value Eval(const Expr& e, const Frame& f);
+  // Evaluates the expression bound to an attribute. An attribute whose evaluation needs its own
+  // value (a = b; b = a + a) is ERROR as soon as the cycle closes, as in HTCondor: a depth cap
+  // alone would let an attribute that names itself twice cost 2^depth steps.
+  Value EvalAttribute(const Expr& bound, const Frame& f);
   // The value of `e` without copying it when `e` is, or refers to, a literal; otherwise it is
   // evaluated into `scratch`. The result lives as long as the ads and `scratch`.
   const Value& Peek(const Expr& e, const Frame& f, Value& scratch);
@@ -47,6 +54,8 @@ class Evaluator {
   Value EvalList(const ListExpr& l, const Frame& f);
 
   int depth_ = 0;
+  // Attributes being evaluated, innermost last: (bound expression, the ad it is evaluated as MY).
+  std::vector<std::pair<const Expr*, const ClassAd*>> active_;
 };
 
 // Evaluates attribute `key` of `ad` (following its parents) as a nested-record member, with the

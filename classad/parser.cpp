@@ -391,6 +391,13 @@ ExprPtr Parser::ParseBinary(int min_prec) {
   return failed_ ? nullptr : lhs;
 }
 
+bool Parser::PostfixFollowsNumber() const {
+  // Looks past the number token without consuming it: the lexer state is copied, not advanced.
+  Parser ahead = *this;
+  ahead.Advance();
+  return ahead.tok_.kind == Tok::kDot || ahead.tok_.kind == Tok::kLBracket;
+}
+
 ExprPtr Parser::ParseUnary() {
   Op op;
   switch (tok_.kind) {
@@ -410,8 +417,10 @@ ExprPtr Parser::ParseUnary() {
       return ParsePostfix(ParsePrimary());
   }
   Advance();
-  if (op == Op::kNeg && (tok_.kind == Tok::kInt || tok_.kind == Tok::kReal)) {
-    // A negative number is one literal, so "-5" unparses and reparses as itself.
+  if (op == Op::kNeg && (tok_.kind == Tok::kInt || tok_.kind == Tok::kReal) &&
+      !PostfixFollowsNumber()) {
+    // A negative number is one literal, so "-5" unparses and reparses as itself. Not when a
+    // postfix operator follows: "-0.V" is -(0.V), since selection binds tighter than minus.
     ExprPtr lit;
     if (tok_.kind == Tok::kReal) {
       lit = MakeReal(-tok_.real);
@@ -537,6 +546,11 @@ ExprPtr Parser::ParseNameOrCall() {
   if (tok_.quoted) ident = quoted_copy = tok_.str;
   bool quoted = tok_.quoted;
   Advance();
+  if (tok_.kind == Tok::kLParen && quoted) {
+    // Function names are plain identifiers; 'x'(...) would unparse to text that does not parse.
+    SetError("a quoted name cannot be called as a function", tok_.pos);
+    return nullptr;
+  }
   if (tok_.kind == Tok::kLParen) {
     Advance();
     std::vector<ExprPtr> args;

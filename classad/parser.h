@@ -97,6 +97,8 @@ class Parser {
   void LexOperator();
   std::string Where(size_t pos) const;
   void SetError(std::string what, size_t pos);
+  // True when the token after the current (number) token is '.' or '['.
+  bool PostfixFollowsNumber() const;
   void Expect(Tok kind, std::string_view what);
   bool Accept(Tok kind);
 

@@ -1,6 +1,8 @@
 // Evaluation: three-valued logic, =?=, arithmetic, comparison, scoping and attribute chains.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <string>
 
 #include "classad/classad.h"
@@ -155,6 +157,19 @@ TEST(ClassAdEval, SelfReferenceIsErrorNotACrash) {
   ClassAd ad = Ad("A = B + 1\nB = A + 1\nC = C\n");
   EXPECT_EQ(ad.Evaluate("A").ToString(), "error");
   EXPECT_EQ(ad.Evaluate("C").ToString(), "error");
+}
+
+// Found by the fuzzer: an attribute that names itself twice doubles the work at every level, so a
+// depth cap alone takes 2^depth steps. The cycle must be cut where it closes.
+TEST(ClassAdEval, SelfReferenceTwiceIsErrorQuickly) {
+  ClassAd ad = Ad("p = +jp > p > p >= +1/z\nq = r + r + r\nr = q * q\n");
+  auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(ad.Evaluate("p").ToString(), "error");
+  EXPECT_EQ(ad.Evaluate("q").ToString(), "error");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  // Referring to the same attribute twice without a cycle is fine.
+  ClassAd ok = Ad("x = 2\ny = x + x\nz = y * y\n");
+  EXPECT_EQ(ok.Evaluate("z").ToString(), "16");
 }
 
 TEST(ClassAdEval, ChainedParentSuppliesMissingAttributes) {

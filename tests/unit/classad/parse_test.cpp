@@ -38,6 +38,8 @@ TEST(ClassAdParse, Literals) {
       {"[ a = 1; b = \"x\" ]", "[ a = 1; b = \"x\" ]"},
       {"[]", "[]"},
       {"'odd name' + 1", "'odd name' + 1"},
+      {"-0.V", "-0.V"},  // -(0.V): selection binds tighter than minus
+      {"--2[0]", "--2[0]"},
   };
   for (const auto& c : cases) EXPECT_EQ(Canonical(c.input), c.expected) << c.input;
 }
@@ -110,6 +112,7 @@ TEST(ClassAdParse, MalformedInputGivesClearErrors) {
       {"99999999999999999999", "integer literal out of range at column 1"},
       {"1 ? 2", "expected ':' in conditional expression at column 6"},
       {"/* open", "unterminated comment at column 1"},
+      {"'x y'(1)", "a quoted name cannot be called as a function at column 6"},
       {"12abc", "malformed number at column 1"},
   };
   for (const auto& c : cases) {
