@@ -82,7 +82,8 @@ Status Agent::Start() {
   auto store = store::JobQueueStore::Open(options_.queue_path());
   if (!store) return Fail(store.error());
   store_ = std::move(*store);
-  queue_ = std::make_unique<JobQueue>(store_.get(), WallNow);
+  queue_ =
+      std::make_unique<JobQueue>(store_.get(), WallNow, static_cast<size_t>(options_.history_max));
   queue_->OnStatusChange([this](Job& j, bool leaving) {
     if (j.universe != kUniverseLocal) return;
     if (!leaving && j.status == kIdle) {

@@ -81,8 +81,8 @@ std::string JobIdString(JobKey k) {
   return std::to_string(k.cluster) + "." + std::to_string(k.proc);
 }
 
-JobQueue::JobQueue(store::JobQueueStore* store, Clock clock)
-    : store_(store), clock_(std::move(clock)) {}
+JobQueue::JobQueue(store::JobQueueStore* store, Clock clock, size_t history_max)
+    : store_(store), clock_(std::move(clock)), history_max_(history_max) {}
 
 Job& JobQueue::AddJob(Cluster& c, JobKey key, classad::ClassAd ad) {
   auto [it, inserted] = jobs_.try_emplace(key);
@@ -342,6 +342,7 @@ Status JobQueue::FlushInTransaction() {
       if (auto st = store_->DeleteCluster(r.key.cluster); !st) return st;
     }
   }
+  if (history_max_ > 0 && !retired_.empty()) return store_->TrimHistory(history_max_);
   return {};
 }
 

@@ -37,7 +37,8 @@ class JobQueue {
  public:
   using Clock = std::function<double()>;  // seconds since the epoch
 
-  JobQueue(store::JobQueueStore* store, Clock clock);
+  // `history_max`: jobs kept in history after they leave the queue; 0 keeps all.
+  JobQueue(store::JobQueueStore* store, Clock clock, size_t history_max = 0);
 
   // Reads the whole queue from the store. REQUIRES: the queue is empty.
   Status Load();
@@ -100,6 +101,7 @@ class JobQueue {
 
   store::JobQueueStore* store_;
   Clock clock_;
+  size_t history_max_;
   std::map<int, Cluster> clusters_;
   std::map<JobKey, Job> jobs_;
   std::set<int> reserved_;  // cluster ids handed out by NewCluster and not yet submitted

@@ -158,6 +158,20 @@ Status JobQueueStore::AppendHistory(const HistoryRecord& h) {
       .Run();
 }
 
+Status JobQueueStore::TrimHistory(size_t keep) {
+  // The events of a trimmed job go with it; a job still queued keeps its events.
+  std::string k = std::to_string(keep);
+  return db_->Exec(
+      "CREATE TEMP TABLE IF NOT EXISTS trimmed (cluster INTEGER, proc INTEGER);"
+      "DELETE FROM trimmed;"
+      "INSERT INTO trimmed SELECT cluster, proc FROM history ORDER BY completion DESC, cluster "
+      "DESC, proc DESC LIMIT -1 OFFSET " +
+      k +
+      ";"
+      "DELETE FROM history WHERE (cluster, proc) IN (SELECT cluster, proc FROM trimmed);"
+      "DELETE FROM events WHERE (cluster, proc) IN (SELECT cluster, proc FROM trimmed);");
+}
+
 Result<std::vector<EventRecord>> JobQueueStore::Events(JobKey job) {
   std::vector<EventRecord> out;
   get_events_.Bind(1, job.cluster).Bind(2, job.proc);

@@ -63,6 +63,8 @@ class JobQueueStore {
   Status DeleteJob(JobKey job);
   Status AppendEvent(const EventRecord& e);
   Status AppendHistory(const HistoryRecord& h);
+  // Drops the oldest history rows (and their events) so at most `keep` remain.
+  Status TrimHistory(size_t keep);
 
   // Reads.
   Result<std::vector<EventRecord>> Events(JobKey job);

@@ -127,6 +127,28 @@ TEST_F(QueueTest, LastJobLeavingRemovesTheCluster) {
   EXPECT_TRUE(queue->clusters().empty());
 }
 
+TEST_F(QueueTest, HistoryIsTrimmedToHistoryMax) {
+  queue = std::make_unique<JobQueue>(
+      store.get(), [this] { return now; }, 2);
+  auto c = queue->NewCluster();
+  ASSERT_TRUE(queue->Submit(Request(*c, 4)));
+  for (int p = 0; p < 4; ++p) {
+    now += 1;
+    Job* j = queue->Find({*c, p});
+    queue->MarkRemoved(*j, "done with it");
+    queue->Retire(*j);
+    ASSERT_TRUE(queue->Flush());
+  }
+  std::vector<int> kept;
+  ASSERT_TRUE(store->History(-1, -1, 0, [&](const store::HistoryRecord& h) {
+    kept.push_back(h.job.proc);
+    return true;
+  }));
+  EXPECT_EQ(kept, (std::vector<int>{3, 2}));  // newest first, the two oldest dropped
+  EXPECT_TRUE(store->Events({*c, 0})->empty());
+  EXPECT_FALSE(store->Events({*c, 3})->empty());
+}
+
 TEST(JobSelector, Parses) {
   EXPECT_EQ(ParseJobSelector("12")->cluster, 12);
   EXPECT_EQ(ParseJobSelector("12")->proc, -1);
