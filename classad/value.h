@@ -105,24 +105,27 @@ class Value {
   void Retain() const noexcept;
 
   // The two views share their first two members (type, aux), which is how the union is read.
+  struct InlineView {
+    ValueType type;
+    uint8_t aux;
+    char text[kInlineChars + 1];
+  };
+  union Payload {
+    bool b;
+    int64_t i;
+    double r;
+    internal::HeapObject* heap;
+    const ClassAd* ad_ref;
+  };
+  struct PayloadView {
+    ValueType type;
+    uint8_t aux;
+    uint8_t pad[6];
+    Payload u;
+  };
   union {
-    struct {
-      ValueType type;
-      uint8_t aux;
-      char text[kInlineChars + 1];
-    } s_;
-    struct {
-      ValueType type;
-      uint8_t aux;
-      uint8_t pad[6];
-      union {
-        bool b;
-        int64_t i;
-        double r;
-        internal::HeapObject* heap;
-        const ClassAd* ad_ref;
-      } u;
-    } p_;
+    InlineView s_;
+    PayloadView p_;
   };
 };
 
