@@ -91,10 +91,11 @@ Result<pid_t> LocalRunner::Start(JobKey key, const LaunchSpec& spec) {
   posix_spawnattr_init(&attr);
   posix_spawnattr_setflags(&attr,
                            POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  sigset_t none, all;
-  sigemptyset(&none);
+  sigset_t all;
   sigfillset(&all);
-  posix_spawnattr_setsigmask(&attr, &none);
+  sigset_t stop;
+  kite::ExecStopSignals(&stop);  // held until kite-exec can pass them on to the job
+  posix_spawnattr_setsigmask(&attr, &stop);
   posix_spawnattr_setsigdefault(&attr, &all);
   posix_spawn_file_actions_adddup2(&fa, lock, 3);  // dup2 clears FD_CLOEXEC on fd 3
   posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);

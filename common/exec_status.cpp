@@ -95,6 +95,11 @@ Result<ExecStatus> ReadExecStatus(const std::string& dir) {
   return ParseExecStatus(*text);
 }
 
+void ExecStopSignals(sigset_t* set) {
+  sigemptyset(set);
+  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) sigaddset(set, s);
+}
+
 bool ExecWrapperAlive(const std::string& dir) {
   std::string path = JoinPath(dir, "lock");
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -6,6 +6,8 @@
 // reliance on being the wrapper's parent.
 #pragma once
 
+#include <signal.h>
+
 #include <string>
 
 #include "common/error.h"
@@ -32,5 +34,10 @@ Result<ExecStatus> ReadExecStatus(const std::string& dir);
 
 // True while a kite-exec process holds DIR/lock, i.e. the job's wrapper is still alive.
 bool ExecWrapperAlive(const std::string& dir);
+
+// The signals Kite stops jobs with (TERM, INT, HUP, QUIT). Whoever spawns kite-exec starts it with
+// these blocked, so one sent to the job's process group while the wrapper is still starting is
+// held for the job rather than lost or fatal to the wrapper.
+void ExecStopSignals(sigset_t* set);
 
 }  // namespace kite

@@ -8,10 +8,11 @@
 
 namespace kite::cli {
 
-void RegisterAgentCommands(CLI::App& app);    // agent start|stop|status
-void RegisterJobCommands(CLI::App& app);      // submit, q, history, rm, hold, release, wait, log
-void RegisterCaCommands(CLI::App& app);       // ca init|issue-host|issue-user
-void RegisterProxyCommands(CLI::App& app);    // proxy init|info|destroy
-void RegisterMyproxyCommands(CLI::App& app);  // myproxy get|store
+void RegisterAgentCommands(CLI::App& app);     // agent start|stop|status
+void RegisterJobCommands(CLI::App& app);       // submit, q, history, rm, hold, release, wait, log
+void RegisterCaCommands(CLI::App& app);        // ca init|issue-host|issue-user
+void RegisterProxyCommands(CLI::App& app);     // proxy init|info|destroy
+void RegisterMyproxyCommands(CLI::App& app);   // myproxy get|store
+void RegisterTestgridCommands(CLI::App& app);  // testgrid up|status|down
 
 }  // namespace kite::cli

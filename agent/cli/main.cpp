@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   kite::cli::RegisterCaCommands(app);
   kite::cli::RegisterProxyCommands(app);
   kite::cli::RegisterMyproxyCommands(app);
+  kite::cli::RegisterTestgridCommands(app);
 
   auto args = HtcondorStyleArgs(argc, argv);
   std::vector<char*> cargs;

@@ -28,6 +28,17 @@
 
 namespace {
 
+volatile sig_atomic_t g_child = 0;    // the job, once forked
+volatile sig_atomic_t g_pending = 0;  // a stop signal that arrived before the job existed
+
+void ForwardToJob(int sig) {
+  if (g_child > 0) {
+    kill(static_cast<pid_t>(g_child), sig);
+  } else {
+    g_pending = sig;
+  }
+}
+
 double Now() {
   struct timeval tv;
   gettimeofday(&tv, nullptr);
@@ -94,6 +105,9 @@ int OpenOrFail(int pipe_fd, const std::string& path, int flags, int target, cons
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE}) sigaction(s, &dfl, nullptr);
+  sigset_t stop;
+  kite::ExecStopSignals(&stop);
+  sigprocmask(SIG_UNBLOCK, &stop, nullptr);  // one sent since the fork is delivered now
   if (!a.cwd.empty() && chdir(a.cwd.c_str()) != 0)
     ChildFail(pipe_fd, 'S', errno, "cannot change to directory " + a.cwd);
   OpenOrFail(pipe_fd, a.in, O_RDONLY, 0, "standard input");
@@ -113,6 +127,9 @@ int OpenOrFail(int pipe_fd, const std::string& path, int flags, int target, cons
 }  // namespace
 
 int main(int argc, char** argv) {
+  sigset_t stop;
+  kite::ExecStopSignals(&stop);
+  sigprocmask(SIG_BLOCK, &stop, nullptr);
   Args a;
   if (!ParseArgs(argc, argv, &a)) {
     fprintf(stderr,
@@ -133,7 +150,11 @@ int main(int argc, char** argv) {
   }
   struct sigaction ign {};
   ign.sa_handler = SIG_IGN;
-  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE}) sigaction(s, &ign, nullptr);
+  sigaction(SIGPIPE, &ign, nullptr);
+  struct sigaction fwd {};
+  fwd.sa_handler = ForwardToJob;
+  fwd.sa_flags = SA_RESTART;
+  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) sigaction(s, &fwd, nullptr);
 
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) return 2;
@@ -142,6 +163,9 @@ int main(int argc, char** argv) {
   pid_t pid = fork();
   if (pid < 0) return 2;
   if (pid == 0) RunChild(a, p[1]);
+  g_child = pid;
+  if (g_pending) kill(pid, g_pending);
+  sigprocmask(SIG_UNBLOCK, &stop, nullptr);
   close(p[1]);
   char buf[1024];
   ssize_t n;

@@ -1,0 +1,209 @@
+// `kite testgrid up|status|down`: the embedded default grid — a personal CA, a host certificate for
+// localhost, a user certificate and proxy, a grid-mapfile, and a kite-gatekeeper on a free loopback
+// port, all under $KITE_HOME/testgrid (the CA under $KITE_HOME/ca, shared with `kite ca`).
+#include <pwd.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+
+#include "agent/cli/commands.h"
+#include "agent/cli/util.h"
+#include "common/files.h"
+#include "common/paths.h"
+#include "common/spawn.h"
+#include "common/strings.h"
+#include "credentials/ca.h"
+#include "credentials/certificate.h"
+#include "credentials/proxy.h"
+#include "credentials/verify.h"
+
+namespace kite::cli {
+namespace {
+
+namespace cred = kite::credentials;
+
+struct Paths {
+  std::string dir = JoinPath(KiteHome(), "testgrid");
+  std::string ca = JoinPath(KiteHome(), "ca");
+  std::string host_cert = dir + "/hostcert.pem", host_key = dir + "/hostkey.pem";
+  std::string user_cert = dir + "/usercert.pem", user_key = dir + "/userkey.pem";
+  std::string gridmap = dir + "/grid-mapfile";
+  std::string state = dir + "/state";
+  std::string pid = dir + "/gatekeeper.pid", port = dir + "/gatekeeper.port";
+  std::string batch = dir + "/gatekeeper.batch";
+  std::string log = dir + "/gatekeeper.log";
+  std::string own_proxy = dir + "/proxy.pem";  // used when the default proxy is someone else's
+};
+
+std::string Account() {
+  if (auto* pw = ::getpwuid(::geteuid())) return pw->pw_name;
+  return std::to_string(::geteuid());
+}
+
+// The gatekeeper's pid while it runs, else 0.
+pid_t RunningGatekeeper(const Paths& p) {
+  auto text = ReadFile(p.pid);
+  if (!text) return 0;
+  pid_t pid = static_cast<pid_t>(std::atoi(text->c_str()));
+  if (pid <= 0 || ::kill(pid, 0) != 0) return 0;
+  auto cmd = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
+  return cmd && cmd->find("kite-gatekeeper") != std::string::npos ? pid : 0;
+}
+
+std::string ResourceLine(const Paths& p) {
+  auto port = ReadFile(p.port);
+  auto batch = ReadFile(p.batch);
+  return "grid_resource = kite 127.0.0.1:" + std::string(Trim(port.value_or("?"))) + "/" +
+         std::string(Trim(batch.value_or("fork")));
+}
+
+cred::TestCa OpenOrMakeCa(const Paths& p) {
+  if (FileExists(JoinPath(p.ca, "cacert.pem")) || FileExists(JoinPath(p.ca, "certificates"))) {
+    auto ca = cred::TestCa::Open(p.ca);
+    if (!ca) Die(ca.error());
+    return std::move(*ca);
+  }
+  auto ca = cred::TestCa::Init(p.ca);
+  if (!ca) Die(ca.error());
+  std::printf("made a personal test CA in %s\n", p.ca.c_str());
+  return std::move(*ca);
+}
+
+// Issues into `dir` and renames to the wanted names, unless both files already exist.
+void EnsureIssued(cred::TestCa& ca, bool host, const std::string& name, const std::string& cert,
+                  const std::string& key, const std::string& dir) {
+  if (FileExists(cert) && FileExists(key)) return;
+  cred::IssueOptions o;
+  o.key = {cred::KeyAlgorithm::kEcP256};
+  auto files = host ? ca.IssueHost(name, dir, o) : ca.IssueUser(name, dir, o);
+  if (!files) Die(files.error());
+  std::error_code ec;
+  if (files->cert_path != cert) std::filesystem::rename(files->cert_path, cert, ec);
+  if (!ec && files->key_path != key) std::filesystem::rename(files->key_path, key, ec);
+  if (ec) Die("cannot place " + cert + ": " + ec.message());
+}
+
+// The proxy jobs will use: the default proxy when it is valid under the test CA for an hour,
+// otherwise a fresh one — at the default path when nothing is there, else in the testgrid dir so
+// that a real proxy from another CA is never overwritten.
+std::string EnsureProxy(const Paths& p, const std::string& ca_dir, std::string* note) {
+  auto verifier = cred::Verifier::Create({.ca_dir = ca_dir});
+  if (!verifier) Die(verifier.error());
+  std::string def = DefaultProxyPath();
+  for (const std::string& path : {def, p.own_proxy}) {
+    auto existing = cred::LoadProxyFile(path);
+    if (!existing) continue;
+    auto id = (*verifier)->Verify(existing->chain);
+    if (id && id->not_after > std::chrono::system_clock::now() + std::chrono::hours(1)) return path;
+  }
+  auto user = cred::LoadCertificateAndKey(p.user_cert, p.user_key);
+  if (!user) Die(user.error());
+  auto proxy = cred::CreateProxy(*user, {.lifetime = std::chrono::hours(12)});
+  if (!proxy) Die(proxy.error());
+  std::string out = FileExists(def) ? p.own_proxy : def;
+  if (auto st = cred::SaveProxyFile(out, proxy->credential); !st) Die(st.error());
+  if (out != def) *note = "x509userproxy = " + out;
+  return out;
+}
+
+pid_t StartGatekeeper(const Paths& p, const std::string& ca_dir, const std::string& batch) {
+  ::unlink(p.port.c_str());
+  SpawnOptions so;
+  so.program = ProgramPath("kite-gatekeeper");
+  so.argv = {so.program,    "--listen",  "127.0.0.1:0", "--state-dir", p.state,
+             "--cert",      p.host_cert, "--key",       p.host_key,    "--ca-dir",
+             ca_dir,        "--gridmap", p.gridmap,     "--batch",     batch,
+             "--port-file", p.port,      "--log",       p.log};
+  so.env = CurrentEnvironment();
+  so.stdout_path = p.dir + "/gatekeeper.out";
+  so.stderr_path = p.dir + "/gatekeeper.out";
+  auto pid = Spawn(so);
+  if (!pid) Die(pid.error());
+  for (int i = 0; i < 500 && !FileExists(p.port); ++i) {
+    if (::kill(*pid, 0) != 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (!FileExists(p.port)) {
+    auto out = ReadFile(p.dir + "/gatekeeper.out");
+    Die("kite-gatekeeper did not start" +
+        (out && !out->empty() ? ": " + std::string(Trim(*out)) : std::string()));
+  }
+  if (auto st = WriteFileAtomic(p.pid, std::to_string(*pid) + "\n", 0644); !st) Die(st.error());
+  if (auto st = WriteFileAtomic(p.batch, batch + "\n", 0644); !st) Die(st.error());
+  return *pid;
+}
+
+void Up(const std::string& batch) {
+  Paths p;
+  if (pid_t pid = RunningGatekeeper(p)) {
+    std::printf("the test grid is already up (kite-gatekeeper pid %d)\n%s\n", pid,
+                ResourceLine(p).c_str());
+    return;
+  }
+  if (auto st = MakeDirs(p.dir, 0700); !st) Die(st.error());
+  if (auto st = MakeDirs(p.state, 0700); !st) Die(st.error());
+  auto ca = OpenOrMakeCa(p);
+  EnsureIssued(ca, true, "localhost", p.host_cert, p.host_key, p.dir);
+  std::string dn = "CN=" + Account() + " (Kite test user)";
+  EnsureIssued(ca, false, dn, p.user_cert, p.user_key, p.dir);
+  auto user = cred::LoadCertificateAndKey(p.user_cert, p.user_key);
+  if (!user) Die(user.error());
+  std::string subject = user->chain.front().Subject();
+  std::string gridmap = "# Written by kite testgrid up.\n\"" + subject + "\" " + Account() + "\n";
+  if (auto st = WriteFileAtomic(p.gridmap, gridmap, 0644); !st) Die(st.error());
+  std::string note;
+  std::string proxy = EnsureProxy(p, ca.trusted_dir(), &note);
+  pid_t pid = StartGatekeeper(p, ca.trusted_dir(), batch);
+  std::printf("kite-gatekeeper (pid %d) serves %s with the %s adapter\n", pid, subject.c_str(),
+              batch.c_str());
+  std::printf("proxy: %s\n", proxy.c_str());
+  std::printf("use in a submit file:\n  universe = grid\n  %s\n", ResourceLine(p).c_str());
+  if (!note.empty()) std::printf("  %s\n", note.c_str());
+}
+
+void Status() {
+  Paths p;
+  pid_t pid = RunningGatekeeper(p);
+  if (!pid) {
+    std::printf("the test grid is down\n");
+    throw CLI::RuntimeError(3);
+  }
+  std::printf("the test grid is up: kite-gatekeeper pid %d, log %s\n%s\n", pid, p.log.c_str(),
+              ResourceLine(p).c_str());
+}
+
+void Down() {
+  Paths p;
+  pid_t pid = RunningGatekeeper(p);
+  if (!pid) {
+    std::printf("the test grid is down\n");
+    return;
+  }
+  ::kill(pid, SIGTERM);
+  for (int i = 0; i < 500 && ::kill(pid, 0) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (::kill(pid, 0) == 0) ::kill(pid, SIGKILL);
+  ::unlink(p.pid.c_str());
+  std::printf("the test grid is down (stopped kite-gatekeeper pid %d)\n", pid);
+}
+
+}  // namespace
+
+void RegisterTestgridCommands(CLI::App& app) {
+  auto* tg = app.add_subcommand("testgrid", "the embedded test grid: a gatekeeper on loopback");
+  tg->require_subcommand(1);
+  static std::string batch = "fork";
+  auto* up = tg->add_subcommand("up", "make certificates if needed and start a kite-gatekeeper");
+  up->add_option("--batch", batch, "batch adapter behind the gatekeeper")->capture_default_str();
+  up->callback([] { Up(batch); });
+  tg->add_subcommand("status", "say whether the test grid runs (exit 3 when not)")
+      ->callback(Status);
+  tg->add_subcommand("down", "stop the test grid's gatekeeper")->callback(Down);
+}
+
+}  // namespace kite::cli

@@ -1,0 +1,72 @@
+// The interface between the job manager and a local batch system, and the registry of adapters by
+// name (`fork` now; `slurm`, `sge` later as new files plus one registry line).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+#include "common/exec_status.h"
+
+namespace kite::gram::batch {
+
+// One job for the batch system. Every adapter runs the program under kite-exec with `control_dir`
+// as its --dir, so the outcome is in control_dir/status whatever the batch system reports.
+struct JobSpec {
+  std::string control_dir;  // exists; holds lock, status, pid (the adapter's bookkeeping)
+  std::string cwd;          // the job's working directory
+  std::string program;      // absolute path
+  std::vector<std::string> args;
+  std::vector<std::string> env;  // "NAME=value": the job's whole environment
+  std::string stdin_path = "/dev/null";
+  std::string stdout_path;
+  std::string stderr_path;
+};
+
+enum class BatchState {
+  kQueued,   // accepted, not yet running
+  kRunning,  // running
+  kEnded,    // ended: `exit` holds how
+  kLost,     // the batch system no longer knows the job and it left no outcome
+};
+
+struct BatchOutcome {
+  BatchState state = BatchState::kQueued;
+  std::optional<ExecStatus> exit;  // when kEnded
+};
+
+struct AdapterOptions {
+  std::string exec_path;  // kite-exec
+};
+
+// Adapters are used from one thread (the job manager's event loop) unless they say otherwise.
+class BatchAdapter {
+ public:
+  virtual ~BatchAdapter() = default;
+  virtual std::string_view Name() const = 0;
+
+  // Hands the job to the batch system and returns its batch id. Idempotent per control_dir: when
+  // the job was already handed over (a restart between Submit and storing its id), returns the
+  // same id without starting it again.
+  virtual Result<std::string> Submit(const JobSpec& spec) = 0;
+
+  // The state of every id in one call (a batch system is asked once, not once per job). Ids
+  // missing from the answer could not be asked about this time (ask again later).
+  virtual std::map<std::string, BatchOutcome> Poll(const std::vector<std::string>& ids) = 0;
+
+  // Asks the job (its whole process tree) to stop; cancelling a job that already ended succeeds.
+  // A request may be lost while the job is still starting: callers repeat it until Poll reports
+  // the end (the job manager does so on every pass).
+  virtual Status Cancel(const std::string& id) = 0;
+};
+
+// The adapter registered as `name`; kNotFound names the known ones.
+Result<std::unique_ptr<BatchAdapter>> MakeAdapter(std::string_view name,
+                                                  const AdapterOptions& options);
+std::vector<std::string> AdapterNames();
+
+}  // namespace kite::gram::batch

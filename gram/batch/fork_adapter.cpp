@@ -1,0 +1,157 @@
+// The fork adapter: posix_spawn of kite-exec in a new session, lock taken before the spawn.
+#include "gram/batch/fork_adapter.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "common/exec_status.h"
+#include "common/files.h"
+
+namespace kite::gram::batch {
+namespace {
+
+// "<dir>#<pid>" -> dir, pid (pid 0 when the id is malformed).
+std::pair<std::string, pid_t> SplitId(const std::string& id) {
+  auto hash = id.rfind('#');
+  if (hash == std::string::npos) return {id, 0};
+  return {id.substr(0, hash), static_cast<pid_t>(std::atoi(id.c_str() + hash + 1))};
+}
+
+std::string IdFromPidFile(const std::string& dir) {
+  auto text = ReadFile(dir + "/pid");
+  return dir + "#" + std::to_string(text ? std::atoi(text->c_str()) : 0);
+}
+
+class ForkAdapter : public BatchAdapter {
+ public:
+  explicit ForkAdapter(AdapterOptions options) : options_(std::move(options)) {}
+
+  std::string_view Name() const override { return "fork"; }
+
+  Result<std::string> Submit(const JobSpec& spec) override {
+    const std::string& dir = spec.control_dir;
+    // Handed over before: a wrapper holds the lock, left a status, or left its pid and died.
+    if (ExecWrapperAlive(dir) || FileExists(dir + "/status") || FileExists(dir + "/pid")) {
+      return IdFromPidFile(dir);
+    }
+    int lock = ::open((dir + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lock < 0) return FailErrno("open " + dir + "/lock");
+    if (::flock(lock, LOCK_EX | LOCK_NB) != 0) {
+      ::close(lock);
+      return IdFromPidFile(dir);  // a wrapper started in between
+    }
+    auto pid = Spawn(spec, lock);
+    ::close(lock);  // the wrapper now holds the lock alone
+    if (!pid) return Fail(pid.error());
+    // The pid file marks "handed over": with it and neither lock nor status, the wrapper died.
+    // Not fsynced: after a machine crash the wrapper is gone anyway and the job is lost either way.
+    std::string text = std::to_string(*pid) + "\n";
+    int fd = ::open((dir + "/pid").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return FailErrno("write " + dir + "/pid");
+    bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    ::close(fd);
+    if (!ok) return FailErrno("write " + dir + "/pid");
+    return dir + "#" + std::to_string(*pid);
+  }
+
+  std::map<std::string, BatchOutcome> Poll(const std::vector<std::string>& ids) override {
+    // The wrappers we started are our children until we restart: reap them (their outcome is in
+    // their status files, not in the wait status).
+    while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    std::map<std::string, BatchOutcome> out;
+    for (const auto& id : ids) out[id] = PollOne(SplitId(id).first);
+    return out;
+  }
+
+  Status Cancel(const std::string& id) override {
+    auto [dir, pid] = SplitId(id);
+    // Signal only a live wrapper: after it ended, its pid may belong to someone else. The wrapper
+    // ignores SIGTERM and records the job's death by it.
+    if (pid > 0 && ExecWrapperAlive(dir)) {
+      ::kill(-pid, SIGTERM);
+      ::kill(-pid, SIGCONT);
+    }
+    return {};
+  }
+
+ private:
+  static BatchOutcome PollOne(const std::string& dir) {
+    BatchOutcome o;
+    if (auto st = ReadExecStatus(dir)) {
+      o.state = BatchState::kEnded;
+      o.exit = *st;
+      return o;
+    }
+    if (ExecWrapperAlive(dir)) {
+      o.state = BatchState::kRunning;
+      return o;
+    }
+    // The wrapper may have written its status and exited between the two checks.
+    if (auto st = ReadExecStatus(dir)) {
+      o.state = BatchState::kEnded;
+      o.exit = *st;
+      return o;
+    }
+    o.state = FileExists(dir + "/pid") ? BatchState::kLost : BatchState::kQueued;
+    return o;
+  }
+
+  Result<pid_t> Spawn(const JobSpec& spec, int lock) const {
+    std::vector<std::string> argv = {options_.exec_path, "--lock-fd", "3",      "--dir",
+                                     spec.control_dir,   "--cwd",     spec.cwd, "--in",
+                                     spec.stdin_path};
+    if (!spec.stdout_path.empty()) argv.insert(argv.end(), {"--out", spec.stdout_path});
+    if (!spec.stderr_path.empty()) argv.insert(argv.end(), {"--err", spec.stderr_path});
+    argv.push_back("--");
+    argv.push_back(spec.program);
+    argv.insert(argv.end(), spec.args.begin(), spec.args.end());
+    std::vector<char*> cargv, cenv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    std::vector<std::string> env = spec.env;
+    for (auto& e : env) cenv.push_back(e.data());
+    cenv.push_back(nullptr);
+
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr,
+                             POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    sigset_t all;
+    sigfillset(&all);
+    sigset_t stop;
+    kite::ExecStopSignals(&stop);  // held until kite-exec can pass them on to the job
+    posix_spawnattr_setsigmask(&attr, &stop);
+    posix_spawnattr_setsigdefault(&attr, &all);
+    posix_spawn_file_actions_adddup2(&fa, lock, 3);  // dup2 clears FD_CLOEXEC on fd 3
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    // No socket or database of the job manager may reach the job: it would outlive us.
+    posix_spawn_file_actions_addclosefrom_np(&fa, 4);
+    pid_t pid = -1;
+    int rc = posix_spawn(&pid, options_.exec_path.c_str(), &fa, &attr, cargv.data(), cenv.data());
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    if (rc != 0) return FailErrno("spawn " + options_.exec_path, rc);
+    return pid;
+  }
+
+  AdapterOptions options_;
+};
+
+}  // namespace
+
+std::unique_ptr<BatchAdapter> MakeForkAdapter(const AdapterOptions& options) {
+  return std::make_unique<ForkAdapter>(options);
+}
+
+}  // namespace kite::gram::batch

@@ -1,0 +1,218 @@
+// JobManager: GASS staging. Stage-in fetches the executable (made 0755), stdin and the listed
+// files into the job directory; output is sent at byte offsets while the job runs (when streamed)
+// and whole at the end; offsets acknowledged by GASS are stored so a restart resumes exactly.
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+
+#include "common/files.h"
+#include "gram/job_manager.h"
+#include "gram/stager.h"
+
+#if KITE_GRAM_HAVE_GASS
+#include <boost/asio/post.hpp>
+#include <map>
+
+#include "credentials/certificate.h"
+#include "gass/client.h"
+#include "gass/output_streamer.h"
+#include "gram/https_connection.h"
+#endif
+
+namespace kite::gram {
+
+bool JobManager::NeedsStageIn(const JobRecord& j) const {
+  return !j.desc.executable.gass.empty() || !j.desc.stdin_file.gass.empty() ||
+         !j.desc.stage_in.empty();
+}
+
+bool JobManager::NeedsStageOut(const JobRecord& j) const {
+  return !j.desc.stdout_file.gass.empty() || !j.desc.stderr_file.gass.empty();
+}
+
+bool JobManager::Streams(const JobRecord& j) const {
+  return (j.desc.stream_output && !j.desc.stdout_file.gass.empty()) ||
+         (j.desc.stream_error && !j.desc.stderr_file.gass.empty());
+}
+
+#if KITE_GRAM_HAVE_GASS
+
+namespace {
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// Where a job's files are on GASS: the server's base URL and the job's path prefix.
+struct GassPlace {
+  std::string base;    // https://HOST:PORT
+  std::string prefix;  // /jobs/<client's job id>
+};
+
+Result<GassPlace> PlaceOf(const std::string& gass_url) {
+  auto u = ParseHttpsUrl(gass_url);
+  if (!u) return Fail(u.error());
+  std::string prefix = u->target;
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  return GassPlace{"https://" + u->host + ":" + std::to_string(u->port), prefix};
+}
+
+// One GASS client per (server, credential) per helper thread, so connections stay open between
+// transfers; GassClient is not thread-safe, hence thread_local. A refreshed credential (the file
+// changed) gets a new client, so transfers present the new proxy from then on.
+Result<gass::GassClient*> ClientFor(const std::string& base, const std::string& cred_path,
+                                    const std::shared_ptr<const credentials::Verifier>& verifier) {
+  struct Entry {
+    int64_t mtime_ns = -1;
+    std::unique_ptr<credentials::CurlTls> tls;
+    std::unique_ptr<gass::GassClient> client;
+  };
+  thread_local std::map<std::string, Entry> cache;
+  struct stat st {};
+  if (::stat(cred_path.c_str(), &st) != 0) return FailErrno("stat " + cred_path);
+  int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  Entry& e = cache[base + " " + cred_path];
+  if (e.client && e.mtime_ns == mtime) return e.client.get();
+  auto cred = credentials::LoadProxyFile(cred_path);
+  if (!cred) return Fail(cred.error());
+  e.client.reset();  // before the CurlTls it points at
+  e.tls = std::make_unique<credentials::CurlTls>(credentials::CurlTls{*cred, verifier});
+  e.client = std::make_unique<gass::GassClient>(gass::GassClientOptions{base, *e.tls});
+  e.mtime_ns = mtime;
+  return e.client.get();
+}
+
+}  // namespace
+
+void JobManager::StartStageIn(JobRecord& j) {
+  auto d = delegations_.find(j.delegation_id);
+  if (d == delegations_.end() || d->second.not_after <= NowSeconds()) {
+    Apply(j, JobEvent::kFailed, FailureCode::kCredentialExpired,
+          "the delegated proxy " + j.delegation_id + " has expired or is gone: delegate again");
+    return;
+  }
+  auto steady = std::chrono::steady_clock::now();
+  if (steady < next_stream_[j.id]) return;  // backing off after an unreachable GASS server
+  std::vector<std::pair<std::string, std::string>> files;  // gass name -> local path
+  if (!j.desc.executable.gass.empty()) {
+    files.emplace_back(j.desc.executable.gass, ControlDir(j.id) + "/executable");
+  }
+  if (!j.desc.stdin_file.gass.empty()) {
+    files.emplace_back(j.desc.stdin_file.gass, ControlDir(j.id) + "/stdin");
+  }
+  for (const auto& f : j.desc.stage_in) files.emplace_back(f.gass, JobDir(j.id) + "/" + f.as);
+  busy_.insert(j.id);
+  std::string id = j.id, url = j.gass_url, cred = DelegationPath(j.delegation_id);
+  bool exe = !j.desc.executable.gass.empty();
+  stager_->Run([this, id, url, cred, files, exe] {
+    Status st = [&]() -> Status {
+      auto place = PlaceOf(url);
+      if (!place) return Fail(place.error());
+      auto client = ClientFor(place->base, cred, stager_->verifier());
+      if (!client) return Fail(client.error());
+      for (const auto& [name, local] : files) {
+        auto got = (*client)->Get(place->prefix + "/" + name, local);
+        if (!got) return Fail(got.error().Wrap("fetching " + name));
+      }
+      if (exe && ::chmod(files.front().second.c_str(), 0755) != 0) {
+        return FailErrno("chmod " + files.front().second);
+      }
+      return {};
+    }();
+    boost::asio::post(io_, [this, id, st] {
+      busy_.erase(id);
+      auto it = jobs_.find(id);
+      if (it == jobs_.end() || stopped_) return;
+      if (st) {
+        Apply(it->second, JobEvent::kStagedIn);
+      } else if (st.error().code() == ErrorCode::kUnavailable ||
+                 st.error().code() == ErrorCode::kTimeout) {
+        spdlog::info("job {}: stage-in will retry: {}", id, st.error().ToString());
+        next_stream_[id] = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      } else {
+        bool missing = st.error().code() == ErrorCode::kNotFound;
+        Apply(it->second, JobEvent::kFailed,
+              missing ? FailureCode::kBadRequest : FailureCode::kStageInFailed,
+              st.error().message());
+      }
+      ScheduleDrive(std::chrono::milliseconds(0));
+    });
+  });
+}
+
+void JobManager::StartOutput(JobRecord& j, bool final) {
+  auto steady = std::chrono::steady_clock::now();
+  if (final && steady < next_stream_[j.id]) return;
+  busy_.insert(j.id);
+  batch::JobSpec spec = SpecFor(j);
+  struct Stream {
+    std::string local, remote;
+    int64_t offset;
+    bool on;
+  };
+  std::vector<Stream> streams = {
+      {spec.stdout_path, j.desc.stdout_file.gass, j.stdout_offset,
+       !j.desc.stdout_file.gass.empty() && (final || j.desc.stream_output)},
+      {spec.stderr_path, j.desc.stderr_file.gass, j.stderr_offset,
+       !j.desc.stderr_file.gass.empty() && (final || j.desc.stream_error)}};
+  std::string id = j.id, url = j.gass_url, cred = DelegationPath(j.delegation_id);
+  stager_->Run([this, id, url, cred, streams, final] {
+    std::vector<int64_t> offsets;
+    Status st = [&]() -> Status {
+      auto place = PlaceOf(url);
+      if (!place) return Fail(place.error());
+      auto client = ClientFor(place->base, cred, stager_->verifier());
+      if (!client) return Fail(client.error());
+      for (const auto& s : streams) {
+        offsets.push_back(s.offset);
+        if (!s.on) continue;
+        gass::OutputStreamer streamer(**client, s.local, place->prefix + "/" + s.remote,
+                                      static_cast<uint64_t>(s.offset));
+        auto r = final ? streamer.Finish() : streamer.Pump();
+        offsets.back() = static_cast<int64_t>(streamer.acknowledged());
+        if (!r) return Fail(r.error().Wrap("sending " + s.remote));
+        offsets.back() = static_cast<int64_t>(*r);
+      }
+      return {};
+    }();
+    boost::asio::post(io_, [this, id, st, offsets, final] {
+      busy_.erase(id);
+      auto it = jobs_.find(id);
+      if (it == jobs_.end() || stopped_) return;
+      JobRecord& job = it->second;
+      if (offsets.size() == 2 &&
+          (offsets[0] != job.stdout_offset || offsets[1] != job.stderr_offset)) {
+        job.stdout_offset = offsets[0];
+        job.stderr_offset = offsets[1];
+        changed_.insert(id);  // the offsets are stored so that a restart resumes exactly
+      }
+      if (st && final) {
+        Apply(job, JobEvent::kStagedOut);
+      } else if (!st && final && st.error().code() != ErrorCode::kUnavailable &&
+                 st.error().code() != ErrorCode::kTimeout) {
+        // Only the final delivery fails the job; a streaming hiccup is retried.
+        Apply(job, JobEvent::kFailed, FailureCode::kStageOutFailed, st.error().message());
+      } else if (!st) {
+        next_stream_[id] = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      }
+      ScheduleDrive(std::chrono::milliseconds(0));
+    });
+  });
+}
+
+#else
+
+void JobManager::StartStageIn(JobRecord& j) {
+  Apply(j, JobEvent::kFailed, FailureCode::kBadRequest,
+        "this job manager was built without GASS support: no staging");
+}
+
+void JobManager::StartOutput(JobRecord& j, bool final) {
+  if (final) {
+    Apply(j, JobEvent::kFailed, FailureCode::kBadRequest,
+          "this job manager was built without GASS support: no output staging");
+  }
+}
+
+#endif
+
+}  // namespace kite::gram

@@ -1,0 +1,67 @@
+// `kite testgrid`: the embedded default grid comes up, answers a real client with the proxy it
+// made, survives a second `up`, and goes down.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+#include "credentials/certificate.h"
+#include "credentials/verify.h"
+#include "gram/client.h"
+#include "tests/fixtures/kite_env.h"
+
+namespace kite::testing {
+namespace {
+
+TEST(Testgrid, UpPingDown) {
+  KiteEnv env("testgrid");
+  std::string proxy = env.dir() + "/x509up";
+  std::vector<std::string> extra = {"X509_USER_PROXY=" + proxy};
+  auto kite = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {BinDir() + "/kite"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto e = env.Env();
+    e.insert(e.end(), extra.begin(), extra.end());
+    return RunCommand(argv, e, env.dir());
+  };
+  auto r = kite({"testgrid", "status"});
+  EXPECT_EQ(r.exit_code, 3);
+  r = kite({"testgrid", "up"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(r.out, m, std::regex("grid_resource = kite 127\\.0\\.0\\.1:([0-9]+)/fork")))
+      << r.out;
+  int port = std::stoi(m[1]);
+
+  // A real client, with the proxy testgrid made, is authenticated and mapped to this account.
+  auto cred = credentials::LoadProxyFile(proxy);
+  ASSERT_TRUE(cred) << cred.error().ToString();
+  auto verifier = credentials::Verifier::Create({.ca_dir = env.home() + "/ca/certificates"});
+  ASSERT_TRUE(verifier) << verifier.error().ToString();
+  gram::ClientOptions o;
+  o.host = "localhost";
+  o.port = static_cast<uint16_t>(port);
+  o.credential = *cred;
+  o.verifier = *verifier;
+  auto client = gram::Client::Create(o);
+  ASSERT_TRUE(client) << client.error().ToString();
+  auto account = (*client)->Ping();
+  ASSERT_TRUE(account) << account.error().ToString();
+  EXPECT_FALSE(account->empty());
+
+  r = kite({"testgrid", "up"});  // idempotent
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("already up"), std::string::npos) << r.out;
+  r = kite({"testgrid", "status"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find(":" + std::to_string(port) + "/fork"), std::string::npos) << r.out;
+  r = kite({"testgrid", "down"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = kite({"testgrid", "status"});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_FALSE((*client)->Ping()) << "the gatekeeper still answers after down";
+}
+
+}  // namespace
+}  // namespace kite::testing
