@@ -424,6 +424,8 @@ int Agent::Act(Action action, const std::vector<Job*>& jobs, const std::string& 
 }
 
 WaitCounts Agent::Count(const std::vector<JobSelector>& sel) {
+  // A job that just left the queue is in history only once its retirement is committed.
+  if (auto st = queue_->Flush(); !st) spdlog::warn("agent: flush: {}", st.error().ToString());
   WaitCounts c;
   auto tally = [&](const Job& j) {
     ++c.total;

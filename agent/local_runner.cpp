@@ -1,15 +1,13 @@
 // Local-universe job launching.
 #include "agent/local_runner.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 
+#include "common/exec_launch.h"
 #include "common/files.h"
 #include "submit/quoting.h"
 
@@ -68,51 +66,23 @@ Result<pid_t> LocalRunner::Start(JobKey key, const LaunchSpec& spec) {
   std::string dir = JobDir(key);
   if (auto st = MakeDirs(dir, 0700); !st) return Fail(st.error());
   ::unlink((dir + "/status").c_str());  // a rerun must not read the last run's outcome
-  int lock = ::open((dir + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (lock < 0) return FailErrno("open " + dir + "/lock");
-  if (::flock(lock, LOCK_EX | LOCK_NB) != 0) {
-    ::close(lock);
-    return Fail(ErrorCode::kConflict, "job " + JobIdString(key) + " already has a live wrapper");
-  }
-  std::vector<std::string> argv = {exec_path_, "--lock-fd", "3",      "--dir", dir,
-                                   "--cwd",    spec.iwd,    "--in",   spec.in, "--out",
-                                   spec.out,   "--err",     spec.err, "--",    spec.program};
-  argv.insert(argv.end(), spec.args.begin(), spec.args.end());
-  std::vector<char*> cargv, cenv;
-  for (auto& a : argv) cargv.push_back(a.data());
-  cargv.push_back(nullptr);
-  std::vector<std::string> env = spec.env;
-  for (auto& e : env) cenv.push_back(e.data());
-  cenv.push_back(nullptr);
-
-  posix_spawn_file_actions_t fa;
-  posix_spawnattr_t attr;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr,
-                           POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  sigset_t all;
-  sigfillset(&all);
-  sigset_t stop;
-  kite::ExecStopSignals(&stop);  // held until kite-exec can pass them on to the job
-  posix_spawnattr_setsigmask(&attr, &stop);
-  posix_spawnattr_setsigdefault(&attr, &all);
-  posix_spawn_file_actions_adddup2(&fa, lock, 3);  // dup2 clears FD_CLOEXEC on fd 3
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  // Nothing else of the agent's reaches the job: an inherited socket would outlive the agent.
-  posix_spawn_file_actions_addclosefrom_np(&fa, 4);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, exec_path_.c_str(), &fa, &attr, cargv.data(), cenv.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
-  ::close(lock);  // the wrapper now holds the lock alone
-  if (rc != 0) return FailErrno("spawn " + exec_path_, rc);
+  ExecLaunch l{.exec_path = exec_path_,
+               .dir = dir,
+               .cwd = spec.iwd,
+               .in = spec.in,
+               .out = spec.out,
+               .err = spec.err,
+               .program = spec.program,
+               .args = spec.args,
+               .env = spec.env};
+  auto pid = LaunchUnderExec(l);
+  if (!pid) return Fail(pid.error());
   // A hint for signalling after an agent restart; not needed for correctness of the outcome.
   if (FILE* f = std::fopen((dir + "/pid").c_str(), "we")) {
-    std::fprintf(f, "%d\n", pid);
+    std::fprintf(f, "%d\n", *pid);
     std::fclose(f);
   }
-  return pid;
+  return *pid;
 }
 
 void LocalRunner::Signal(const Job& job, int sig) const {

@@ -10,6 +10,7 @@
 
 #include <cstdlib>
 
+#include "common/exec_launch.h"
 #include "common/exec_status.h"
 #include "common/files.h"
 
@@ -40,14 +41,19 @@ class ForkAdapter : public BatchAdapter {
     if (ExecWrapperAlive(dir) || FileExists(dir + "/status") || FileExists(dir + "/pid")) {
       return IdFromPidFile(dir);
     }
-    int lock = ::open((dir + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (lock < 0) return FailErrno("open " + dir + "/lock");
-    if (::flock(lock, LOCK_EX | LOCK_NB) != 0) {
-      ::close(lock);
+    ExecLaunch l{.exec_path = options_.exec_path,
+                 .dir = dir,
+                 .cwd = spec.cwd,
+                 .in = spec.stdin_path,
+                 .out = spec.stdout_path,
+                 .err = spec.stderr_path,
+                 .program = spec.program,
+                 .args = spec.args,
+                 .env = spec.env};
+    auto pid = LaunchUnderExec(l);
+    if (!pid && pid.error().code() == ErrorCode::kConflict) {
       return IdFromPidFile(dir);  // a wrapper started in between
     }
-    auto pid = Spawn(spec, lock);
-    ::close(lock);  // the wrapper now holds the lock alone
     if (!pid) return Fail(pid.error());
     // The pid file marks "handed over": with it and neither lock nor status, the wrapper died.
     // Not fsynced: after a machine crash the wrapper is gone anyway and the job is lost either way.
@@ -101,48 +107,6 @@ class ForkAdapter : public BatchAdapter {
     }
     o.state = FileExists(dir + "/pid") ? BatchState::kLost : BatchState::kQueued;
     return o;
-  }
-
-  Result<pid_t> Spawn(const JobSpec& spec, int lock) const {
-    std::vector<std::string> argv = {options_.exec_path, "--lock-fd", "3",      "--dir",
-                                     spec.control_dir,   "--cwd",     spec.cwd, "--in",
-                                     spec.stdin_path};
-    if (!spec.stdout_path.empty()) argv.insert(argv.end(), {"--out", spec.stdout_path});
-    if (!spec.stderr_path.empty()) argv.insert(argv.end(), {"--err", spec.stderr_path});
-    argv.push_back("--");
-    argv.push_back(spec.program);
-    argv.insert(argv.end(), spec.args.begin(), spec.args.end());
-    std::vector<char*> cargv, cenv;
-    for (auto& a : argv) cargv.push_back(a.data());
-    cargv.push_back(nullptr);
-    std::vector<std::string> env = spec.env;
-    for (auto& e : env) cenv.push_back(e.data());
-    cenv.push_back(nullptr);
-
-    posix_spawn_file_actions_t fa;
-    posix_spawnattr_t attr;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setflags(&attr,
-                             POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-    sigset_t all;
-    sigfillset(&all);
-    sigset_t stop;
-    kite::ExecStopSignals(&stop);  // held until kite-exec can pass them on to the job
-    posix_spawnattr_setsigmask(&attr, &stop);
-    posix_spawnattr_setsigdefault(&attr, &all);
-    posix_spawn_file_actions_adddup2(&fa, lock, 3);  // dup2 clears FD_CLOEXEC on fd 3
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    // No socket or database of the job manager may reach the job: it would outlive us.
-    posix_spawn_file_actions_addclosefrom_np(&fa, 4);
-    pid_t pid = -1;
-    int rc = posix_spawn(&pid, options_.exec_path.c_str(), &fa, &attr, cargv.data(), cenv.data());
-    posix_spawn_file_actions_destroy(&fa);
-    posix_spawnattr_destroy(&attr);
-    if (rc != 0) return FailErrno("spawn " + options_.exec_path, rc);
-    return pid;
   }
 
   AdapterOptions options_;
