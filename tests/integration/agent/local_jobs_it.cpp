@@ -162,11 +162,13 @@ TEST_F(LocalJobs, SubmittedOnHoldWaitsForRelease) {
 
 TEST_F(LocalJobs, ExecutableThatCannotRunIsHeldWithReason) {
   env_->Write("not-exec.sh", "#!/bin/sh\necho hi\n", 0755);
-  int c = env_->Submit("universe = local\nexecutable = not-exec.sh\nqueue\n");
+  // Submitted on hold so it cannot start before the program is gone, as a user deleting it
+  // before the job's turn would make it.
+  int c = env_->Submit("universe = local\nexecutable = not-exec.sh\nhold = true\nqueue\n");
   ASSERT_GT(c, 0);
-  // Make it unrunnable after submit, as a user deleting it would.
   std::filesystem::remove(env_->dir() + "/not-exec.sh");
   std::string id = std::to_string(c) + ".0";
+  ASSERT_EQ(env_->Kite({"release", id}).exit_code, 0);
   ASSERT_TRUE(WaitStatus(id, 5));
   auto q = env_->Kite({"q", id, "-json"}).out;
   EXPECT_NE(q.find("No such file or directory"), std::string::npos) << q;
