@@ -37,7 +37,11 @@ void JobManager::ScheduleDrive(std::chrono::milliseconds after) {
   if (after.count() == 0) {
     if (drive_posted_) return;  // one immediate pass serves every request that asked for it
     drive_posted_ = true;
-    boost::asio::post(io_, [this] {
+    // The posted pass may run after this JobManager is gone (a test reopens one on the same
+    // io_context); the token says whether `this` is still alive. Runs on the io thread, as does
+    // the destructor.
+    boost::asio::post(io_, [this, alive = std::weak_ptr<int>(alive_)] {
+      if (alive.expired()) return;
       drive_posted_ = false;
       if (!stopped_) Drive();
     });

@@ -120,7 +120,8 @@ void JobManager::Handle(const Request& r, Reply reply) {
   waiting_replies_.emplace_back(std::move(reply), std::move(res));
   if (!commit_posted_) {
     commit_posted_ = true;
-    boost::asio::post(io_, [this] {
+    boost::asio::post(io_, [this, alive = std::weak_ptr<int>(alive_)] {
+      if (alive.expired()) return;  // see ScheduleDrive
       commit_posted_ = false;
       CommitBatch();
     });

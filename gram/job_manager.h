@@ -139,6 +139,8 @@ class JobManager {
   std::unique_ptr<CallbackSender> callbacks_;
   std::unique_ptr<Stager> stager_;
   boost::asio::steady_timer timer_;
+  // Expires with this object; handlers posted without a cancellable timer check it first.
+  std::shared_ptr<int> alive_ = std::make_shared<int>(0);
   bool drive_posted_ = false;  // an immediate Drive is queued on io_
   bool timer_armed_ = false;   // timer_ has a wait pending
   bool stopped_ = false;
