@@ -12,22 +12,11 @@
 #include "credentials/ca.h"
 #include "credentials/certificate.h"
 #include "credentials/verify.h"
+#include "tests/fixtures/temp_dir.h"
 
 namespace kite::credentials::testing {
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "kite-cred-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  const std::string& path() const { return path_; }
-  std::string operator/(const std::string& rel) const { return path_ + "/" + rel; }
-
- private:
-  std::string path_;
-};
+using kite::testing::TempDir;
 
 // A CA with EC keys (fast), a user credential and its verifier.
 struct World {
