@@ -12,6 +12,7 @@
 #include "agent/api_server.h"
 #include "agent/policy.h"
 #include "agent/userlog.h"
+#include "classad/expr.h"
 #include "common/files.h"
 #include "common/paths.h"
 #include "common/spawn.h"
@@ -72,7 +73,8 @@ Agent::Agent(AgentOptions options)
       flush_timer_(io_),
       periodic_timer_(io_),
       adopt_timer_(io_),
-      kill_timer_(io_) {}
+      kill_timer_(io_),
+      grid_timer_(io_) {}
 
 Agent::~Agent() = default;
 
@@ -85,6 +87,16 @@ Status Agent::Start() {
   queue_ =
       std::make_unique<JobQueue>(store_.get(), WallNow, static_cast<size_t>(options_.history_max));
   queue_->OnStatusChange([this](Job& j, bool leaving) {
+    if (j.universe == kUniverseGrid) {
+      if (leaving) {
+        grid_jobs_.erase(j.key);
+      } else {
+        grid_jobs_.insert(j.key);
+      }
+      if (!in_grid_update_) j.grid_gen = ++grid_gen_;
+      grid_check_ = true;
+      return;
+    }
     if (j.universe != kUniverseLocal) return;
     if (!leaving && j.status == kIdle) {
       runnable_.insert(j.key);
@@ -93,7 +105,13 @@ Status Agent::Start() {
       runnable_.erase(j.key);
     }
   });
-  queue_->OnFlushed([this] { AnswerWaiters(); });
+  queue_->OnFlushed([this] {
+    AnswerWaiters();
+    AnswerGridWaiters();
+    if (grid_check_) EnsureGridManagers();
+  });
+  grid_epoch_ =
+      std::to_string(::getpid()) + "-" + std::to_string(static_cast<int64_t>(WallNow() * 1e6));
   runner_ = std::make_unique<LocalRunner>(options_.spool_path(), ProgramPath("kite-exec"));
   base_env_ = BaseEnvironment();
   if (auto st = queue_->Load(); !st) return st;
@@ -117,6 +135,7 @@ Status Agent::Start() {
   ArmTimer(kill_timer_, 1.0, &Agent::EscalateKills);
   Schedule();
   OnChildSignal();  // reap anything that ended before the handler was installed
+  EnsureGridManagers();
   spdlog::info("agent: serving {} with {} jobs queued", options_.socket_path(),
                queue_->jobs().size());
   return {};
@@ -214,7 +233,10 @@ void Agent::OnChildSignal() {
     pid_t pid = ::waitpid(-1, &status, WNOHANG);
     if (pid <= 0) break;
     auto it = children_.find(pid);
-    if (it == children_.end()) continue;
+    if (it == children_.end()) {
+      ReapGridManager(pid, status);
+      continue;
+    }
     JobKey key = it->second;
     children_.erase(it);
     --running_local_;
@@ -246,22 +268,27 @@ void Agent::HandleExit(Job& job, const Result<ExecStatus>& outcome) {
     queue_->Hold(job, "Error from local universe: " + outcome->message, HoldCodeFor(*outcome),
                  outcome->code);
   } else {
-    queue_->MarkExited(job, *outcome);
-    auto d = EvaluateOnExit(job);
-    switch (d.action) {
-      case ExitDecision::Action::kHold:
-        queue_->Hold(job, d.reason, kHoldJobPolicy, d.subcode);
-        break;
-      case ExitDecision::Action::kRequeue:
-        queue_->SetIdle(job, "");
-        break;
-      case ExitDecision::Action::kComplete:
-        queue_->MarkCompleted(job);
-        Finish(job);
-        break;
-    }
+    CompleteRun(job, *outcome);
   }
   ArmFlush();
+}
+
+// A run ended with an exit code or a signal: on_exit_hold / on_exit_remove decide what next.
+void Agent::CompleteRun(Job& job, const ExecStatus& outcome) {
+  queue_->MarkExited(job, outcome);
+  auto d = EvaluateOnExit(job);
+  switch (d.action) {
+    case ExitDecision::Action::kHold:
+      queue_->Hold(job, d.reason, kHoldJobPolicy, d.subcode);
+      break;
+    case ExitDecision::Action::kRequeue:
+      queue_->SetIdle(job, "");
+      break;
+    case ExitDecision::Action::kComplete:
+      queue_->MarkCompleted(job);
+      Finish(job);
+      break;
+  }
 }
 
 void Agent::Finish(Job& job) {
@@ -342,7 +369,7 @@ void Agent::PeriodicPolicy() {
         Act(Action::kRemove, {j}, d.reason, &errors);
         break;
       case PolicyDecision::Action::kHold:
-        if (j->status == kRunning) {
+        if (j->status == kRunning && j->universe == kUniverseLocal) {
           runner_->Signal(*j, SIGTERM);
           j->kill_sent = true;
           j->kill_deadline = queue_->Now() + options_.kill_grace;
@@ -382,7 +409,11 @@ int Agent::Act(Action action, const std::vector<Job*>& jobs, const std::string& 
           continue;
         }
         queue_->MarkRemoved(*j, reason);
-        if (running) {
+        if (j->universe == kUniverseGrid) {
+          // A job known at a site stays until its gridmanager has cancelled it there (and then
+          // retires it); one that never got that far leaves now.
+          if (!j->ad.EvaluateString("GridJobId")) Finish(*j);
+        } else if (running) {
           runner_->Signal(*j, SIGTERM);
           j->kill_sent = true;
           j->kill_deadline = queue_->Now() + options_.kill_grace;
@@ -513,6 +544,209 @@ void Agent::AnswerWaiters() {
   for (auto& w : ws) {
     w->timer->cancel();
     w->reply(Count(w->sel));
+  }
+}
+
+// --- grid jobs and their gridmanagers ---------------------------------------------------------
+
+bool Agent::NeedsGridManager(const Job& j) const {
+  switch (j.status) {
+    case kIdle:
+    case kRunning:
+    case kRemoved:
+      return true;
+    case kHeld:
+      return j.ad.EvaluateString("GridJobId").has_value();  // still to be cancelled at its site
+    default:
+      return false;
+  }
+}
+
+std::string Agent::ProxyOf(const Job& j) const {
+  return j.ad.EvaluateString("x509userproxy").value_or("");
+}
+
+Agent::GridPollResult Agent::CollectGrid(const std::string& proxy, uint64_t since) {
+  GridPollResult r;
+  r.epoch = grid_epoch_;
+  r.generation = grid_gen_;
+  if (since >= grid_gen_ && since != 0) return r;
+  for (const JobKey& key : grid_jobs_) {
+    Job* j = queue_->Find(key);
+    if (!j || ProxyOf(*j) != proxy) continue;
+    if (since == 0 ? NeedsGridManager(*j) : j->grid_gen > since) r.jobs.push_back(key);
+  }
+  return r;
+}
+
+void Agent::GridPoll(std::string proxy, uint64_t since, std::string epoch, double timeout,
+                     std::function<void(GridPollResult)> reply) {
+  // What a gridmanager acts on must be durable first (DESIGN.md rule 1).
+  if (queue_->has_pending()) {
+    if (auto st = queue_->Flush(); !st) spdlog::warn("agent: flush: {}", st.error().ToString());
+  }
+  bool fresh = epoch != grid_epoch_ || since > grid_gen_;
+  if (fresh) since = 0;
+  auto now = CollectGrid(proxy, since);
+  if (fresh || !now.jobs.empty() || timeout <= 0) return reply(std::move(now));
+  auto w = std::make_shared<GridWaiter>();
+  w->proxy = std::move(proxy);
+  w->since = since;
+  w->reply = std::move(reply);
+  w->timer = std::make_shared<boost::asio::steady_timer>(io_);
+  w->timer->expires_after(std::chrono::microseconds(static_cast<int64_t>(timeout * 1e6)));
+  grid_waiters_.push_back(w);
+  w->timer->async_wait([this, w](auto ec) {
+    if (ec) return;
+    std::erase(grid_waiters_, w);
+    w->reply(CollectGrid(w->proxy, w->since));
+  });
+}
+
+void Agent::AnswerGridWaiters() {
+  if (grid_waiters_.empty()) return;
+  std::vector<std::shared_ptr<GridWaiter>> keep;
+  auto ws = std::move(grid_waiters_);
+  grid_waiters_.clear();
+  for (auto& w : ws) {
+    if (w->since >= grid_gen_) {
+      keep.push_back(w);
+      continue;
+    }
+    auto r = CollectGrid(w->proxy, w->since);
+    if (r.jobs.empty()) {
+      keep.push_back(w);
+      continue;
+    }
+    w->timer->cancel();
+    w->reply(std::move(r));
+  }
+  for (auto& w : keep) grid_waiters_.push_back(w);
+}
+
+Result<int> Agent::ApplyGridUpdate(Job& job, const GridUpdate& u) {
+  std::vector<std::pair<std::string, classad::ExprPtr>> set;
+  for (auto& [name, text] : u.set) {
+    auto e = classad::ParseExpr(text);
+    if (!e) return Fail(ErrorCode::kInvalidInput, name + ": " + e.error().message());
+    set.emplace_back(name, *e);
+  }
+  JobKey key = job.key;
+  in_grid_update_ = true;
+  for (auto& [name, expr] : set) queue_->SetAttr(job, name, expr);
+  if (u.event_code >= 0) queue_->AddEvent(job, u.event_code, u.event_text);
+  int status = job.status;
+  bool live = status == kIdle || status == kRunning;
+  if (u.action == "running") {
+    if (status == kIdle) queue_->MarkRunning(job);
+  } else if (u.action == "exited") {
+    if (live) {
+      if (status == kIdle) queue_->MarkRunning(job);
+      ExecStatus exit = u.exit;
+      exit.end = queue_->Now();
+      exit.start = static_cast<double>(job.ad.EvaluateInt("JobCurrentStartDate").value_or(0));
+      if (exit.start <= 0) exit.start = exit.end;
+      CompleteRun(job, exit);
+    }
+  } else if (u.action == "idle") {
+    if (status == kRunning) {
+      queue_->SetIdle(job, u.reason);
+    } else if (status == kIdle && !u.reason.empty()) {
+      queue_->AddEvent(job, kEventGeneric, u.reason);
+    }
+  } else if (u.action == "hold") {
+    if (live) queue_->Hold(job, u.reason, u.code, u.subcode);
+  } else if (u.action == "retire") {
+    if (status == kRemoved || status == kCompleted) Finish(job);
+  } else if (!u.action.empty()) {
+    in_grid_update_ = false;
+    return Fail(ErrorCode::kInvalidInput, "unknown action '" + u.action + "'");
+  }
+  in_grid_update_ = false;
+  grid_check_ = true;
+  Job* after = queue_->Find(key);
+  return after ? after->status : 0;
+}
+
+void Agent::EnsureGridManagers() {
+  grid_check_ = false;
+  if (!options_.start_gridmanagers) return;
+  std::set<std::string> needed;
+  for (const JobKey& key : grid_jobs_) {
+    Job* j = queue_->Find(key);
+    if (j && NeedsGridManager(*j)) needed.insert(ProxyOf(*j));
+  }
+  double now = queue_->Now();
+  double wake = 0;
+  for (const auto& proxy : needed) {
+    if (proxy.empty()) continue;
+    GridManagerProc& g = gridmanagers_[proxy];
+    if (g.pid > 0) continue;
+    if (now < g.next_start) {
+      wake = wake == 0 ? g.next_start : std::min(wake, g.next_start);
+      continue;
+    }
+    SpawnOptions so;
+    so.program = ProgramPath("kite-gridmanager");
+    so.argv = {so.program,
+               "--home",
+               options_.home,
+               "--proxy",
+               proxy,
+               "--log",
+               options_.home + "/gridmanager.log",
+               "--log-level",
+               options_.log_level,
+               "--probe-interval",
+               std::to_string(options_.grid_probe_interval),
+               "--max-resubmits",
+               std::to_string(options_.grid_max_resubmits),
+               "--max-jobs-per-resource",
+               std::to_string(options_.grid_max_jobs_per_resource),
+               "--max-requests-per-resource",
+               std::to_string(options_.grid_max_requests_per_resource)};
+    so.env = CurrentEnvironment();
+    so.stdout_path = so.stderr_path = options_.home + "/gridmanager.out";
+    auto pid = Spawn(so);
+    if (!pid) {
+      spdlog::error("agent: cannot start kite-gridmanager: {}", pid.error().ToString());
+      g.next_start = now + 10;
+      wake = wake == 0 ? g.next_start : std::min(wake, g.next_start);
+      continue;
+    }
+    g.pid = *pid;
+    g.started = now;
+    spdlog::info("agent: started kite-gridmanager {} for {}", g.pid, proxy);
+  }
+  if (wake > 0) {
+    grid_timer_.expires_after(
+        std::chrono::milliseconds(static_cast<int64_t>((wake - now) * 1000) + 10));
+    grid_timer_.async_wait([this](auto ec) {
+      if (!ec) EnsureGridManagers();
+    });
+  }
+}
+
+void Agent::ReapGridManager(pid_t pid, int status) {
+  for (auto& [proxy, g] : gridmanagers_) {
+    if (g.pid != pid) continue;
+    g.pid = 0;
+    double now = queue_->Now();
+    bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    // One that keeps ending soon after it starts is restarted ever more slowly (up to a minute).
+    g.backoff = now - g.started < 5 ? std::clamp(g.backoff * 2, 1.0, 60.0) : 0;
+    g.next_start = now + g.backoff;
+    if (clean) {
+      spdlog::info("agent: kite-gridmanager {} for {} finished", pid, proxy);
+    } else {
+      spdlog::warn("agent: kite-gridmanager {} for {} ended ({}); restarting in {:.0f} s", pid,
+                   proxy,
+                   WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
+                                       : "exit " + std::to_string(WEXITSTATUS(status)),
+                   g.backoff);
+    }
+    boost::asio::post(io_, [this] { EnsureGridManagers(); });
+    return;
   }
 }
 

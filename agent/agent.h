@@ -9,6 +9,7 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <functional>
+#include <map>
 #include <memory>
 #include <set>
 #include <string>
@@ -18,6 +19,7 @@
 #include "agent/config.h"
 #include "agent/local_runner.h"
 #include "agent/queue.h"
+#include "common/exec_status.h"
 #include "store/job_queue_store.h"
 
 namespace kite::agent {
@@ -64,6 +66,28 @@ class Agent {
   // Called after any change that may let a job start.
   void Schedule();
 
+  // --- for kite-gridmanager (docs/api.md, "The gridmanager's API") ---
+  struct GridPollResult {
+    std::string epoch;         // changes when the agent restarts
+    uint64_t generation = 0;   // pass back as `since`
+    std::vector<JobKey> jobs;  // grid jobs of the proxy changed since `since`
+  };
+  // Long poll: answers once a grid job of `proxy` changed after `since` (at once when `epoch`
+  // is not this agent's, with every job that needs a gridmanager), or after `timeout`.
+  void GridPoll(std::string proxy, uint64_t since, std::string epoch, double timeout,
+                std::function<void(GridPollResult)> reply);
+  // A gridmanager's report on one job. Returns the job's status afterwards (0: left the queue).
+  struct GridUpdate {
+    std::vector<std::pair<std::string, std::string>> set;  // attribute, expression text
+    std::string action;  // "", "running", "exited", "idle", "hold", "retire"
+    std::string reason;
+    int code = 0, subcode = 0;
+    ExecStatus exit;
+    int event_code = -1;
+    std::string event_text;
+  };
+  Result<int> ApplyGridUpdate(Job& job, const GridUpdate& u);
+
  private:
   void ArmFlush();
   void FlushNow();
@@ -77,6 +101,13 @@ class Agent {
   void EscalateKills();
   void OnStatusChange(Job& job);
   void AnswerWaiters();
+  void AnswerGridWaiters();
+  GridPollResult CollectGrid(const std::string& proxy, uint64_t since);
+  void EnsureGridManagers();
+  void ReapGridManager(pid_t pid, int status);
+  bool NeedsGridManager(const Job& j) const;
+  std::string ProxyOf(const Job& j) const;
+  void CompleteRun(Job& job, const ExecStatus& outcome);
   void ArmTimer(boost::asio::steady_timer& t, double seconds, void (Agent::*fn)());
 
   AgentOptions options_;
@@ -100,6 +131,28 @@ class Agent {
     std::shared_ptr<boost::asio::steady_timer> timer;
   };
   std::vector<std::shared_ptr<Waiter>> waiters_;
+
+  // Grid jobs and their gridmanagers.
+  std::set<JobKey> grid_jobs_;
+  uint64_t grid_gen_ = 0;
+  std::string grid_epoch_;
+  bool in_grid_update_ = false;  // changes reported by a gridmanager are not echoed back to it
+  bool grid_check_ = false;      // something changed that may need a gridmanager started
+  struct GridWaiter {
+    std::string proxy;
+    uint64_t since = 0;
+    std::function<void(GridPollResult)> reply;
+    std::shared_ptr<boost::asio::steady_timer> timer;
+  };
+  std::vector<std::shared_ptr<GridWaiter>> grid_waiters_;
+  struct GridManagerProc {
+    pid_t pid = 0;
+    double started = 0;
+    double backoff = 0;
+    double next_start = 0;
+  };
+  std::map<std::string, GridManagerProc> gridmanagers_;  // by proxy file
+  boost::asio::steady_timer grid_timer_;
 };
 
 }  // namespace kite::agent

@@ -186,6 +186,8 @@ ApiResponse HandleQuery(Agent& agent, const json::object& body) {
   std::string text;
   if (*format == "batch" && !history) {
     text = FormatBatchTable(listed, now);
+  } else if (*format == "grid") {
+    text = FormatGridTable(listed);
   } else {
     text = FormatJobTable(listed, now, history);
   }
@@ -303,6 +305,121 @@ ApiResponse HandleEvents(Agent& agent, const json::object& body) {
   return Reply(http::status::ok, json::serialize(a) + "\n");
 }
 
+void HandleGridJobs(Agent& agent, const json::object& body,
+                    std::function<void(ApiResponse)> reply) {
+  auto proxy = GetString(body, "proxy");
+  if (!proxy) return reply(ErrorReply(proxy.error()));
+  if (proxy->empty())
+    return reply(ErrorReply(http::status::bad_request, "grid/jobs needs a proxy"));
+  auto epoch = GetString(body, "epoch");
+  if (!epoch) return reply(ErrorReply(epoch.error()));
+  uint64_t since = 0;
+  if (auto* v = body.if_contains("since")) {
+    if (!v->is_int64() || v->as_int64() < 0)
+      return reply(ErrorReply(http::status::bad_request, "since must be a non-negative integer"));
+    since = static_cast<uint64_t>(v->as_int64());
+  }
+  double timeout = 0;
+  if (auto* t = body.if_contains("timeout"); t && t->is_number()) timeout = t->to_number<double>();
+  timeout = std::clamp(timeout, 0.0, 60.0);
+  agent.GridPoll(*proxy, since, *epoch, timeout, [&agent, reply](Agent::GridPollResult r) {
+    json::object o;
+    o["epoch"] = r.epoch;
+    o["generation"] = r.generation;
+    json::array jobs;
+    for (const JobKey& key : r.jobs) {
+      Job* j = agent.queue().Find(key);
+      if (!j) continue;
+      jobs.push_back(json::object{
+          {"id", JobIdString(key)}, {"status", j->status}, {"ad", agent.queue().FlatText(*j)}});
+    }
+    o["jobs"] = std::move(jobs);
+    reply(Reply(http::status::ok, json::serialize(o) + "\n"));
+  });
+}
+
+Result<Agent::GridUpdate> ParseGridUpdate(const json::object& o) {
+  Agent::GridUpdate u;
+  auto bad = [](const std::string& what) { return Fail(ErrorCode::kInvalidInput, what); };
+  if (auto* set = o.if_contains("set")) {
+    if (!set->is_object()) return bad("set must be an object of expressions");
+    for (auto& [k, v] : set->as_object()) {
+      if (!v.is_string()) return bad("set." + std::string(k) + " must be an expression string");
+      u.set.emplace_back(std::string(k), std::string(v.as_string()));
+    }
+  }
+  auto action = GetString(o, "action");
+  if (!action) return Fail(action.error());
+  u.action = *action;
+  auto reason = GetString(o, "reason");
+  if (!reason) return Fail(reason.error());
+  u.reason = *reason;
+  if (auto* c = o.if_contains("code"); c && c->is_int64()) u.code = static_cast<int>(c->as_int64());
+  if (auto* c = o.if_contains("subcode"); c && c->is_int64())
+    u.subcode = static_cast<int>(c->as_int64());
+  if (auto* e = o.if_contains("exit")) {
+    if (!e->is_object()) return bad("exit must be an object");
+    auto& eo = e->as_object();
+    auto* code = eo.if_contains("code");
+    auto* sig = eo.if_contains("signaled");
+    if (!code || !code->is_int64() || (sig && !sig->is_bool()))
+      return bad("exit needs an integer code and a boolean signaled");
+    u.exit.kind = sig && sig->as_bool() ? ExecStatus::Kind::kSignaled : ExecStatus::Kind::kExited;
+    u.exit.code = static_cast<int>(code->as_int64());
+    u.exit.end = u.exit.start = 0;
+  } else if (u.action == "exited") {
+    return bad("exited needs exit");
+  }
+  if (auto* e = o.if_contains("event")) {
+    if (!e->is_object()) return bad("event must be an object");
+    auto& eo = e->as_object();
+    auto* code = eo.if_contains("code");
+    auto* text = eo.if_contains("text");
+    if (!code || !code->is_int64() || !text || !text->is_string())
+      return bad("event needs an integer code and a text");
+    u.event_code = static_cast<int>(code->as_int64());
+    u.event_text = std::string(text->as_string());
+  }
+  return u;
+}
+
+ApiResponse HandleGridUpdate(Agent& agent, const json::object& body) {
+  auto* list = body.if_contains("updates");
+  if (!list || !list->is_array())
+    return ErrorReply(http::status::bad_request, "grid/update needs an updates array");
+  json::array results;
+  for (auto& v : list->as_array()) {
+    json::object res;
+    if (!v.is_object() || !v.as_object().contains("id") || !v.as_object().at("id").is_string()) {
+      res["error"] = "each update needs an id";
+      results.push_back(std::move(res));
+      continue;
+    }
+    std::string id(v.as_object().at("id").as_string());
+    res["id"] = id;
+    auto sel = ParseJobSelector(id);
+    Job* j = sel && sel->proc >= 0 ? agent.queue().Find({sel->cluster, sel->proc}) : nullptr;
+    if (!j || j->universe != kUniverseGrid) {
+      res["error"] = "no grid job " + id + " in the queue";
+      results.push_back(std::move(res));
+      continue;
+    }
+    auto u = ParseGridUpdate(v.as_object());
+    auto status = u ? agent.ApplyGridUpdate(*j, *u) : Result<int>(Fail(u.error()));
+    if (status) {
+      res["status"] = *status;
+    } else {
+      res["error"] = status.error().message();
+    }
+    results.push_back(std::move(res));
+  }
+  // Acknowledged means durable: the gridmanager acts on the reply.
+  if (auto st = agent.queue().Flush(); !st) return ErrorReply(st.error());
+  json::object o;
+  o["results"] = std::move(results);
+  return Reply(http::status::ok, json::serialize(o) + "\n");
+}
+
 }  // namespace
 
 void HandleApiRequest(Agent& agent, const ApiRequest& req, std::function<void(ApiResponse)> reply) {
@@ -332,6 +449,8 @@ void HandleApiRequest(Agent& agent, const ApiRequest& req, std::function<void(Ap
   if (target == "/v1/act") return reply(HandleAct(agent, *body));
   if (target == "/v1/wait") return HandleWait(agent, *body, std::move(reply));
   if (target == "/v1/events") return reply(HandleEvents(agent, *body));
+  if (target == "/v1/grid/jobs") return HandleGridJobs(agent, *body, std::move(reply));
+  if (target == "/v1/grid/update") return reply(HandleGridUpdate(agent, *body));
   if (target == "/v1/shutdown") {
     reply(Reply(http::status::ok, "{\"stopping\":true}\n"));
     boost::asio::post(agent.io(), [&agent] { agent.Stop(); });

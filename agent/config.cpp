@@ -79,6 +79,11 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
         {"kill_grace", Number(&o.kill_grace, 0)},
         {"commit_delay_ms", Integer(&o.commit_delay_ms, 0)},
         {"history_max", Integer(&o.history_max, 0)}}},
+      {"grid",
+       {{"probe_interval", Number(&o.grid_probe_interval, 0.1)},
+        {"max_resubmits", Integer(&o.grid_max_resubmits, 0)},
+        {"max_jobs_per_resource", Integer(&o.grid_max_jobs_per_resource, 1)},
+        {"max_requests_per_resource", Integer(&o.grid_max_requests_per_resource, 1)}}},
   };
   for (auto&& [section, node] : root) {
     std::string sec(section.str());
@@ -86,8 +91,7 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
     auto* tbl = node.as_table();
     if (it == known.end() || !tbl) {
       // Sections of later parts of Kite are accepted here and checked by their owners.
-      if (tbl && (sec == "mail" || sec == "rest" || sec == "credentials" || sec == "grid"))
-        continue;
+      if (tbl && (sec == "mail" || sec == "rest" || sec == "credentials")) continue;
       return Fail(ErrorCode::kInvalidInput, Where(filename, node, sec) + ": unknown section");
     }
     for (auto&& [key, value] : *tbl) {

@@ -24,6 +24,13 @@ struct AgentOptions {
   int commit_delay_ms = 2;
   // [agent] history_max: finished jobs kept in history; the oldest are dropped beyond it (0 = all).
   int history_max = 0;
+  // Start kite-gridmanager processes for grid jobs (off only in tests of the API alone).
+  bool start_gridmanagers = true;
+  // [grid]: passed to each kite-gridmanager (see its --help).
+  double grid_probe_interval = 60;         // probe_interval: seconds without news before asking
+  int grid_max_resubmits = 3;              // max_resubmits: after site failures, then hold
+  int grid_max_jobs_per_resource = 1000;   // max_jobs_per_resource: submitted, not finished
+  int grid_max_requests_per_resource = 8;  // max_requests_per_resource: in flight to one site
 
   std::string queue_path() const { return home + "/queue.db"; }
   std::string socket_path() const { return home + "/agent.sock"; }

@@ -30,6 +30,7 @@ enum Universe : int { kUniverseVanilla = 5, kUniverseGrid = 9, kUniverseLocal = 
 // HTCondor's HoldReasonCode values Kite uses.
 enum HoldCode : int {
   kHoldUserRequest = 1,
+  kHoldGridError = 2,  // HTCondor's GlobusGramError: the site refused or failed the job
   kHoldJobPolicy = 3,
   kHoldFailedToCreateProcess = 6,
   kHoldUnableToOpenOutput = 7,
@@ -62,6 +63,9 @@ struct Job {
   bool kill_sent = false;  // SIGTERM sent; SIGKILL follows after kill_grace
   double kill_deadline = 0;
   bool dirty = false;  // changed since the last flush
+  // Grid jobs: the agent's change counter when the job last changed in a way its gridmanager
+  // must hear of (submitted, removed, held, released). Not persisted.
+  uint64_t grid_gen = 0;
 };
 
 std::string JobIdString(JobKey k);  // "12.3"

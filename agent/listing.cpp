@@ -1,6 +1,7 @@
 // Job listings.
 #include "agent/listing.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -122,6 +123,38 @@ std::string FormatJobTable(const std::vector<ListedJob>& jobs, double now, bool 
                   j.key.proc, owner.c_str(), ShortDate(qdate).c_str(),
                   Duration(RunTime(ad, now)).c_str(), StatusLetter(StatusOf(ad)), extra.c_str(),
                   Command(ad).c_str());
+    out += line;
+  }
+  return out;
+}
+
+std::string FormatGridTable(const std::vector<ListedJob>& jobs) {
+  std::string out;
+  out.reserve(jobs.size() * 120 + 128);
+  char line[512];
+  std::snprintf(line, sizeof line, " %-10s %-14s %-14s %-16s %-21s %s\n", "ID", "OWNER", "STATUS",
+                "GRID->MANAGER", "HOST", "GRID_JOB_ID");
+  out += line;
+  for (auto& j : jobs) {
+    const auto& ad = *j.ad;
+    auto resource = ad.EvaluateString("GridResource");
+    if (!resource) continue;
+    std::string owner = ad.EvaluateString("Owner").value_or("?");
+    std::string remote = ad.EvaluateString("GridJobStatus").value_or("");
+    std::string state = remote.empty() ? StatusName(StatusOf(ad)) : remote;
+    for (auto& c : state) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    // "kite HOST:PORT/BATCH" -> "kite->BATCH" and "HOST:PORT".
+    std::string rest = resource->size() > 5 ? resource->substr(5) : *resource;
+    std::string batch = "fork";
+    if (auto slash = rest.find('/'); slash != std::string::npos) {
+      batch = rest.substr(slash + 1);
+      rest = rest.substr(0, slash);
+    }
+    std::string contact = ad.EvaluateString("GridJobId").value_or("");
+    if (auto slash = contact.rfind('/'); slash != std::string::npos) contact.erase(0, slash + 1);
+    std::snprintf(line, sizeof line, "%*d.%-*d %-14.14s %-14.14s %-16s %-21s %s\n", 6,
+                  j.key.cluster, 3, j.key.proc, owner.c_str(), state.c_str(),
+                  ("kite->" + batch).c_str(), rest.c_str(), contact.c_str());
     out += line;
   }
   return out;

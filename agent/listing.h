@@ -22,6 +22,8 @@ std::string FormatJson(const std::vector<ListedJob>& jobs);
 std::string FormatJobTable(const std::vector<ListedJob>& jobs, double now, bool history);
 // condor_q's default: one line per cluster.
 std::string FormatBatchTable(const std::vector<ListedJob>& jobs, double now);
+// condor_q -grid: grid jobs with their remote state, resource and site job id.
+std::string FormatGridTable(const std::vector<ListedJob>& jobs);
 // "Total for query: ..." line.
 std::string FormatTotals(const std::vector<ListedJob>& jobs);
 

@@ -34,6 +34,12 @@ int CtxIndex() {
   static const int idx = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, FreeVerifierRef);
   return idx;
 }
+// The identity a client context requires of every server (CurlTls::server_identity). The string
+// belongs to the CurlTls, which outlives the context's transfers.
+int ServerIdentityIndex() {
+  static const int idx = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  return idx;
+}
 
 PeerState* StateOf(SSL* ssl, bool create) {
   auto* st = static_cast<PeerState*>(SSL_get_ex_data(ssl, SslIndex()));
@@ -60,7 +66,16 @@ bool HostMatches(const Certificate& cert, const std::string& host) {
   return false;
 }
 
-Status CheckServerName(const PeerState& st, const Certificate& leaf) {
+Status CheckServerName(SSL* ssl, const PeerState& st, const Certificate& leaf, const Identity& id) {
+  const auto* wanted = static_cast<const std::string*>(
+      SSL_CTX_get_ex_data(SSL_get_SSL_CTX(ssl), ServerIdentityIndex()));
+  if (wanted != nullptr && !wanted->empty()) {
+    if (id.subject != *wanted) {
+      return Fail(ErrorCode::kAuthFailed,
+                  "server speaks for " + id.subject + ", expected " + *wanted);
+    }
+    return {};
+  }
   if (!st.expected_subject.empty()) {
     if (leaf.Subject() != st.expected_subject) {
       return Fail(ErrorCode::kAuthFailed,
@@ -93,8 +108,9 @@ int CertVerify(X509_STORE_CTX* ctx, void* arg) {
     chain.emplace_back(x);
   }
   auto id = verifier->Verify(chain);
-  Status named = id ? (SSL_is_server(ssl) ? Status{} : CheckServerName(*st, chain.front()))
-                    : Status(Fail(id.error()));
+  Status named =
+      id ? (SSL_is_server(ssl) ? Status{} : CheckServerName(ssl, *st, chain.front(), *id))
+         : Status(Fail(id.error()));
   if (!named) {
     st->error = named.error().message();
     X509_STORE_CTX_set_error(ctx, named.error().code() == ErrorCode::kProxyExpired
@@ -141,7 +157,12 @@ Result<SslContextPtr> MakeContext(boost::asio::ssl::context::method method,
 
 CURLcode CurlSslCtx(CURL*, void* ssl_ctx, void* user) {
   const auto* tls = static_cast<const CurlTls*>(user);
-  auto st = Configure(static_cast<SSL_CTX*>(ssl_ctx), tls->credential, tls->verifier, false);
+  auto* ctx = static_cast<SSL_CTX*>(ssl_ctx);
+  auto st = Configure(ctx, tls->credential, tls->verifier, false);
+  if (st && !tls->server_identity.empty()) {
+    SSL_CTX_set_ex_data(ctx, ServerIdentityIndex(),
+                        const_cast<std::string*>(&tls->server_identity));
+  }
   return st ? CURLE_OK : CURLE_SSL_CERTPROBLEM;
 }
 
@@ -184,7 +205,8 @@ Status ConfigureCurl(CURL* curl, const CurlTls& tls) {
   if (!tls.verifier) return Fail(ErrorCode::kInvalidInput, "CurlTls needs a verifier");
   bool ok =
       curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L) == CURLE_OK &&
-      curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L) == CURLE_OK &&
+      curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, tls.server_identity.empty() ? 2L : 0L) ==
+          CURLE_OK &&
       curl_easy_setopt(curl, CURLOPT_CAPATH, tls.verifier->options().ca_dir.c_str()) == CURLE_OK &&
       curl_easy_setopt(curl, CURLOPT_SSL_CTX_FUNCTION, CurlSslCtx) == CURLE_OK &&
       curl_easy_setopt(curl, CURLOPT_SSL_CTX_DATA, &tls) == CURLE_OK;

@@ -48,8 +48,12 @@ std::string PeerVerifyError(SSL* ssl);
 struct CurlTls {
   std::optional<Credential> credential;
   std::shared_ptr<const Verifier> verifier;
+  // Non-empty: the server must speak for this identity (Identity::subject, e.g. the user's DN
+  // when the server presents the user's proxy, as a gridmanager's GASS server does) and its host
+  // name is not checked. Empty: the server's certificate must name the host in the URL.
+  std::string server_identity;
 };
-// Sets the client credential, the verification rules and host checking on `curl`.
+// Sets the client credential, the verification rules and host or identity checking on `curl`.
 Status ConfigureCurl(CURL* curl, const CurlTls& tls);
 
 }  // namespace kite::credentials

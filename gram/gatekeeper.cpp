@@ -401,10 +401,18 @@ Result<pid_t> Gatekeeper::Impl::SpawnJobManager(const std::string& account) {
                                    "--log",
                                    dir + "/jobmanager.log",
                                    "--log-level",
-                                   options.jobmanager_log_level};
+                                   options.jobmanager_log_level,
+                                   "--batch-poll-interval",
+                                   std::to_string(options.batch_poll_interval.count() / 1000.0)};
   std::vector<std::string> env = {
       "PATH=/usr/local/bin:/usr/bin:/bin", std::string("HOME=") + pw.pw_dir,
       std::string("USER=") + pw.pw_name, std::string("LOGNAME=") + pw.pw_name};
+  for (const auto& name : options.pass_environment) {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) continue;
+    std::erase_if(env, [&](const std::string& e) { return e.starts_with(name + "="); });
+    env.push_back(name + "=" + v);
+  }
   if (const char* f = std::getenv("KITE_FAULT_DIR"))
     env.push_back(std::string("KITE_FAULT_DIR=") + f);
   if (root && pw.pw_uid != 0) return SpawnAs(pw, argv, env, dir + "/jobmanager.err");

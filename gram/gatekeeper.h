@@ -9,6 +9,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/error.h"
 #include "credentials/certificate.h"
@@ -29,6 +30,12 @@ struct GatekeeperOptions {
   std::chrono::seconds commit_timeout{600};  // passed to job managers
   std::chrono::seconds idle_timeout{120};    // a kept-alive connection idle this long is closed
   std::string jobmanager_log_level = "info";
+  // Passed to job managers: how often they ask the batch system's daemons about jobs.
+  std::chrono::milliseconds batch_poll_interval{1000};
+  // Variables of the gatekeeper's own environment that job managers get too (when set): where
+  // the batch system's commands are and how they find their cluster. Everything else of a job
+  // manager's environment is fixed (PATH=/usr/local/bin:/usr/bin:/bin, HOME, USER, LOGNAME).
+  std::vector<std::string> pass_environment = {"PATH", "SLURM_CONF"};
 };
 
 class Gatekeeper {

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   kite::gram::GatekeeperOptions o;
   std::string listen = "127.0.0.1:2119", cert, key, log_file, log_level = "info", port_file;
   int commit_timeout = 600;
+  double batch_poll = 1.0;
   app.add_option("--listen", listen, "ADDR:PORT to listen on (port 0: any free port)");
   app.add_option("--state-dir", o.state_dir, "directory for per-account job manager state")
       ->required();
@@ -24,7 +25,9 @@ int main(int argc, char** argv) {
   app.add_option("--key", key, "host key (PEM, mode 0600)")->required();
   app.add_option("--ca-dir", o.ca_dir, "trusted CA directory (<hash>.0 files, CRLs)")->required();
   app.add_option("--gridmap", o.gridmap_path, "grid-mapfile (re-read when it changes)")->required();
-  app.add_option("--batch", o.batch, "batch adapter for job managers (fork)");
+  app.add_option("--batch", o.batch, "batch adapter for job managers (fork, slurm)");
+  app.add_option("--batch-poll-interval", batch_poll,
+                 "seconds between a job manager's questions to the batch system (slurm: squeue)");
   app.add_option("--contact-host", o.contact_host, "host name to put in job contacts");
   app.add_option("--threads", o.threads, "I/O threads (default 2)");
   app.add_option("--commit-timeout", commit_timeout,
@@ -42,6 +45,7 @@ int main(int argc, char** argv) {
   o.listen_host = listen.substr(0, colon);
   o.port = static_cast<uint16_t>(std::atoi(listen.c_str() + colon + 1));
   o.commit_timeout = std::chrono::seconds(commit_timeout);
+  o.batch_poll_interval = std::chrono::milliseconds(static_cast<int64_t>(batch_poll * 1000));
   o.jobmanager_path = kite::ProgramPath("kite-jobmanager");
   o.jobmanager_log_level = log_level;
   auto cred = kite::credentials::LoadCertificateAndKey(cert, key);

@@ -204,6 +204,8 @@ Status JobManager::PrepareJobDir(const JobRecord& j) const {
 
 batch::JobSpec JobManager::SpecFor(const JobRecord& j) const {
   batch::JobSpec s;
+  s.name = j.id;
+  s.resources = j.desc.resources;
   s.control_dir = ControlDir(j.id);
   s.cwd = JobDir(j.id);
   s.program =
@@ -232,6 +234,12 @@ void JobManager::SubmitToBatch(JobRecord& j) {
     return;
   }
   auto id = adapter_->Submit(SpecFor(j));
+  if (!id && id.error().code() == ErrorCode::kUnavailable) {
+    // Nothing decided (the batch system could not be asked): the next pass tries again.
+    spdlog::debug("job {}: batch system unavailable, submitting later: {}", j.id,
+                  id.error().message());
+    return;
+  }
   if (!id) {
     Apply(j, JobEvent::kFailed, FailureCode::kBatchSubmitFailed, id.error().message());
     return;
@@ -273,7 +281,14 @@ void JobManager::PollBatch() {
       Apply(j, JobEvent::kStarted);
     } else if (out.state == batch::BatchState::kLost) {
       Apply(j, JobEvent::kFailed, FailureCode::kBatchLost,
-            "the job's wrapper vanished without recording how the job ended");
+            out.reason.empty() ? "the job's wrapper vanished without recording how the job ended"
+                               : out.reason);
+    } else if (out.state == batch::BatchState::kEnded && out.limit_exceeded) {
+      const auto& x = out.exit;
+      bool died =
+          x && (x->kind == ExecStatus::Kind::kExited || x->kind == ExecStatus::Kind::kSignaled);
+      if (died) j.exit = ExitInfo{x->kind == ExecStatus::Kind::kSignaled, x->code};
+      Apply(j, JobEvent::kFailed, FailureCode::kBatchLimitExceeded, out.reason);
     } else if (out.state == batch::BatchState::kEnded && out.exit) {
       const ExecStatus& x = *out.exit;
       if (x.kind == ExecStatus::Kind::kExecFailed || x.kind == ExecStatus::Kind::kSetupFailed) {

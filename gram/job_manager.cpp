@@ -59,7 +59,8 @@ Result<std::unique_ptr<JobManager>> JobManager::Open(boost::asio::io_context& io
   auto store = JobStore::Open(o.state_dir + "/jobs.db");
   if (!store) return Fail(store.error());
   m->store_ = std::move(*store);
-  auto adapter = batch::MakeAdapter(o.batch, {.exec_path = o.exec_path});
+  auto adapter = batch::MakeAdapter(
+      o.batch, {.exec_path = o.exec_path, .poll_interval = o.batch_poll_interval});
   if (!adapter) return Fail(adapter.error());
   m->adapter_ = std::move(*adapter);
   auto verifier = credentials::Verifier::Create({.ca_dir = o.ca_dir});
@@ -323,6 +324,7 @@ Result<bool> JobManager::ChangeJob(JobRecord& j, const std::string& op, JobEvent
       j.delegation_id = sig.delegation_id;
     }
     if (!sig.gass_url.empty()) j.gass_url = sig.gass_url;
+    if (!sig.callback_url.empty()) j.desc.callback_url = sig.callback_url;
     return false;
   }
   auto t = NextState(j.state, event);

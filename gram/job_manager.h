@@ -40,6 +40,8 @@ struct JobManagerOptions {
   std::chrono::seconds commit_timeout{600};        // an uncommitted job is forgotten after this
   std::chrono::milliseconds poll_interval{50};     // how often the batch system is polled
   std::chrono::milliseconds stream_interval{200};  // how often running jobs' output is sent
+  // How often the batch system's own daemons are asked about jobs (slurm: one squeue for all).
+  std::chrono::milliseconds batch_poll_interval{1000};
 };
 
 // A request as the gatekeeper forwards it.

@@ -31,7 +31,7 @@ struct FailureName {
   std::string_view name;
   bool retryable;
 };
-constexpr std::array<FailureName, 10> kFailureNames = {{
+constexpr std::array<FailureName, 11> kFailureNames = {{
     {FailureCode::kNone, "none", false},
     {FailureCode::kCancelled, "cancelled", false},
     {FailureCode::kBadExecutable, "bad-executable", false},
@@ -42,6 +42,7 @@ constexpr std::array<FailureName, 10> kFailureNames = {{
     {FailureCode::kStageOutFailed, "stage-out-failed", true},
     {FailureCode::kBatchSubmitFailed, "batch-submit-failed", true},
     {FailureCode::kBatchLost, "batch-lost", true},
+    {FailureCode::kBatchLimitExceeded, "batch-limit-exceeded", false},
 }};
 
 struct ErrorWire {
@@ -185,6 +186,47 @@ Status GetStageIn(const json::object& o, JobDescription* j) {
   return {};
 }
 
+// Bounds of the resource requests: far above any real job, low enough to fit every batch system.
+constexpr int64_t kMaxCpus = 1 << 20;
+constexpr int64_t kMaxMemoryMb = int64_t{1} << 40;
+constexpr int64_t kMaxWalltimeS = int64_t{100} * 365 * 86400;
+
+Status GetCount(const json::object& o, std::string_view key, int64_t max, int64_t* out) {
+  if (auto st = GetInt(o, key, out); !st) return st;
+  if (*out < 0 || *out > max) return Bad(key, "out of range 0.." + std::to_string(max));
+  return {};
+}
+
+Status GetResources(const json::object& o, ResourceRequest* r) {
+  const json::value* v = o.if_contains("resources");
+  if (v == nullptr || v->is_null()) return {};
+  if (!v->is_object()) return Bad("resources", "not an object");
+  const auto& ro = v->as_object();
+  Status st = GetCount(ro, "cpus", kMaxCpus, &r->cpus);
+  if (st) st = GetCount(ro, "memory_mb", kMaxMemoryMb, &r->memory_mb);
+  if (st) st = GetCount(ro, "walltime_s", kMaxWalltimeS, &r->walltime_s);
+  if (st) st = GetString(ro, "queue", &r->queue);
+  if (st) st = GetString(ro, "project", &r->project);
+  if (!st) return Fail(st.error().Wrap("resources"));
+  if (!r->queue.empty() && !ValidBatchName(r->queue)) {
+    return Bad("resources", "queue is not 1-64 of A-Z a-z 0-9 _ . + -");
+  }
+  if (!r->project.empty() && !ValidBatchName(r->project)) {
+    return Bad("resources", "project is not 1-64 of A-Z a-z 0-9 _ . + -");
+  }
+  return {};
+}
+
+json::object ResourcesToObject(const ResourceRequest& r) {
+  json::object o;
+  if (r.cpus > 0) o["cpus"] = r.cpus;
+  if (r.memory_mb > 0) o["memory_mb"] = r.memory_mb;
+  if (r.walltime_s > 0) o["walltime_s"] = r.walltime_s;
+  if (!r.queue.empty()) o["queue"] = r.queue;
+  if (!r.project.empty()) o["project"] = r.project;
+  return o;
+}
+
 Result<JobDescription> JobFromObject(const json::object& o) {
   JobDescription j;
   if (!o.contains("executable")) return Bad("executable", "missing");
@@ -200,6 +242,7 @@ Result<JobDescription> JobFromObject(const json::object& o) {
   if (st) st = GetBool(o, "stream_error", &j.stream_error);
   if (st) st = GetString(o, "delegation_id", &j.delegation_id);
   if (st) st = GetString(o, "callback_url", &j.callback_url);
+  if (st) st = GetResources(o, &j.resources);
   if (!st) return Fail(st.error());
   bool uses_gass = !j.executable.gass.empty() || !j.stdin_file.gass.empty() ||
                    !j.stdout_file.gass.empty() || !j.stderr_file.gass.empty() ||
@@ -242,6 +285,7 @@ json::object JobToObject(const JobDescription& j) {
   o["stream_error"] = j.stream_error;
   if (!j.delegation_id.empty()) o["delegation_id"] = j.delegation_id;
   if (!j.callback_url.empty()) o["callback_url"] = j.callback_url;
+  if (!j.resources.empty()) o["resources"] = ResourcesToObject(j.resources);
   return o;
 }
 
@@ -295,6 +339,16 @@ bool ValidJobId(std::string_view id) {
   return true;
 }
 
+bool ValidBatchName(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    bool ok = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              c == '_' || c == '.' || c == '+' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
 bool ValidRelativeName(std::string_view name) {
   if (name.empty() || name.size() > 1024 || name.front() == '/') return false;
   size_t start = 0;
@@ -344,12 +398,16 @@ Result<SignalRequest> ParseSignalRequest(std::string_view text) {
   Status st = GetRequestId(*o, &r.request_id);
   if (st) st = GetString(*o, "gass_url", &r.gass_url);
   if (st) st = GetString(*o, "delegation_id", &r.delegation_id);
+  if (st) st = GetString(*o, "callback_url", &r.callback_url);
   if (!st) return Fail(st.error());
   if (!r.gass_url.empty() && !r.gass_url.starts_with("https://")) {
     return Bad("gass_url", "not an https:// URL");
   }
-  if (r.gass_url.empty() && r.delegation_id.empty()) {
-    return Bad("signal", "names neither gass_url nor delegation_id");
+  if (!r.callback_url.empty() && !r.callback_url.starts_with("https://")) {
+    return Bad("callback_url", "not an https:// URL");
+  }
+  if (r.gass_url.empty() && r.delegation_id.empty() && r.callback_url.empty()) {
+    return Bad("signal", "names none of gass_url, delegation_id, callback_url");
   }
   return r;
 }
@@ -459,6 +517,7 @@ std::string ToJson(const SignalRequest& r) {
   json::object o{{"request_id", r.request_id}};
   if (!r.gass_url.empty()) o["gass_url"] = r.gass_url;
   if (!r.delegation_id.empty()) o["delegation_id"] = r.delegation_id;
+  if (!r.callback_url.empty()) o["callback_url"] = r.callback_url;
   return json::serialize(o);
 }
 

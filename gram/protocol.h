@@ -40,15 +40,16 @@ bool IsTerminal(JobState state);  // done or failed
 // Why a job failed. Numbers are stored on disk: never renumber.
 enum class FailureCode {
   kNone = 0,
-  kCancelled = 1,          // the client cancelled it
-  kBadExecutable = 2,      // the executable could not be started (missing, not executable)
-  kBadRequest = 3,         // the description cannot work at this site (bad file name, ...)
-  kAuthorisation = 4,      // the identity may not do this here
-  kCredentialExpired = 5,  // the delegated proxy expired before the job could use it
-  kStageInFailed = 6,      // an input could not be fetched from GASS
-  kStageOutFailed = 7,     // output could not be delivered to GASS
-  kBatchSubmitFailed = 8,  // the batch system refused the job
-  kBatchLost = 9,          // the batch system lost the job (its wrapper vanished)
+  kCancelled = 1,            // the client cancelled it
+  kBadExecutable = 2,        // the executable could not be started (missing, not executable)
+  kBadRequest = 3,           // the description cannot work at this site (bad file name, ...)
+  kAuthorisation = 4,        // the identity may not do this here
+  kCredentialExpired = 5,    // the delegated proxy expired before the job could use it
+  kStageInFailed = 6,        // an input could not be fetched from GASS
+  kStageOutFailed = 7,       // output could not be delivered to GASS
+  kBatchSubmitFailed = 8,    // the batch system refused the job
+  kBatchLost = 9,            // the batch system lost the job (its wrapper vanished)
+  kBatchLimitExceeded = 10,  // the batch system killed it for exceeding a limit (walltime, memory)
 };
 std::string_view FailureCodeName(FailureCode code);  // "bad-executable", ...
 std::optional<FailureCode> ParseFailureCode(std::string_view name);
@@ -71,6 +72,20 @@ struct StageFile {
   bool operator==(const StageFile&) const = default;
 };
 
+// What a job asks of the site's batch system. Zero or empty: the site's default. Adapters that
+// cannot honour a request ignore it (the fork adapter ignores them all).
+struct ResourceRequest {
+  int64_t cpus = 0;        // CPU cores for the job's one task
+  int64_t memory_mb = 0;   // memory, MiB
+  int64_t walltime_s = 0;  // run-time limit, seconds (Slurm rounds up to whole minutes)
+  std::string queue;       // partition (Slurm) or queue; see ValidBatchName
+  std::string project;     // account or project charged; see ValidBatchName
+  bool empty() const {
+    return cpus == 0 && memory_mb == 0 && walltime_s == 0 && queue.empty() && project.empty();
+  }
+  bool operator==(const ResourceRequest&) const = default;
+};
+
 // What the client asks the site to run.
 struct JobDescription {
   FileRef executable;  // required; a GASS executable is staged and made 0755
@@ -85,6 +100,7 @@ struct JobDescription {
   bool stream_error = false;
   std::string delegation_id;  // credential for GASS and callbacks (required when either is used)
   std::string callback_url;   // HTTPS URL for state-change callbacks; empty: none
+  ResourceRequest resources;  // "resources" in JSON; absent: the site's defaults
   bool operator==(const JobDescription&) const = default;
 };
 
@@ -121,6 +137,7 @@ struct SignalRequest {
   std::string request_id;
   std::string gass_url;       // non-empty: the GASS server moved here
   std::string delegation_id;  // non-empty: use this delegation from now on
+  std::string callback_url;   // non-empty: send state-change callbacks here from now on
 };
 struct DelegationStartRequest {
   std::string request_id;
@@ -165,6 +182,8 @@ std::string ToJson(const JobDescription& j);
 // Identifiers that end up in file names and URLs.
 bool ValidRequestId(std::string_view id);  // 1..128 printable ASCII, no blanks
 bool ValidJobId(std::string_view id);      // 16..64 of [0-9a-z-]
+// A queue, partition or project name: 1..64 of [A-Za-z0-9_.+-] (it reaches batch commands).
+bool ValidBatchName(std::string_view name);
 // A GASS name or staged file name: relative, no "..", no empty or dot-leading component.
 bool ValidRelativeName(std::string_view name);
 

@@ -13,6 +13,7 @@
 #include <map>
 
 #include "credentials/certificate.h"
+#include "credentials/proxy.h"
 #include "gass/client.h"
 #include "gass/output_streamer.h"
 #include "gram/https_connection.h"
@@ -75,7 +76,11 @@ Result<gass::GassClient*> ClientFor(const std::string& base, const std::string& 
   auto cred = credentials::LoadProxyFile(cred_path);
   if (!cred) return Fail(cred.error());
   e.client.reset();  // before the CurlTls it points at
-  e.tls = std::make_unique<credentials::CurlTls>(credentials::CurlTls{*cred, verifier});
+  // The GASS server runs on the user's desktop with the user's own proxy: it must speak for the
+  // same identity as the delegated proxy (as Globus checks a GASS server), whatever host it is on.
+  std::string owner = credentials::EndEntity(cred->chain).Subject();
+  e.tls = std::make_unique<credentials::CurlTls>(
+      credentials::CurlTls{*cred, verifier, std::move(owner)});
   e.client = std::make_unique<gass::GassClient>(gass::GassClientOptions{base, *e.tls});
   e.mtime_ns = mtime;
   return e.client.get();

@@ -48,7 +48,7 @@ void Submit(const std::string& file) {
 struct QueryArgs {
   std::vector<std::string> ids;
   std::string constraint;
-  bool json = false, nobatch = false, batch = false;
+  bool json = false, nobatch = false, batch = false, grid = false;
   int limit = 0;
 };
 
@@ -61,6 +61,7 @@ void Query(const QueryArgs& a, bool history) {
   body["limit"] = a.limit;
   // condor_q shows clusters by default and single jobs with -nobatch; naming jobs by id shows them.
   body["format"] = a.json                                                   ? "json"
+                   : a.grid                                                 ? "grid"
                    : (history || a.nobatch || (!a.batch && !a.ids.empty())) ? "table"
                                                                             : "batch";
   auto r = client->Post("/v1/query", body);
@@ -167,6 +168,8 @@ void RegisterJobCommands(CLI::App& app) {
   qc->add_flag("--json", q.json, "whole job ads as JSON, like condor_q -json");
   qc->add_flag("--nobatch", q.nobatch, "one line per job");
   qc->add_flag("--batch", q.batch, "one line per cluster (the default)");
+  qc->add_flag("--grid", q.grid,
+               "grid jobs with their remote state, resource and site job id (condor_q -grid)");
   qc->callback([] { Query(q, false); });
 
   auto* hc = app.add_subcommand("history", "show jobs that have left the queue (condor_history)");

@@ -14,9 +14,9 @@ namespace {
 // two; rewrite the ones Kite knows. Short options (-h) are left alone.
 std::vector<std::string> HtcondorStyleArgs(int argc, char** argv) {
   static const std::set<std::string> kLong = {
-      "json",   "constraint", "reason",  "nobatch",    "batch",        "limit", "timeout", "help",
-      "server", "user",       "valid",   "cert",       "key",          "out",   "limited", "bits",
-      "ec",     "exists",     "pwstdin", "foreground", "batch-system", "rest"};
+      "json", "constraint", "reason", "nobatch", "batch",      "grid",         "limit", "timeout",
+      "help", "server",     "user",   "valid",   "cert",       "key",          "out",   "limited",
+      "bits", "ec",         "exists", "pwstdin", "foreground", "batch-system", "rest"};
   std::vector<std::string> out;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];

@@ -1,7 +1,8 @@
 // The interface between the job manager and a local batch system, and the registry of adapters by
-// name (`fork` now; `slurm`, `sge` later as new files plus one registry line).
+// name (`fork`, `slurm`; `sge` later as new files plus one registry line).
 #pragma once
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <optional>
@@ -11,12 +12,14 @@
 
 #include "common/error.h"
 #include "common/exec_status.h"
+#include "gram/protocol.h"
 
 namespace kite::gram::batch {
 
 // One job for the batch system. Every adapter runs the program under kite-exec with `control_dir`
 // as its --dir, so the outcome is in control_dir/status whatever the batch system reports.
 struct JobSpec {
+  std::string name;         // short and unique per job (the job id): names it in batch listings
   std::string control_dir;  // exists; holds lock, status, pid (the adapter's bookkeeping)
   std::string cwd;          // the job's working directory
   std::string program;      // absolute path
@@ -25,6 +28,7 @@ struct JobSpec {
   std::string stdin_path = "/dev/null";
   std::string stdout_path;
   std::string stderr_path;
+  ResourceRequest resources;  // what the job asks of the batch system (ignored by fork)
 };
 
 enum class BatchState {
@@ -36,11 +40,19 @@ enum class BatchState {
 
 struct BatchOutcome {
   BatchState state = BatchState::kQueued;
-  std::optional<ExecStatus> exit;  // when kEnded
+  std::optional<ExecStatus> exit;  // when kEnded: how the job ended (see limit_exceeded)
+  // kEnded: the batch system stopped the job because it went past a limit the batch system
+  // enforces (its walltime, its memory); `exit`, when set, says how the job died of it.
+  bool limit_exceeded = false;
+  // The batch system's account of a kLost or limit_exceeded end, for the failure message.
+  std::string reason;
 };
 
 struct AdapterOptions {
   std::string exec_path;  // kite-exec
+  // Adapters that ask a batch system's daemons (slurm) ask at most this often; Poll calls in
+  // between answer nothing new. The fork adapter looks at its files on every Poll.
+  std::chrono::milliseconds poll_interval{1000};
 };
 
 // Adapters are used from one thread (the job manager's event loop) unless they say otherwise.
@@ -51,7 +63,8 @@ class BatchAdapter {
 
   // Hands the job to the batch system and returns its batch id. Idempotent per control_dir: when
   // the job was already handed over (a restart between Submit and storing its id), returns the
-  // same id without starting it again.
+  // same id without starting it again. kUnavailable: the batch system could not be asked now and
+  // nothing was decided (the caller tries again later); any other error: it refused the job.
   virtual Result<std::string> Submit(const JobSpec& spec) = 0;
 
   // The state of every id in one call (a batch system is asked once, not once per job). Ids

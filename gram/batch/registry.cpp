@@ -3,6 +3,7 @@
 
 #include "gram/batch/batch_adapter.h"
 #include "gram/batch/fork_adapter.h"
+#include "gram/batch/slurm_adapter.h"
 
 namespace kite::gram::batch {
 namespace {
@@ -13,8 +14,9 @@ struct Entry {
   Factory make;
 };
 
-constexpr std::array<Entry, 1> kAdapters = {{
+constexpr std::array<Entry, 2> kAdapters = {{
     {"fork", MakeForkAdapter},
+    {"slurm", MakeSlurmAdapter},
 }};
 
 }  // namespace

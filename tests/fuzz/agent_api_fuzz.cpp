@@ -17,6 +17,7 @@ kite::agent::Agent* TheAgent() {
     char tmpl[] = "/tmp/kite-api-fuzz-XXXXXX";
     kite::agent::AgentOptions o;
     o.home = ::mkdtemp(tmpl);
+    o.start_gridmanagers = false;  // grid jobs the fuzzer submits must not start real processes
     auto* a = new kite::agent::Agent(o);
     if (!a->Start()) std::abort();
     return a;
@@ -37,6 +38,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto req = parser.release();
   // Endpoints that stop the agent or wait on its (never run) event loop are not fuzzed here.
   if (req.target() == "/v1/shutdown" || req.target() == "/v1/wait") return 0;
+  // A grid poll waits when nothing changed; only its immediate answers are fuzzed.
+  if (req.target() == "/v1/grid/jobs" && (req.body().find("epoch") != std::string::npos ||
+                                          req.body().find("\\u") != std::string::npos)) {
+    return 0;
+  }
   bool answered = false;
   kite::agent::HandleApiRequest(*TheAgent(), req, [&](kite::agent::ApiResponse res) {
     answered = true;

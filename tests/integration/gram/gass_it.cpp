@@ -26,11 +26,10 @@ class GramGass : public ::testing::Test {
   void SetUp() override {
     gass_dir_ = site_.dir() + "/gass";
     ASSERT_TRUE(MakeDirs(gass_dir_, 0755));
-    auto host = credentials::LoadCertificateAndKey(site_.dir() + "/host/hostcert.pem",
-                                                   site_.dir() + "/host/hostkey.pem");
-    ASSERT_TRUE(host);
+    // As a gridmanager's: the server presents the user's proxy (job managers check that it
+    // speaks for the job's owner).
     gass::GassServerOptions o;
-    o.credential = *host;
+    o.credential = site_.proxy();
     o.verifier = site_.verifier();
     auto s = gass::GassServer::Create(io_, o);
     ASSERT_TRUE(s) << s.error().ToString();
@@ -151,8 +150,7 @@ TEST_F(GramGass, ASignalMovesTheJobToANewGassServer) {
   // The gridmanager restarts: a new GASS server on a new port, and the old one gone.
   server_->Close();
   gass::GassServerOptions o;
-  o.credential = *credentials::LoadCertificateAndKey(site_.dir() + "/host/hostcert.pem",
-                                                     site_.dir() + "/host/hostkey.pem");
+  o.credential = site_.proxy();
   o.verifier = site_.verifier();
   auto moved = gass::GassServer::Create(io_, o);
   ASSERT_TRUE(moved);

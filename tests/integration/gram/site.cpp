@@ -87,12 +87,21 @@ void Site::StartGatekeeper() {
                                    "--log",
                                    dir_ + "/gatekeeper.log",
                                    "--log-level",
-                                   "debug"};
+                                   "debug",
+                                   "--batch",
+                                   options_.batch,
+                                   "--batch-poll-interval",
+                                   std::to_string(options_.batch_poll_interval)};
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     if (!std::string_view(*e).starts_with("KITE_FAULT_DIR=")) env.emplace_back(*e);
   }
   if (options_.fault_dir) env.push_back("KITE_FAULT_DIR=" + dir_ + "/faults");
+  for (const auto& e : options_.env) {
+    std::string name = e.substr(0, e.find('=') + 1);
+    std::erase_if(env, [&](const std::string& x) { return x.starts_with(name); });
+    env.push_back(e);
+  }
   std::vector<char*> cargv, cenv;
   for (auto& a : argv) cargv.push_back(a.data());
   cargv.push_back(nullptr);

@@ -19,7 +19,12 @@ namespace kite::gram::testing {
 struct SiteOptions {
   std::string account = "root";  // what the user's DN maps to
   int commit_timeout = 600;
-  bool fault_dir = true;  // give the daemons a KITE_FAULT_DIR
+  bool fault_dir = true;           // give the daemons a KITE_FAULT_DIR
+  std::string batch = "fork";      // the gatekeeper's --batch
+  double batch_poll_interval = 1;  // its --batch-poll-interval (seconds)
+  // "NAME=value" set in the gatekeeper's environment, replacing the test's own (e.g. SLURM_CONF,
+  // PATH); the gatekeeper passes PATH and SLURM_CONF on to its job managers.
+  std::vector<std::string> env;
 };
 
 class Site {

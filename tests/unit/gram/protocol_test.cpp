@@ -67,6 +67,14 @@ TEST(Protocol, RefusesMalformedSubmitsNamingTheProblem) {
       {R"({"request_id":"r","job":{"executable":{"site":"/x"},"stage_in":[{"gass":"a",
         "as":"d/e"}]}})",
        "stage_in"},
+      {R"({"request_id":"r","job":{"executable":{"site":"/x"},"resources":4}})",
+       "resources: not an object"},
+      {R"({"request_id":"r","job":{"executable":{"site":"/x"},"resources":{"cpus":-1}}})",
+       "cpus: out of range"},
+      {R"({"request_id":"r","job":{"executable":{"site":"/x"},"resources":{"memory_mb":1.5}}})",
+       "memory_mb: not an integer"},
+      {R"({"request_id":"r","job":{"executable":{"site":"/x"},"resources":{"queue":"a\nb"}}})",
+       "queue is not"},
   };
   for (const auto& c : cases) {
     auto r = ParseSubmitRequest(c.json);
@@ -75,6 +83,25 @@ TEST(Protocol, RefusesMalformedSubmitsNamingTheProblem) {
     EXPECT_NE(r.error().message().find(c.says), std::string::npos)
         << c.json << " -> " << r.error().message();
   }
+}
+
+TEST(Protocol, ResourceRequestsParseAndRoundTrip) {
+  auto r = ParseSubmitRequest(R"({"request_id":"r","job":{"executable":{"site":"/x"},
+    "resources":{"cpus":2,"memory_mb":512,"walltime_s":90,"queue":"short","project":"astro-1",
+    "gpus":1}}})");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(
+      r->job.resources,
+      (ResourceRequest{
+          .cpus = 2, .memory_mb = 512, .walltime_s = 90, .queue = "short", .project = "astro-1"}));
+  auto again = ParseSubmitRequest(ToJson(*r));
+  ASSERT_TRUE(again) << again.error().ToString();
+  EXPECT_EQ(again->job, r->job);
+  // None requested: nothing on the wire, so an older site sees the description it knows.
+  auto plain = ParseSubmitRequest(R"({"request_id":"r","job":{"executable":{"site":"/x"}}})");
+  ASSERT_TRUE(plain);
+  EXPECT_TRUE(plain->job.resources.empty());
+  EXPECT_EQ(ToJson(plain->job).find("resources"), std::string::npos);
 }
 
 TEST(Protocol, RefusesOversizedBodiesAndFields) {
@@ -119,6 +146,8 @@ TEST(Protocol, FailureCodesSayWhetherAnotherTryMayWork) {
   EXPECT_FALSE(IsRetryable(FailureCode::kBadExecutable));
   EXPECT_FALSE(IsRetryable(FailureCode::kAuthorisation));
   EXPECT_FALSE(IsRetryable(FailureCode::kCancelled));
+  EXPECT_FALSE(IsRetryable(FailureCode::kBatchLimitExceeded));
+  EXPECT_EQ(FailureCodeName(FailureCode::kBatchLimitExceeded), "batch-limit-exceeded");
   for (auto c : {FailureCode::kCancelled, FailureCode::kBadExecutable, FailureCode::kBatchLost}) {
     EXPECT_EQ(ParseFailureCode(FailureCodeName(c)), c);
   }

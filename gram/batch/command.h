@@ -1,0 +1,32 @@
+// Running a batch system's command-line tools (sbatch, squeue, ...) and collecting what they
+// print, with a deadline: the job manager's one thread waits for them, so none may hang it.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+
+namespace kite::gram::batch {
+
+struct CommandResult {
+  int exit_code = -1;  // -1 when killed by a signal (the deadline's SIGKILL included)
+  bool timed_out = false;
+  std::string out;  // standard output
+  std::string err;  // standard error
+};
+
+// Runs argv[0] (an absolute path) with exactly `env`, standard input /dev/null, and collects its
+// output until it exits or `timeout` passes (then it is killed and `timed_out` set). Fails only
+// when it cannot be started.
+Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
+                                 const std::vector<std::string>& env,
+                                 std::chrono::milliseconds timeout);
+
+// The first executable file named `name` in the colon-separated directory list `path`; empty
+// when there is none.
+std::string FindInPath(std::string_view name, std::string_view path);
+
+}  // namespace kite::gram::batch

@@ -1,0 +1,172 @@
+// Working out a grid job's description and GASS files from its ad.
+#include "gridmanager/grid_job.h"
+
+#include <charconv>
+#include <set>
+
+#include "common/files.h"
+#include "common/strings.h"
+#include "submit/quoting.h"
+
+namespace kite::gridmanager {
+namespace {
+
+Error Bad(std::string_view attr, const std::string& problem) {
+  return Error(ErrorCode::kInvalidInput, std::string(attr) + ": " + problem);
+}
+
+std::string BaseName(std::string_view path) {
+  auto slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
+// The job's path for a file attribute, or "" when unset or /dev/null.
+std::string FileAttr(const classad::ClassAd& ad, std::string_view attr, const std::string& iwd) {
+  auto v = ad.EvaluateString(attr);
+  if (!v || v->empty() || *v == "/dev/null") return "";
+  return JoinPath(iwd, *v);
+}
+
+}  // namespace
+
+std::string GridResource::HostPort() const {
+  bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+Result<GridResource> ParseGridResource(std::string_view text) {
+  auto bad = [&](const std::string& why) {
+    return Fail(ErrorCode::kInvalidInput, "GridResource '" + std::string(text) + "': " + why +
+                                              " (expected \"kite HOST:PORT[/BATCH]\")");
+  };
+  text = Trim(text);
+  if (!text.starts_with("kite ")) return bad("not a kite resource");
+  std::string_view rest = Trim(text.substr(5));
+  GridResource r;
+  if (auto slash = rest.find('/'); slash != std::string_view::npos) {
+    r.batch = std::string(rest.substr(slash + 1));
+    rest = rest.substr(0, slash);
+    if (r.batch.empty()) return bad("empty batch system name");
+  }
+  std::string_view port;
+  if (rest.starts_with('[')) {
+    auto close = rest.find(']');
+    if (close == std::string_view::npos || close + 1 >= rest.size() || rest[close + 1] != ':') {
+      return bad("malformed IPv6 address");
+    }
+    r.host = std::string(rest.substr(1, close - 1));
+    port = rest.substr(close + 2);
+  } else {
+    auto colon = rest.rfind(':');
+    if (colon == std::string_view::npos) return bad("no port");
+    r.host = std::string(rest.substr(0, colon));
+    port = rest.substr(colon + 1);
+  }
+  unsigned value = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (ec != std::errc() || end != port.data() + port.size() || value == 0 || value > 65535) {
+    return bad("bad port");
+  }
+  if (r.host.empty() || r.host.find_first_of(" \t/") != std::string::npos) return bad("bad host");
+  r.port = static_cast<uint16_t>(value);
+  return r;
+}
+
+Result<GridJobPlan> PlanGridJob(const classad::ClassAd& ad) {
+  GridJobPlan p;
+  auto resource = ad.EvaluateString("GridResource");
+  if (!resource) return Fail(Bad("GridResource", "missing"));
+  auto r = ParseGridResource(*resource);
+  if (!r) return Fail(r.error());
+  p.resource = std::move(*r);
+  p.proxy = ad.EvaluateString("x509userproxy").value_or("");
+  if (p.proxy.empty()) return Fail(Bad("x509userproxy", "missing"));
+
+  std::string iwd = ad.EvaluateString("Iwd").value_or("/");
+  auto cmd = ad.EvaluateString("Cmd");
+  if (!cmd || cmd->empty()) return Fail(Bad("Cmd", "missing"));
+  if (ad.EvaluateBool("TransferExecutable").value_or(true)) {
+    p.readable.push_back({"executable", JoinPath(iwd, *cmd)});
+    p.desc.executable.gass = "executable";
+  } else {
+    if (!cmd->starts_with('/')) {
+      return Fail(Bad("Cmd",
+                      "an executable that is not transferred must be an absolute path at "
+                      "the site, not '" +
+                          *cmd + "'"));
+    }
+    p.desc.executable.site = *cmd;
+  }
+
+  if (auto a = ad.EvaluateString("Arguments")) {
+    auto args = submit::SplitArgumentsV2(*a);
+    if (!args) return Fail(args.error().Wrap("Arguments"));
+    p.desc.arguments = std::move(*args);
+  } else if (auto old = ad.EvaluateString("Args")) {
+    auto args = submit::SplitArguments(*old);
+    if (!args) return Fail(args.error().Wrap("Args"));
+    p.desc.arguments = std::move(*args);
+  }
+  if (auto e = ad.EvaluateString("Environment")) {
+    auto env = submit::SplitEnvironmentV2(*e);
+    if (!env) return Fail(env.error().Wrap("Environment"));
+    p.desc.environment = std::move(*env);
+  } else if (auto old = ad.EvaluateString("Env")) {
+    auto env = submit::SplitEnvironment(*old);
+    if (!env) return Fail(env.error().Wrap("Env"));
+    p.desc.environment = std::move(*env);
+  }
+
+  if (auto in = FileAttr(ad, "In", iwd); !in.empty()) {
+    p.readable.push_back({"stdin", in});
+    p.desc.stdin_file.gass = "stdin";
+  }
+  std::string out = FileAttr(ad, "Out", iwd), err = FileAttr(ad, "Err", iwd);
+  if (!out.empty()) {
+    p.writable.push_back({"stdout", out});
+    p.desc.stdout_file.gass = "stdout";
+    p.desc.stream_output = ad.EvaluateBool("StreamOut").value_or(false);
+  }
+  if (!err.empty()) {
+    if (err == out) {
+      return Fail(Bad("Err", "a grid job's output and error must go to different files (both are " +
+                                 out + ")"));
+    }
+    p.writable.push_back({"stderr", err});
+    p.desc.stderr_file.gass = "stderr";
+    p.desc.stream_error = ad.EvaluateBool("StreamErr").value_or(false);
+  }
+
+  if (auto list = ad.EvaluateString("TransferInputFiles")) {
+    std::set<std::string> seen;
+    for (const auto& raw : Split(*list, ',')) {
+      std::string f(Trim(raw));
+      if (f.empty()) continue;
+      if (f.find("://") != std::string::npos) {
+        return Fail(Bad("TransferInputFiles", "URLs are not supported for grid jobs: " + f));
+      }
+      std::string as = BaseName(f);
+      if (as.empty() || as == "." || as == ".." || !seen.insert(as).second) {
+        return Fail(Bad("TransferInputFiles",
+                        "every file needs a distinct name at the site; '" + f + "' clashes"));
+      }
+      std::string name = "input/" + as;
+      if (!gram::ValidRelativeName(name)) {
+        return Fail(Bad("TransferInputFiles", "cannot send a file named '" + as + "'"));
+      }
+      p.readable.push_back({name, JoinPath(iwd, f)});
+      p.desc.stage_in.push_back({name, as});
+    }
+  }
+  return p;
+}
+
+std::string RequestIdBase(const classad::ClassAd& ad, int attempt) {
+  int64_t qdate = ad.EvaluateInt("QDate").value_or(0);
+  int64_t cluster = ad.EvaluateInt("ClusterId").value_or(0);
+  int64_t proc = ad.EvaluateInt("ProcId").value_or(0);
+  return "kite-" + std::to_string(qdate) + "-" + std::to_string(cluster) + "." +
+         std::to_string(proc) + "-" + std::to_string(attempt);
+}
+
+}  // namespace kite::gridmanager

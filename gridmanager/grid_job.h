@@ -1,0 +1,48 @@
+// What a grid-universe job ad asks for, worked out into the pieces the gridmanager sends: the
+// site's job description, the files the GASS server exposes to the site, and the request ids.
+// Pure functions of the ad: no I/O, so they are unit-tested and fuzzed on their own.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "classad/classad.h"
+#include "common/error.h"
+#include "gass/job_table.h"
+#include "gram/protocol.h"
+
+namespace kite::gridmanager {
+
+// `GridResource = "kite HOST:PORT[/BATCH]"`.
+struct GridResource {
+  std::string host;
+  uint16_t port = 0;
+  std::string batch;             // "" when not named
+  std::string HostPort() const;  // "HOST:PORT" ("[::1]:PORT" for IPv6)
+};
+Result<GridResource> ParseGridResource(std::string_view text);
+
+// The job as the site and the GASS server must see it. `desc` lacks what only the running
+// gridmanager knows (gass_url, delegation_id, callback_url).
+struct GridJobPlan {
+  GridResource resource;
+  gram::JobDescription desc;
+  std::vector<gass::ReadableFile> readable;  // executable, stdin, transfer_input_files
+  std::vector<gass::WritableFile> writable;  // stdout, stderr
+  std::string proxy;                         // x509userproxy
+};
+
+// Reads GridResource, Cmd, Iwd, TransferExecutable, Arguments/Args, Environment/Env, In, Out,
+// Err, StreamOut, StreamErr, TransferInputFiles and x509userproxy. kInvalidInput, naming the
+// attribute, for what cannot be run as described (a relative executable that is not transferred,
+// a URL or a duplicate file name in transfer_input_files, ...).
+Result<GridJobPlan> PlanGridJob(const classad::ClassAd& ad);
+
+// The prefix of every request id of one attempt at running the job: unique per queue entry
+// (QDate, ClusterId, ProcId) and attempt, and the same after any restart, so a resent request is
+// recognised by the site (docs/protocol.md, "Request ids").
+std::string RequestIdBase(const classad::ClassAd& ad, int attempt);
+
+}  // namespace kite::gridmanager

@@ -1,0 +1,199 @@
+// Grid jobs end to end, as a user runs them: `kite testgrid up`, `kite agent start`, `kite submit`
+// of universe = grid jobs, and the real kite-agent, kite-gridmanager, kite-gatekeeper,
+// kite-jobmanager and kite-exec processes on loopback with real TLS.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "credentials/ca.h"
+#include "credentials/certificate.h"
+#include "credentials/proxy.h"
+#include "tests/fixtures/kite_env.h"
+
+namespace kite::testing {
+namespace {
+
+class GridE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Everything of this test stays in its own directory: its proxy, its CA, its agent.
+    env_.AddEnv("X509_USER_PROXY=" + env_.dir() + "/x509up");
+    env_.AddEnv("X509_CERT_DIR=" + env_.home() + "/ca/certificates");
+    auto r = env_.Kite({"testgrid", "up"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.out, m, std::regex("grid_resource = kite [^\n]+"))) << r.out;
+    resource_ = m[0];
+    env_.StartAgent();
+  }
+  void TearDown() override {
+    env_.StopAgent();
+    env_.Kite({"testgrid", "down"});
+  }
+
+  std::string Sub(const std::string& body) const {
+    return "universe = grid\n" + resource_ + "\nlog = job.log\n" + body;
+  }
+  // `kite wait` until every job of the cluster has left the queue.
+  void WaitDone(int cluster, int seconds = 60) const {
+    auto r = env_.Kite({"wait", "--timeout", std::to_string(seconds), std::to_string(cluster)});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err << env_.Kite({"q", "-nobatch"}).out;
+  }
+  std::string Attr(const std::string& id, const std::string& attr, bool history) const {
+    auto r = env_.Kite({history ? "history" : "q", "-json", id});
+    std::smatch m;
+    std::regex re("\"" + attr + "\": ([^,\n]+)");
+    return std::regex_search(r.out, m, re) ? std::string(m[1]) : "";
+  }
+  void KillGridManager() const {
+    RunCommand({"pkill", "-9", "-f", "kite-gridmanager --home " + env_.home()});
+  }
+
+  KiteEnv env_{"grid-e2e"};
+  std::string resource_;
+};
+
+TEST_F(GridE2E, RunsWithStagingAndStreamsOutputWhileRunning) {
+  env_.Write("data.txt", "alpha\nbeta\n");
+  env_.Write("in.txt", "from stdin\n");
+  std::string release = env_.dir() + "/release";
+  env_.Write("job.sh",
+             "#!/bin/sh\ncat data.txt\nread line; echo \"$line\"\necho \"args: $1 $2\"\n"
+             "while [ ! -e " +
+                 release + " ]; do sleep 0.05; done\necho second\necho oops >&2\nexit 3\n",
+             0755);
+  int c =
+      env_.Submit(Sub("executable = job.sh\narguments = \"one 'two three'\"\n"
+                      "transfer_input_files = data.txt\ninput = in.txt\noutput = out.txt\n"
+                      "error = err.txt\nstream_output = true\nqueue\n"));
+  std::string id = std::to_string(c) + ".0";
+  std::string first = "alpha\nbeta\nfrom stdin\nargs: one two three\n";
+  // Streaming: the first part arrives while the job still runs at the site.
+  ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(env_.dir() + "/out.txt") == first; }, 30))
+      << ReadFileOr(env_.dir() + "/out.txt");
+  EXPECT_EQ(env_.JobStatus(id), 2);
+  auto grid = env_.Kite({"q", "-grid"});
+  EXPECT_NE(grid.out.find("ACTIVE"), std::string::npos) << grid.out;
+  EXPECT_NE(grid.out.find("kite->fork"), std::string::npos) << grid.out;
+  std::string contact = Attr(id, "GridJobId", false);
+  EXPECT_NE(contact.find("https://"), std::string::npos) << contact;
+
+  WriteFile(release, "");
+  WaitDone(c);
+  EXPECT_EQ(ReadFileOr(env_.dir() + "/out.txt"), first + "second\n");
+  EXPECT_EQ(ReadFileOr(env_.dir() + "/err.txt"), "oops\n");
+  EXPECT_EQ(Attr(id, "JobStatus", true), "4");
+  EXPECT_EQ(Attr(id, "ExitCode", true), "3");
+  EXPECT_EQ(Attr(id, "GridJobId", true), contact);
+  std::string log = ReadFileOr(env_.dir() + "/job.log");
+  for (const char* code : {"000 (", "027 (", "001 (", "005 ("}) {
+    EXPECT_NE(log.find(code), std::string::npos) << code << " missing in\n" << log;
+  }
+  EXPECT_NE(log.find("return value 3"), std::string::npos) << log;
+}
+
+TEST_F(GridE2E, RemoveCancelsTheJobAtItsSite) {
+  std::string mark = env_.dir() + "/mark";
+  std::string release = env_.dir() + "/release";
+  int c =
+      env_.Submit(Sub("executable = /bin/sh\ntransfer_executable = false\narguments = \"-c '"
+                      "echo started > " +
+                      mark + "; while [ ! -e " + release + " ]; do sleep 0.05; done; echo " +
+                      "finished >> " + mark + "'\"\nqueue\n"));
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(mark) == "started\n"; }, 30));
+  auto r = env_.Kite({"rm", id});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  WaitDone(c);
+  EXPECT_EQ(Attr(id, "JobStatus", true), "3");
+  WriteFile(release, "");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_EQ(ReadFileOr(mark), "started\n") << "the job ran on after kite rm";
+}
+
+// Every job appends its id to one file; a kill -9 of the gridmanager while jobs are submitted and
+// run, then of the agent, must neither lose nor repeat any job.
+TEST_F(GridE2E, ExactlyOnceAcrossGridmanagerAndAgentKills) {
+  std::string counter = env_.dir() + "/ran";
+  int c =
+      env_.Submit(Sub("executable = /bin/sh\ntransfer_executable = false\narguments = \"-c '"
+                      "echo $(Process) >> " +
+                      counter +
+                      "; sleep 1; echo out $(Process)'\"\n"
+                      "output = out.$(Process)\nqueue 12\n"));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  KillGridManager();
+  ASSERT_TRUE(WaitUntil([&] { return !ReadFileOr(counter).empty(); }, 30));
+  KillGridManager();
+  env_.KillAgent();
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  env_.StartAgent();
+  WaitDone(c, 90);
+  std::map<int, int> runs;
+  std::istringstream in(ReadFileOr(counter));
+  for (int p; in >> p;) ++runs[p];
+  for (int p = 0; p < 12; ++p) {
+    EXPECT_EQ(runs[p], 1) << "job " << c << "." << p << " ran " << runs[p] << " times";
+    std::string id = std::to_string(c) + "." + std::to_string(p);
+    EXPECT_EQ(Attr(id, "JobStatus", true), "4") << id;
+    EXPECT_EQ(ReadFileOr(env_.dir() + "/out." + std::to_string(p)),
+              "out " + std::to_string(p) + "\n");
+  }
+  EXPECT_EQ(runs.size(), 12u);
+}
+
+TEST_F(GridE2E, HundredMegabytesOfStreamedOutputArriveByteIdentical) {
+  const std::string cmd = "yes 'The quick brown fox jumps over the lazy grid.' | head -c 100000000";
+  env_.Write("big.sh", "#!/bin/sh\n" + cmd + "\n", 0755);
+  int c = env_.Submit(Sub("executable = big.sh\noutput = big.out\nstream_output = true\nqueue\n"));
+  WaitDone(c, 240);
+  // The same command run here, for comparison.
+  auto local = RunCommand({"/bin/sh", "-c", cmd + " > " + env_.dir() + "/local.out"});
+  ASSERT_EQ(local.exit_code, 0);
+  auto cmp = RunCommand({"cmp", env_.dir() + "/local.out", env_.dir() + "/big.out"});
+  EXPECT_EQ(cmp.exit_code, 0) << cmp.out << cmp.err;
+  EXPECT_EQ(Attr(std::to_string(c) + ".0", "JobStatus", true), "4");
+}
+
+TEST_F(GridE2E, JobTheSiteCannotRunIsHeldWithTheSiteReason) {
+  int c =
+      env_.Submit(Sub("executable = /nonexistent/program\ntransfer_executable = false\nqueue\n"));
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return env_.JobStatus(id) == 5; }, 30));
+  std::string reason = Attr(id, "HoldReason", false);
+  EXPECT_NE(reason.find("bad-executable"), std::string::npos) << reason;
+  EXPECT_EQ(Attr(id, "HoldReasonCode", false), "2");
+  // Removing it leaves nothing behind: it is gone from the queue at once or after the cancel.
+  ASSERT_EQ(env_.Kite({"rm", id}).exit_code, 0);
+  WaitDone(c);
+}
+
+TEST_F(GridE2E, IdentityOutsideTheGridMapfileIsHeld) {
+  auto ca = credentials::TestCa::Open(env_.home() + "/ca");
+  ASSERT_TRUE(ca) << ca.error().ToString();
+  auto user = ca->IssueUserCredential("CN=Mallory Outsider");
+  ASSERT_TRUE(user) << user.error().ToString();
+  auto proxy = credentials::CreateProxy(*user, {});
+  ASSERT_TRUE(proxy) << proxy.error().ToString();
+  std::string path = env_.dir() + "/mallory.pem";
+  ASSERT_TRUE(credentials::SaveProxyFile(path, proxy->credential));
+  int c =
+      env_.Submit(Sub("executable = /bin/true\ntransfer_executable = false\n"
+                      "x509userproxy = " +
+                      path + "\nqueue\n"));
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return env_.JobStatus(id) == 5; }, 30));
+  std::string reason = Attr(id, "HoldReason", false);
+  EXPECT_NE(reason.find("grid-mapfile"), std::string::npos) << reason;
+  EXPECT_EQ(Attr(id, "HoldReasonCode", false), "4");
+}
+
+}  // namespace
+}  // namespace kite::testing

@@ -1,0 +1,122 @@
+// What a grid job ad turns into: resource, site description, GASS files, request ids.
+#include "gridmanager/grid_job.h"
+
+#include <gtest/gtest.h>
+
+#include "classad/io.h"
+
+namespace kite::gridmanager {
+namespace {
+
+classad::ClassAd Ad(const std::string& text) {
+  auto ad = classad::ParseOldAd(text);
+  EXPECT_TRUE(ad) << ad.error().ToString();
+  return ad ? std::move(*ad) : classad::ClassAd();
+}
+
+const char* kBase =
+    "GridResource = \"kite gk.example.org:2119/fork\"\n"
+    "x509userproxy = \"/tmp/x509up_u1\"\n"
+    "Iwd = \"/home/jane/run\"\n"
+    "QDate = 1700000000\nClusterId = 12\nProcId = 3\n";
+
+TEST(ParseGridResource, AcceptsHostPortAndBatch) {
+  auto r = ParseGridResource("kite gk.example.org:2119/slurm");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->host, "gk.example.org");
+  EXPECT_EQ(r->port, 2119);
+  EXPECT_EQ(r->batch, "slurm");
+  EXPECT_EQ(r->HostPort(), "gk.example.org:2119");
+  auto v6 = ParseGridResource("kite [::1]:9000");
+  ASSERT_TRUE(v6);
+  EXPECT_EQ(v6->host, "::1");
+  EXPECT_EQ(v6->batch, "");
+  EXPECT_EQ(v6->HostPort(), "[::1]:9000");
+}
+
+TEST(ParseGridResource, RefusesMalformedWithTheReason) {
+  for (const char* bad :
+       {"", "gt5 host:1", "kite host", "kite host:0", "kite host:70000", "kite host:12x",
+        "kite :12", "kite host:12/", "kite [::1:12", "kite [::1]12", "kite ho st:12"}) {
+    auto r = ParseGridResource(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidInput);
+    EXPECT_NE(r.error().message().find("expected \"kite HOST:PORT[/BATCH]\""), std::string::npos)
+        << r.error().message();
+  }
+}
+
+TEST(PlanGridJob, StagesExecutableInputAndOutputs) {
+  auto plan = PlanGridJob(Ad(std::string(kBase) +
+                             "Cmd = \"analyse.sh\"\n"
+                             "Arguments = \"--chunk 'a b'\"\n"
+                             "Environment = \"A=1 B=two\"\n"
+                             "In = \"in.txt\"\nOut = \"out.txt\"\nErr = \"/abs/err.txt\"\n"
+                             "StreamOut = true\n"
+                             "TransferInputFiles = \"data/x.dat, params.txt\"\n"));
+  ASSERT_TRUE(plan) << plan.error().ToString();
+  const auto& d = plan->desc;
+  EXPECT_EQ(d.executable.gass, "executable");
+  EXPECT_EQ(d.arguments, (std::vector<std::string>{"--chunk", "a b"}));
+  ASSERT_EQ(d.environment.size(), 2u);
+  EXPECT_EQ(d.environment[1], (std::pair<std::string, std::string>{"B", "two"}));
+  EXPECT_EQ(d.stdin_file.gass, "stdin");
+  EXPECT_EQ(d.stdout_file.gass, "stdout");
+  EXPECT_EQ(d.stderr_file.gass, "stderr");
+  EXPECT_TRUE(d.stream_output);
+  EXPECT_FALSE(d.stream_error);
+  ASSERT_EQ(d.stage_in.size(), 2u);
+  EXPECT_EQ(d.stage_in[0].gass, "input/x.dat");
+  EXPECT_EQ(d.stage_in[0].as, "x.dat");
+  ASSERT_EQ(plan->readable.size(), 4u);
+  EXPECT_EQ(plan->readable[0].path, "/home/jane/run/analyse.sh");
+  EXPECT_EQ(plan->readable[2].path, "/home/jane/run/data/x.dat");
+  ASSERT_EQ(plan->writable.size(), 2u);
+  EXPECT_EQ(plan->writable[0].path, "/home/jane/run/out.txt");
+  EXPECT_EQ(plan->writable[1].path, "/abs/err.txt");
+  EXPECT_EQ(plan->proxy, "/tmp/x509up_u1");
+  EXPECT_EQ(plan->resource.batch, "fork");
+}
+
+TEST(PlanGridJob, SiteExecutableAndNoFiles) {
+  auto plan =
+      PlanGridJob(Ad(std::string(kBase) + "Cmd = \"/bin/true\"\nTransferExecutable = false\n"
+                                          "Out = \"/dev/null\"\n"));
+  ASSERT_TRUE(plan) << plan.error().ToString();
+  EXPECT_EQ(plan->desc.executable.site, "/bin/true");
+  EXPECT_TRUE(plan->desc.stdout_file.empty());
+  EXPECT_TRUE(plan->readable.empty());
+  EXPECT_TRUE(plan->writable.empty());
+}
+
+TEST(PlanGridJob, RefusesWhatCannotRunAsDescribed) {
+  struct Case {
+    std::string extra, attr;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"Cmd = \"rel/prog\"\nTransferExecutable = false\n", "Cmd"},
+           {"Cmd = \"p\"\nOut = \"o\"\nErr = \"o\"\n", "Err"},
+           {"Cmd = \"p\"\nTransferInputFiles = \"a/x, b/x\"\n", "TransferInputFiles"},
+           {"Cmd = \"p\"\nTransferInputFiles = \"https://h/x\"\n", "TransferInputFiles"},
+           {"Cmd = \"p\"\nTransferInputFiles = \"..\"\n", "TransferInputFiles"},
+           {"Cmd = \"p\"\nArguments = \"'unterminated\"\n", "Arguments"},
+           {"", "Cmd"},
+       }) {
+    auto plan = PlanGridJob(Ad(std::string(kBase) + c.extra));
+    ASSERT_FALSE(plan) << c.extra;
+    EXPECT_NE(plan.error().message().find(c.attr), std::string::npos) << plan.error().message();
+  }
+  auto no_proxy = PlanGridJob(Ad("GridResource = \"kite h:1\"\nCmd = \"/bin/true\"\n"));
+  ASSERT_FALSE(no_proxy);
+  EXPECT_NE(no_proxy.error().message().find("x509userproxy"), std::string::npos);
+}
+
+TEST(RequestIdBase, SameForTheSameAttemptAndValidOnTheWire) {
+  auto ad = Ad(kBase);
+  EXPECT_EQ(RequestIdBase(ad, 0), "kite-1700000000-12.3-0");
+  EXPECT_NE(RequestIdBase(ad, 0), RequestIdBase(ad, 1));
+  EXPECT_TRUE(gram::ValidRequestId(RequestIdBase(ad, 7) + "/commit-end"));
+}
+
+}  // namespace
+}  // namespace kite::gridmanager
