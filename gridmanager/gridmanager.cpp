@@ -190,6 +190,13 @@ struct GridManager::Impl {
   json::object UpdateFor(const GridJob& j) const;
   void ClearAttempt(GridJob& j, json::object& set);
   bool WantsToRun(const GridJob& j) const { return j.status == kIdle || j.status == kRunning; }
+  // The job a site's reply is for, with its request marked done; null when it is gone.
+  GridJob* Replied(const std::string& id) {
+    auto it = jobs.find(id);
+    if (it == jobs.end()) return nullptr;
+    it->second.request = false;
+    return &it->second;
+  }
   // What runs when an update a job waited on is committed: drive the job on, or forget it when
   // it has left the queue meanwhile (removed before anything of it was committed at a site).
   std::function<void(const json::object&)> Saved(const std::string& id) {
@@ -645,10 +652,9 @@ void GridManager::Impl::Submit(GridJob& j) {
   Call<Result<gram::JobStatus>>(
       r, [rid, desc](gram::Client& c) { return c.Submit(rid, desc); },
       [this, id = j.id](Result<gram::JobStatus> st) {
-        auto it = jobs.find(id);
-        if (it == jobs.end()) return;
-        GridJob& g = it->second;
-        g.request = false;
+        GridJob* replied = Replied(id);
+        if (!replied) return;
+        GridJob& g = *replied;
         if (!st) {
           if (st.error().code() == ErrorCode::kNotFound) {  // our delegation is gone there
             g.res->delegation_id.clear();
@@ -681,10 +687,9 @@ void GridManager::Impl::Commit(GridJob& j) {
   Call<Result<gram::JobStatus>>(
       *j.res, [rid, site = j.site_id](gram::Client& c) { return c.Commit(rid, site); },
       [this, id = j.id](Result<gram::JobStatus> st) {
-        auto it = jobs.find(id);
-        if (it == jobs.end()) return;
-        GridJob& g = it->second;
-        g.request = false;
+        GridJob* replied = Replied(id);
+        if (!replied) return;
+        GridJob& g = *replied;
         if (!st && st.error().code() == ErrorCode::kNotFound) {
           // The site forgot it before it was committed (its commit timeout): it never ran.
           json::object u = UpdateFor(g);
@@ -711,10 +716,9 @@ void GridManager::Impl::Resignal(GridJob& j) {
   Call<Result<gram::JobStatus>>(
       *j.res, [rid, site = j.site_id, sig](gram::Client& c) { return c.Signal(rid, site, sig); },
       [this, id = j.id](Result<gram::JobStatus> st) {
-        auto it = jobs.find(id);
-        if (it == jobs.end()) return;
-        GridJob& g = it->second;
-        g.request = false;
+        GridJob* replied = Replied(id);
+        if (!replied) return;
+        GridJob& g = *replied;
         if (!st && st.error().code() == ErrorCode::kNotFound) {
           g.resignal = false;
           return Commit(g);  // the commit finds out how it was lost
@@ -740,10 +744,9 @@ void GridManager::Impl::Cancel(GridJob& j) {
   Call<Result<gram::JobStatus>>(
       *j.res, [rid, site = j.site_id](gram::Client& c) { return c.Cancel(rid, site); },
       [this, id = j.id](Result<gram::JobStatus> st) {
-        auto it = jobs.find(id);
-        if (it == jobs.end()) return;
-        GridJob& g = it->second;
-        g.request = false;
+        GridJob* replied = Replied(id);
+        if (!replied) return;
+        GridJob& g = *replied;
         if (!st && st.error().code() == ErrorCode::kNotFound) {
           g.phase = Phase::kCancelled;  // already gone there
           return AfterCommitEnd(g);
@@ -760,10 +763,9 @@ void GridManager::Impl::CommitEnd(GridJob& j) {
   Call<kite::Status>(
       *j.res, [rid, site = j.site_id](gram::Client& c) { return c.CommitEnd(rid, site); },
       [this, id = j.id](kite::Status st) {
-        auto it = jobs.find(id);
-        if (it == jobs.end()) return;
-        GridJob& g = it->second;
-        g.request = false;
+        GridJob* replied = Replied(id);
+        if (!replied) return;
+        GridJob& g = *replied;
         if (!st && st.error().code() != ErrorCode::kNotFound) {
           return Failed(g, st.error(), "commit-end");
         }
@@ -940,10 +942,9 @@ void GridManager::Impl::Probe() {
     Call<Result<gram::JobStatus>>(
         *j.res, [site = j.site_id](gram::Client& c) { return c.Status(site); },
         [this, id](Result<gram::JobStatus> st) {
-          auto it = jobs.find(id);
-          if (it == jobs.end()) return;
-          GridJob& g = it->second;
-          g.request = false;
+          GridJob* replied = Replied(id);
+          if (!replied) return;
+          GridJob& g = *replied;
           if (!st && st.error().code() == ErrorCode::kNotFound) {
             // Committed and gone without an end we stored: the site lost it. Run it again.
             g.final = {};
