@@ -241,7 +241,9 @@ void JobManager::SubmitToBatch(JobRecord& j) {
     return;
   }
   if (!id) {
-    Apply(j, JobEvent::kFailed, FailureCode::kBatchSubmitFailed, id.error().message());
+    bool never = id.error().code() == ErrorCode::kInvalidInput;  // e.g. no such partition
+    Apply(j, JobEvent::kFailed, never ? FailureCode::kBadRequest : FailureCode::kBatchSubmitFailed,
+          id.error().message());
     return;
   }
   j.batch_id = *id;

@@ -64,7 +64,8 @@ class BatchAdapter {
   // Hands the job to the batch system and returns its batch id. Idempotent per control_dir: when
   // the job was already handed over (a restart between Submit and storing its id), returns the
   // same id without starting it again. kUnavailable: the batch system could not be asked now and
-  // nothing was decided (the caller tries again later); any other error: it refused the job.
+  // nothing was decided (the caller tries again later); kInvalidInput: it refused what the job
+  // asks for (another try cannot work); any other error: it refused the job.
   virtual Result<std::string> Submit(const JobSpec& spec) = 0;
 
   // The state of every id in one call (a batch system is asked once, not once per job). Ids

@@ -26,8 +26,9 @@ using slurm::Phase;
 // No Slurm command may hold the job manager's thread longer than this.
 constexpr std::chrono::seconds kCommandTimeout{30};
 // After the controller could not be reached, Submit and Poll answer at once for this long
-// instead of waiting on it again for every job.
-constexpr std::chrono::seconds kUnreachablePause{5};
+// instead of waiting on it again for every job (a command takes ~9 s to give up on a controller
+// that is down, and the job manager's one thread waits for it).
+constexpr std::chrono::seconds kUnreachablePause{15};
 // A cancel of the same job is sent again at most this often (callers repeat Cancel every pass).
 constexpr std::chrono::seconds kCancelResend{5};
 
@@ -51,6 +52,23 @@ bool ContactFailure(const CommandResult& r) {
       "Communication connection failure",
       "temporarily unavailable",
       "Slurm backup controller in standby mode",
+  };
+  for (auto w : kWords)
+    if (r.err.find(w) != std::string::npos) return true;
+  return false;
+}
+
+// Slurm's words when it refuses a job for what the job asks (a partition or account that does
+// not exist, more than any node has): submitting it again cannot work.
+bool RequestRefused(const CommandResult& r) {
+  static constexpr std::array<std::string_view, 7> kWords = {
+      "Invalid partition name",
+      "Invalid account",
+      "Invalid qos",
+      "Requested node configuration is not available",
+      "Memory specification can not be satisfied",
+      "Requested time limit is invalid",
+      "More processors requested than permitted",
   };
   for (auto w : kWords)
     if (r.err.find(w) != std::string::npos) return true;
@@ -108,7 +126,8 @@ class SlurmAdapter : public BatchAdapter {
     if (!r) return Fail(r.error());
     if (r->exit_code != 0) {
       if (ContactFailure(*r)) return Unreachable(FirstLine(r->err));
-      return Fail(ErrorCode::kInvalidInput, "sbatch refused the job: " + FirstLine(r->err));
+      return Fail(RequestRefused(*r) ? ErrorCode::kInvalidInput : ErrorCode::kIo,
+                  "sbatch refused the job: " + FirstLine(r->err));
     }
     auto sid = slurm::ParseSbatchOutput(r->out);
     if (!sid) {

@@ -152,14 +152,15 @@ TEST_F(SlurmGrid, ResourceRequestsReachSlurm) {
                            "Partition=other ", "Requeue=0 ", "JobName=kite-"}) {
     EXPECT_NE(r.out.find(want), std::string::npos) << want << " in " << r.out;
   }
-  // An unknown partition is refused by Slurm at submission: failed, with sbatch's words.
+  // An unknown partition is refused by Slurm at submission: failed for good (another try cannot
+  // work), with sbatch's words.
   auto bad = Site::ShellJob("true");
   bad.resources.queue = "nosuchpartition";
   std::string bid = Run("2", bad);
   auto st = Site::WaitFor(*client_, bid, JobState::kFailed, 30);
   ASSERT_TRUE(st);
   EXPECT_EQ(st->state, JobState::kFailed);
-  EXPECT_EQ(st->failure, FailureCode::kBatchSubmitFailed);
+  EXPECT_EQ(st->failure, FailureCode::kBadRequest);
   EXPECT_NE(st->failure_message.find("partition"), std::string::npos) << st->failure_message;
   ASSERT_TRUE(client_->Cancel("x", id));
 }
@@ -292,6 +293,35 @@ TEST_F(SlurmGrid, ASlurmJobCancelledBehindKitesBackIsReportedLostAndRetryable) {
   EXPECT_EQ(end->failure, FailureCode::kBatchLost);
   EXPECT_TRUE(IsRetryable(end->failure));
   EXPECT_NE(end->failure_message.find("CANCELLED"), std::string::npos) << end->failure_message;
+}
+
+TEST_F(SlurmGrid, WhileTheControllerIsDownJobsWaitAndNothingFailsOrRunsTwice) {
+  ASSERT_NO_FATAL_FAILURE(StartAll("ctld-down"));
+  std::string count0 = dir_ + "/count0", count1 = dir_ + "/count1";
+  std::string id0 = Run("0", Site::ShellJob("echo ran >> " + count0 + "; sleep 3; exit 2"));
+  ASSERT_EQ(Site::WaitFor(*client_, id0, JobState::kActive, 60)->state, JobState::kActive);
+  ASSERT_TRUE(cluster_->StopController());
+  // Submitted while Slurm cannot be asked: it waits, as does the one running (whose end Slurm
+  // cannot confirm yet).
+  std::string id1 = Run("1", Site::ShellJob("echo ran >> " + count1 + "; exit 7"));
+  std::this_thread::sleep_for(std::chrono::seconds(12));
+  auto s0 = client_->Status(id0);
+  auto s1 = client_->Status(id1);
+  ASSERT_TRUE(s0) << s0.error().ToString();
+  ASSERT_TRUE(s1) << s1.error().ToString();
+  EXPECT_EQ(s0->state, JobState::kActive) << s0->failure_message;
+  EXPECT_EQ(s1->state, JobState::kPending) << s1->failure_message;
+  ASSERT_TRUE(cluster_->StartController());
+  auto e0 = Site::WaitFor(*client_, id0, JobState::kDone, 90);
+  auto e1 = Site::WaitFor(*client_, id1, JobState::kDone, 90);
+  ASSERT_TRUE(e0 && e1);
+  ASSERT_EQ(e0->state, JobState::kDone) << e0->failure_message;
+  ASSERT_EQ(e1->state, JobState::kDone) << e1->failure_message;
+  EXPECT_EQ(e0->exit->code, 2);
+  EXPECT_EQ(e1->exit->code, 7);
+  EXPECT_EQ(Lines(count0), 1);
+  EXPECT_EQ(Lines(count1), 1);
+  EXPECT_EQ(cluster_->Jobs("all").size(), 2u);
 }
 
 TEST_F(SlurmGrid, PollingCostStaysFlatWithManyJobs) {
