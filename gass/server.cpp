@@ -111,7 +111,7 @@ Result<std::unique_ptr<GassServer>> GassServer::Create(asio::io_context& io,
   if (!ssl) return Fail(ssl.error().Wrap("GASS server TLS"));
   auto state = std::make_shared<State>();
   state->options = std::move(options);
-  state->ssl = *ssl;
+  state->ssl_now = *ssl;
   state->listener = std::make_shared<Listener>(io, state);
   if (auto st = state->listener->Bind(*ep); !st) return Fail(st.error());
   state->port = state->listener->port();
@@ -138,6 +138,14 @@ Status GassServer::AddJob(std::string job_id, std::string allowed_identity,
                           std::vector<ReadableFile> readable, std::vector<WritableFile> writable) {
   return state_->jobs.Add(std::move(job_id), std::move(allowed_identity), std::move(readable),
                           std::move(writable));
+}
+
+Status GassServer::SetCredential(const credentials::Credential& credential) {
+  auto ssl = credentials::MakeServerContext(credential, state_->options.verifier);
+  if (!ssl) return Fail(ssl.error().Wrap("GASS server TLS"));
+  std::lock_guard lock(state_->mu);
+  state_->ssl_now = *ssl;
+  return {};
 }
 
 bool GassServer::RemoveJob(const std::string& job_id) {

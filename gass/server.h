@@ -63,6 +63,10 @@ class GassServer {
   // Later requests for the job get 404; transfers under way finish. False when not registered.
   bool RemoveJob(const std::string& job_id);
 
+  // Presents `credential` (e.g. a refreshed proxy) to connections accepted from now on; open
+  // connections keep what they started with. Thread-safe.
+  Status SetCredential(const credentials::Credential& credential);
+
   // Stops accepting and ends every open connection. Idempotent.
   void Close();
   GassServerStats stats() const;

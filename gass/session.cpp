@@ -51,7 +51,12 @@ Status WriteAt(int fd, const char* data, size_t n, uint64_t offset) {
 }  // namespace
 
 Session::Session(asio::ip::tcp::socket socket, std::shared_ptr<GassServer::State> state)
-    : stream_(std::move(socket), *state->ssl), state_(std::move(state)) {}
+    : ssl_([&] {
+        std::lock_guard lock(state->mu);
+        return state->ssl_now;
+      }()),
+      stream_(std::move(socket), *ssl_),
+      state_(std::move(state)) {}
 
 void Session::Start() {
   asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {

@@ -29,7 +29,6 @@ class Listener;
 // the handle still has what it needs.
 struct GassServer::State {
   GassServerOptions options;
-  credentials::SslContextPtr ssl;
   JobTable jobs;
   std::string host;  // as listened on, for url()
   uint16_t port = 0;
@@ -37,6 +36,7 @@ struct GassServer::State {
   std::shared_ptr<Listener> listener;
 
   std::mutex mu;
+  credentials::SslContextPtr ssl_now;            // guarded by mu; what new connections use
   bool closed = false;                           // guarded by mu
   std::vector<std::weak_ptr<Session>> sessions;  // guarded by mu; for Close()
 };
@@ -71,6 +71,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void DoShutdown();
   void Fail(const char* what, boost::system::error_code ec);
 
+  credentials::SslContextPtr ssl_;  // kept while the connection lives (SetCredential may swap)
   Stream stream_;
   std::shared_ptr<GassServer::State> state_;
   std::string identity_;  // the peer's end-entity subject, set after the handshake

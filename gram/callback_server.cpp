@@ -9,6 +9,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
+#include <mutex>
 #include <thread>
 
 #include "credentials/tls.h"
@@ -25,8 +26,8 @@ constexpr auto kTimeout = std::chrono::seconds(60);
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, asio::ssl::context& ctx, const CallbackServerOptions& options)
-      : stream_(std::move(socket), ctx), options_(options) {}
+  Session(tcp::socket socket, credentials::SslContextPtr ctx, const CallbackServerOptions& options)
+      : ctx_(std::move(ctx)), stream_(std::move(socket), *ctx_), options_(options) {}
 
   void Run() {
     beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(10));
@@ -79,6 +80,7 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
+  credentials::SslContextPtr ctx_;  // kept while the connection lives
   beast::ssl_stream<beast::tcp_stream> stream_;
   const CallbackServerOptions& options_;
   beast::flat_buffer buffer_;
@@ -95,14 +97,20 @@ struct CallbackServer::Impl {
   void DoAccept() {
     acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket s) {
       if (ec == asio::error::operation_aborted) return;
-      if (!ec) std::make_shared<Session>(std::move(s), *ctx, options)->Run();
+      if (!ec) std::make_shared<Session>(std::move(s), CurrentContext(), options)->Run();
       DoAccept();
     });
   }
 
+  credentials::SslContextPtr CurrentContext() {
+    std::lock_guard lock(mu);
+    return ctx;
+  }
+
   CallbackServerOptions options;
   asio::io_context io;
-  credentials::SslContextPtr ctx;
+  std::mutex mu;
+  credentials::SslContextPtr ctx;  // guarded by mu; what new connections use
   tcp::acceptor acceptor;
   std::thread thread;
 };
@@ -132,6 +140,14 @@ Result<std::unique_ptr<CallbackServer>> CallbackServer::Start(CallbackServerOpti
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] { raw->io.run(); });
   return std::unique_ptr<CallbackServer>(new CallbackServer(std::move(impl)));
+}
+
+Status CallbackServer::SetCredential(const credentials::Credential& credential) {
+  auto ctx = credentials::MakeServerContext(credential, impl_->options.verifier);
+  if (!ctx) return Fail(ctx.error());
+  std::lock_guard lock(impl_->mu);
+  impl_->ctx = *ctx;
+  return {};
 }
 
 uint16_t CallbackServer::port() const {

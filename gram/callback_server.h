@@ -32,6 +32,9 @@ class CallbackServer {
   static Result<std::unique_ptr<CallbackServer>> Start(CallbackServerOptions options);
   ~CallbackServer();  // stops the server and joins its thread
 
+  // Presents `credential` (e.g. a refreshed proxy) to connections accepted from now on.
+  Status SetCredential(const credentials::Credential& credential);
+
   uint16_t port() const;
   // "https://HOST:PORT" + path: what to put in JobDescription::callback_url.
   std::string Url(const std::string& path = "/callbacks") const;

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -88,10 +89,12 @@ enum class Phase {
 
 struct Resource {
   GridResource name;
-  std::unique_ptr<gram::Client> client;
+  std::shared_ptr<gram::Client> client;  // replaced when the proxy is refreshed
   std::string delegation_id;
   double delegation_not_after = 0;
+  int64_t delegated_gen = 0;  // the proxy generation the site's delegation was made from
   bool delegating = false;
+  bool delegation_refused = false;  // the site refused our proxy (the last time we asked)
   int in_flight = 0;
   std::deque<std::function<void()>> queued;  // requests waiting for a slot
   int active_jobs = 0;                       // jobs with a GridJobId here
@@ -136,6 +139,8 @@ struct GridManager::Impl {
   double start_ms = 0;
 
   credentials::Credential credential;
+  int64_t credential_gen = 1;  // +1 each time a refreshed proxy is taken in
+  struct stat proxy_stat {};   // of the proxy file when `credential` was read
   std::shared_ptr<const credentials::Verifier> verifier;
   std::string identity;  // the proxy's end-entity subject
   std::unique_ptr<gass::GassServer> gass;
@@ -185,6 +190,9 @@ struct GridManager::Impl {
   void Forget(GridJob& j);
   void SetContact(GridJob& j, const std::string& contact);
   void EnsureDelegation(Resource& r);
+  void RefreshDelegation(Resource& r);
+  void CheckProxy();
+  Result<std::shared_ptr<gram::Client>> MakeClient(const GridResource& name);
   void Probe();
   Resource* ResourceFor(const GridResource& name, std::string* error);
   json::object UpdateFor(const GridJob& j) const;
@@ -215,8 +223,10 @@ struct GridManager::Impl {
   void Call(Resource& r, std::function<R(gram::Client&)> call, std::function<void(R)> done) {
     auto start = [this, &r, call = std::move(call), done = std::move(done)]() mutable {
       ++r.in_flight;
-      boost::asio::post(pool, [this, &r, call = std::move(call), done = std::move(done)]() mutable {
-        auto result = std::make_shared<R>(call(*r.client));
+      // The client of this moment: a proxy refresh may replace r.client while the call runs.
+      boost::asio::post(pool, [this, &r, client = r.client, call = std::move(call),
+                               done = std::move(done)]() mutable {
+        auto result = std::make_shared<R>(call(*client));
         boost::asio::post(io, [this, &r, result, done = std::move(done)]() {
           --r.in_flight;
           done(std::move(*result));
@@ -293,6 +303,7 @@ Status GridManager::Impl::Start() {
   auto v = credentials::Verifier::Create({.ca_dir = ca_dir});
   if (!v) return Fail(v.error().Wrap("trusted CAs"));
   verifier = std::move(*v);
+  ::stat(options.proxy.c_str(), &proxy_stat);
   auto cred = credentials::LoadProxyFile(options.proxy);
   if (!cred) return Fail(cred.error().Wrap("proxy " + options.proxy));
   auto id = verifier->Verify(cred->chain);
@@ -500,10 +511,7 @@ void GridManager::Impl::Learn(const std::string& id, int status, const std::stri
   Drive(j);
 }
 
-Resource* GridManager::Impl::ResourceFor(const GridResource& name, std::string* error) {
-  std::string key = name.HostPort();
-  auto it = resources.find(key);
-  if (it != resources.end()) return it->second.get();
+Result<std::shared_ptr<gram::Client>> GridManager::Impl::MakeClient(const GridResource& name) {
   gram::ClientOptions co;
   co.host = name.host;
   co.port = name.port;
@@ -511,6 +519,15 @@ Resource* GridManager::Impl::ResourceFor(const GridResource& name, std::string* 
   co.verifier = verifier;
   co.max_idle_connections = static_cast<size_t>(options.max_requests_per_resource) + 2;
   auto client = gram::Client::Create(std::move(co));
+  if (!client) return Fail(client.error());
+  return std::shared_ptr<gram::Client>(std::move(*client));
+}
+
+Resource* GridManager::Impl::ResourceFor(const GridResource& name, std::string* error) {
+  std::string key = name.HostPort();
+  auto it = resources.find(key);
+  if (it != resources.end()) return it->second.get();
+  auto client = MakeClient(name);
   if (!client) {
     *error = client.error().message();
     return nullptr;
@@ -548,6 +565,9 @@ void GridManager::Impl::MarkDown(Resource& r, const Error& e) {
 }
 
 void GridManager::Impl::DriveResource(Resource& r) {
+  if (!r.delegation_id.empty() && r.delegated_gen < credential_gen && !r.delegating) {
+    return RefreshDelegation(r);  // jobs go on once the site holds the new proxy
+  }
   std::vector<std::string> ids;
   for (auto& [id, j] : jobs) {
     if (j.res == &r) ids.push_back(id);
@@ -598,18 +618,22 @@ void GridManager::Impl::EnsureDelegation(Resource& r) {
   std::string rid = "kite-delegation-" + RandomHex(12);
   Call<Result<gram::Delegation>>(
       r, [rid](gram::Client& c) { return c.Delegate(rid); },
-      [this, &r](Result<gram::Delegation> d) {
+      [this, &r, gen = credential_gen](Result<gram::Delegation> d) {
         r.delegating = false;
         if (d) {
           MarkUp(r);
           r.delegation_id = d->id;
           r.delegation_not_after = d->not_after;
+          r.delegated_gen = gen;
+          r.delegation_refused = false;
           spdlog::info("gridmanager: delegated to {} as {}", r.name.HostPort(), d->id);
         } else if (SiteDown(d.error())) {
           MarkDown(r, d.error());
           return;
         } else {
-          // Refused: no job can go there with this proxy.
+          // Refused: no job can go there with this proxy. Jobs already there are told where
+          // GASS and callbacks moved without a new delegation.
+          r.delegation_refused = true;
           std::vector<std::string> ids;
           for (auto& [id, j] : jobs) {
             if (j.res == &r && j.phase == Phase::kIdle && WantsToRun(j)) ids.push_back(id);
@@ -621,17 +645,111 @@ void GridManager::Impl::EnsureDelegation(Resource& r) {
                 "Grid resource " + r.name.HostPort() + " refused the proxy: " + d.error().message(),
                 kHoldCredentialError, 0);
           }
+          std::vector<std::string> moved;
+          for (auto& [id, j] : jobs) {
+            if (j.res == &r && j.resignal) moved.push_back(id);
+          }
+          for (auto& id : moved) {
+            if (auto it = jobs.find(id); it != jobs.end()) Drive(it->second);
+          }
           return;
         }
         DriveResource(r);
       });
 }
 
+// The site keeps the delegation's id and swaps the proxy behind it, so every job there that uses
+// it (all of this gridmanager's jobs there: see Resignal) goes on with the new one.
+void GridManager::Impl::RefreshDelegation(Resource& r) {
+  r.delegating = true;
+  std::string rid = "kite-delegation-" + RandomHex(12);
+  Call<Result<gram::Delegation>>(
+      r, [rid, id = r.delegation_id](gram::Client& c) { return c.Delegate(rid, id); },
+      [this, &r, gen = credential_gen](Result<gram::Delegation> d) {
+        r.delegating = false;
+        if (d) {
+          MarkUp(r);
+          r.delegation_not_after = d->not_after;
+          r.delegated_gen = gen;
+          spdlog::info("gridmanager: refreshed delegation {} at {} (valid until {:.0f})",
+                       r.delegation_id, r.name.HostPort(), d->not_after);
+        } else if (SiteDown(d.error())) {
+          return MarkDown(r, d.error());
+        } else {
+          // The site no longer has it (or refuses the new proxy): start a new delegation; jobs
+          // there are moved to it when they are next signalled.
+          spdlog::warn("gridmanager: refreshing delegation {} at {} failed: {}", r.delegation_id,
+                       r.name.HostPort(), d.error().message());
+          r.delegation_id.clear();
+          for (auto& [id, j] : jobs) {
+            if (j.res == &r && (j.phase == Phase::kSubmitted || j.phase == Phase::kCommitted)) {
+              j.resignal = true;
+            }
+          }
+        }
+        DriveResource(r);
+      });
+}
+
+// A new proxy in the file (kite proxy init again, MyProxy renewal): present it from now on,
+// and hand it to every site that holds a delegation made from the old one.
+void GridManager::Impl::CheckProxy() {
+  struct stat st {};
+  if (::stat(options.proxy.c_str(), &st) != 0) return;  // gone for now: keep what we have
+  if (st.st_ino == proxy_stat.st_ino && st.st_size == proxy_stat.st_size &&
+      st.st_mtim.tv_sec == proxy_stat.st_mtim.tv_sec &&
+      st.st_mtim.tv_nsec == proxy_stat.st_mtim.tv_nsec) {
+    return;
+  }
+  auto cred = credentials::LoadProxyFile(options.proxy);
+  Result<credentials::Identity> id = Fail(ErrorCode::kInvalidInput, "unreadable");
+  if (cred) {
+    id = verifier->Verify(cred->chain);
+  } else {
+    id = Fail(cred.error());
+  }
+  if (!id) {
+    // Half-written or not (yet) valid: look again at the next tick, keep the old one meanwhile.
+    spdlog::warn("gridmanager: proxy {} changed but cannot be used: {}", options.proxy,
+                 id.error().message());
+    return;
+  }
+  proxy_stat = st;
+  if (id->subject != identity) {
+    spdlog::error("gridmanager: proxy {} now speaks for {}, not {}; keeping the old one",
+                  options.proxy, id->subject, identity);
+    return;
+  }
+  credential = std::move(*cred);
+  ++credential_gen;
+  if (auto s = gass->SetCredential(credential); !s) {
+    spdlog::error("gridmanager: GASS server keeps the old proxy: {}", s.error().message());
+  }
+  if (auto s = callbacks->SetCredential(credential); !s) {
+    spdlog::error("gridmanager: callback server keeps the old proxy: {}", s.error().message());
+  }
+  int sites = 0;
+  for (auto& [key, r] : resources) {
+    if (auto c = MakeClient(r->name)) r->client = std::move(*c);
+    r->delegation_refused = false;
+    if (!r->delegation_id.empty()) ++sites;
+  }
+  spdlog::info(
+      "gridmanager: proxy {} refreshed ({} s left); re-delegating to {} site(s)", options.proxy,
+      std::chrono::duration_cast<std::chrono::seconds>(id->not_after - credentials::Clock::now())
+          .count(),
+      sites);
+  for (auto& [key, r] : resources) DriveResource(*r);
+}
+
 void GridManager::Impl::Submit(GridJob& j) {
   Resource& r = *j.res;
   double now_wall =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-  if (r.delegation_id.empty() || r.delegation_not_after < now_wall + 60) {
+  // A delegation near its end is replaced only when a newer proxy can do better (a short proxy
+  // gives short delegations; the agent holds jobs whose proxy runs out).
+  if (r.delegation_id.empty() ||
+      (r.delegation_not_after < now_wall + 60 && r.delegated_gen < credential_gen)) {
     r.delegation_id.clear();
     return EnsureDelegation(r);
   }
@@ -707,9 +825,14 @@ void GridManager::Impl::Commit(GridJob& j) {
 }
 
 void GridManager::Impl::Resignal(GridJob& j) {
+  Resource& r = *j.res;
+  // Moved to this run's delegation too, so that a refreshed proxy reaches it (jobs of an earlier
+  // run were submitted under a delegation this run does not know).
+  if (r.delegation_id.empty() && !r.delegation_refused) return EnsureDelegation(r);
   gram::SignalRequest sig;
   sig.gass_url = gass->url() + "/jobs/" + j.id;
   sig.callback_url = callbacks->Url("/callbacks/" + j.id);
+  sig.delegation_id = r.delegation_id;
   std::string rid =
       RequestIdBase(j.ad, j.attempt) + "/signal-" + std::to_string(static_cast<int64_t>(start_ms));
   j.request = true;
@@ -932,6 +1055,7 @@ void GridManager::Impl::Forget(GridJob& j) {
 }
 
 void GridManager::Impl::Probe() {
+  CheckProxy();
   double now = SteadyNow();
   for (auto& [id, j] : jobs) {
     if (j.request || j.saving || j.phase != Phase::kCommitted || j.resignal) continue;

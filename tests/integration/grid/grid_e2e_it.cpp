@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "common/files.h"
 #include "credentials/ca.h"
 #include "credentials/certificate.h"
 #include "credentials/proxy.h"
@@ -111,8 +112,10 @@ TEST_F(GridE2E, RemoveCancelsTheJobAtItsSite) {
   ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(mark) == "started\n"; }, 30));
   auto r = env_.Kite({"rm", id});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  WaitDone(c);
-  EXPECT_EQ(Attr(id, "JobStatus", true), "3");
+  // Removed at once; it leaves the queue for history once the site confirmed the cancel.
+  EXPECT_EQ(env_.JobStatus(id), 3);
+  ASSERT_TRUE(WaitUntil([&] { return Attr(id, "JobStatus", true) == "3"; }, 30))
+      << env_.Kite({"q", "-grid"}).out;
   WriteFile(release, "");
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   EXPECT_EQ(ReadFileOr(mark), "started\n") << "the job ran on after kite rm";
@@ -193,6 +196,43 @@ TEST_F(GridE2E, IdentityOutsideTheGridMapfileIsHeld) {
   std::string reason = Attr(id, "HoldReason", false);
   EXPECT_NE(reason.find("grid-mapfile"), std::string::npos) << reason;
   EXPECT_EQ(Attr(id, "HoldReasonCode", false), "4");
+}
+
+// A job that runs longer than the proxy it was submitted with: the user makes a new proxy while it
+// runs, the gridmanager re-delegates it to the site, and the job's output comes back over GASS
+// after the first proxy has expired.
+TEST_F(GridE2E, AJobRunningAcrossItsProxysExpiryFinishesAfterARefresh) {
+  std::string proxy = env_.dir() + "/x509up";
+  std::string cert = env_.home() + "/testgrid/usercert.pem";
+  std::string key = env_.home() + "/testgrid/userkey.pem";
+  auto init = [&](const std::string& valid) {
+    auto r = env_.Kite({"proxy", "init", "--cert", cert, "--key", key, "--valid", valid});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  };
+  env_.StopAgent();
+  // The gridmanager looks at its proxy file on every probe tick (a quarter of this interval).
+  WriteFile(env_.home() + "/config.toml", "[grid]\nprobe_interval = 2\n");
+  ASSERT_NO_FATAL_FAILURE(init("45s"));
+  auto first_expiry = std::chrono::steady_clock::now() + std::chrono::seconds(45);
+  env_.StartAgent();
+  std::string mark = env_.dir() + "/started";
+  int c = env_.Submit(
+      Sub("executable = /bin/sh\ntransfer_executable = false\narguments = \"-c 'touch " + mark +
+          "; sleep 55; echo finished after the first proxy'\"\noutput = out.txt\nqueue\n"));
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return kite::FileExists(mark); }, 30))
+      << env_.Kite({"q", "-grid"}).out;
+  ASSERT_NO_FATAL_FAILURE(init("1:00"));
+  std::string gm_log = env_.home() + "/gridmanager.log";
+  EXPECT_TRUE(WaitUntil(
+      [&] { return ReadFileOr(gm_log).find("refreshed delegation") != std::string::npos; }, 20))
+      << ReadFileOr(gm_log);
+  WaitDone(c, 120);
+  EXPECT_GT(std::chrono::steady_clock::now(), first_expiry)
+      << "the job ended before the test's point";
+  EXPECT_EQ(Attr(id, "JobStatus", true), "4") << Attr(id, "HoldReason", true);
+  EXPECT_EQ(Attr(id, "ExitCode", true), "0");
+  EXPECT_EQ(ReadFileOr(env_.dir() + "/out.txt"), "finished after the first proxy\n");
 }
 
 }  // namespace
