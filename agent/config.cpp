@@ -7,7 +7,9 @@
 #include <map>
 #include <string>
 
+#include "agent/myproxy_renewal.h"
 #include "common/files.h"
+#include "credentials/proxy.h"
 
 namespace kite::agent {
 namespace {
@@ -58,6 +60,40 @@ Setter OneOf(std::string* out, std::initializer_list<const char*> allowed) {
   };
 }
 
+Setter String(std::string* out, std::function<std::string(const std::string&)> check = {}) {
+  return [=](const toml::node& n, const std::string& where) -> Status {
+    auto v = n.value<std::string>();
+    if (!v || !n.is_string()) return Fail(ErrorCode::kInvalidInput, where + ": expected a string");
+    if (check) {
+      if (std::string problem = check(*v); !problem.empty()) {
+        return Fail(ErrorCode::kInvalidInput, where + ": " + problem);
+      }
+    }
+    *out = *v;
+    return {};
+  };
+}
+
+// Seconds as a number, or a duration as `kite proxy init --valid` takes it ("1h", "30m", "12:00").
+Setter Seconds(double* out, double min) {
+  return [=](const toml::node& n, const std::string& where) -> Status {
+    double v = 0;
+    if (auto text = n.value<std::string>(); text && n.is_string()) {
+      auto d = credentials::ParseDuration(*text);
+      if (!d) return Fail(ErrorCode::kInvalidInput, where + ": " + d.error().message());
+      v = static_cast<double>(d->count());
+    } else if (auto num = n.value<double>()) {
+      v = *num;
+    } else {
+      return Fail(ErrorCode::kInvalidInput, where + ": expected seconds or a duration (\"1h\")");
+    }
+    if (v < min)
+      return Fail(ErrorCode::kInvalidInput, where + ": must be at least " + std::to_string(min));
+    *out = v;
+    return {};
+  };
+}
+
 }  // namespace
 
 Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view text,
@@ -84,7 +120,17 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
         {"max_resubmits", Integer(&o.grid_max_resubmits, 0)},
         {"max_jobs_per_resource", Integer(&o.grid_max_jobs_per_resource, 1)},
         {"max_requests_per_resource", Integer(&o.grid_max_requests_per_resource, 1)}}},
+      {"myproxy",
+       {{"server", String(&o.myproxy.server, CheckMyProxyServer)},
+        {"username", String(&o.myproxy.username)},
+        {"credential_name", String(&o.myproxy.credential_name)},
+        {"passphrase_file", String(&o.myproxy.passphrase_file, CheckPassphraseFile)},
+        {"server_dn", String(&o.myproxy.server_dn)},
+        {"renew_before", Seconds(&o.myproxy.renew_before, 1)},
+        {"lifetime", Seconds(&o.myproxy.lifetime, 60)},
+        {"retry_after", Seconds(&o.myproxy.retry_after, 1)}}},
   };
+  const toml::node* myproxy_section = nullptr;
   for (auto&& [section, node] : root) {
     std::string sec(section.str());
     auto it = known.find(sec);
@@ -94,6 +140,7 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
       if (tbl && (sec == "mail" || sec == "rest" || sec == "credentials")) continue;
       return Fail(ErrorCode::kInvalidInput, Where(filename, node, sec) + ": unknown section");
     }
+    if (sec == "myproxy") myproxy_section = &node;
     for (auto&& [key, value] : *tbl) {
       std::string k(key.str());
       auto s = it->second.find(k);
@@ -101,6 +148,10 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
       if (s == it->second.end()) return Fail(ErrorCode::kInvalidInput, where + ": unknown key");
       if (auto st = s->second(value, where); !st) return Fail(st.error());
     }
+  }
+  if (myproxy_section && o.myproxy.enabled() && o.myproxy.passphrase_file.empty()) {
+    return Fail(ErrorCode::kInvalidInput, Where(filename, *myproxy_section, "myproxy") +
+                                              ": passphrase_file is required with server");
   }
   return o;
 }

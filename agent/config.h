@@ -7,6 +7,20 @@
 
 namespace kite::agent {
 
+// [myproxy] in config.toml (docs/config.md).
+struct MyProxySettings {
+  std::string server;           // "HOST[:PORT]"; empty: no renewal
+  std::string username;         // the MyProxy account; empty: the local user name
+  std::string credential_name;  // one of several credentials under `username` (optional)
+  std::string passphrase_file;  // holds the pass phrase; must not be readable by others
+  std::string server_dn;        // the server's subject when it is not "host/HOST"
+  double renew_before = 3600;   // renew when less than this many seconds are left
+  double lifetime = 12 * 3600;  // of the retrieved proxy
+  double retry_after = 60;      // after a failed attempt, wait this long before the next
+
+  bool enabled() const { return !server.empty(); }
+};
+
 struct AgentOptions {
   // Where everything lives: queue.db, agent.sock, agent.log, spool/.
   std::string home;
@@ -31,6 +45,8 @@ struct AgentOptions {
   int grid_max_resubmits = 3;              // max_resubmits: after site failures, then hold
   int grid_max_jobs_per_resource = 1000;   // max_jobs_per_resource: submitted, not finished
   int grid_max_requests_per_resource = 8;  // max_requests_per_resource: in flight to one site
+  // [myproxy]: renewal of proxies from a MyProxy server.
+  MyProxySettings myproxy;
 
   std::string queue_path() const { return home + "/queue.db"; }
   std::string socket_path() const { return home + "/agent.sock"; }

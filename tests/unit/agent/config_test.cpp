@@ -1,6 +1,11 @@
 #include "agent/config.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 
 namespace kite::agent {
 namespace {
@@ -55,6 +60,72 @@ TEST(AgentConfig, BadValuesNameKeyAndLine) {
 TEST(AgentConfig, LaterSectionsAreLeftToTheirOwners) {
   auto o = ParseAgentOptions("/h", "[mail]\nsmtp_url = \"smtp://127.0.0.1:25\"\n", "config.toml");
   EXPECT_TRUE(o);
+}
+
+class MyProxyConfig : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/kite-myproxy-config-" + std::to_string(::getpid());
+    std::filesystem::create_directories(dir_);
+    good_ = dir_ + "/good.pass";
+    open_ = dir_ + "/open.pass";
+    short_ = dir_ + "/short.pass";
+    Write(good_, "long enough pass phrase\n", 0600);
+    Write(open_, "long enough pass phrase\n", 0644);
+    Write(short_, "abc\n", 0600);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  static void Write(const std::string& path, const std::string& text, mode_t mode) {
+    std::ofstream(path) << text;
+    ::chmod(path.c_str(), mode);
+  }
+  std::string dir_, good_, open_, short_;
+};
+
+TEST_F(MyProxyConfig, ReadsTheRenewalSettings) {
+  auto o = ParseAgentOptions("/h",
+                             "[myproxy]\nserver = \"myproxy.example.org:7513\"\n"
+                             "username = \"jane\"\ncredential_name = \"grid\"\n"
+                             "passphrase_file = \"" +
+                                 good_ +
+                                 "\"\nrenew_before = \"2h\"\nlifetime = \"24:00\"\n"
+                                 "retry_after = 30\n",
+                             "config.toml");
+  ASSERT_TRUE(o) << o.error().ToString();
+  EXPECT_TRUE(o->myproxy.enabled());
+  EXPECT_EQ(o->myproxy.server, "myproxy.example.org:7513");
+  EXPECT_EQ(o->myproxy.username, "jane");
+  EXPECT_EQ(o->myproxy.credential_name, "grid");
+  EXPECT_DOUBLE_EQ(o->myproxy.renew_before, 7200);
+  EXPECT_DOUBLE_EQ(o->myproxy.lifetime, 86400);
+  EXPECT_DOUBLE_EQ(o->myproxy.retry_after, 30);
+  EXPECT_FALSE(ParseAgentOptions("/h", "", "config.toml")->myproxy.enabled());
+}
+
+TEST_F(MyProxyConfig, RefusesWhatCannotWorkWithKeyAndLine) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"[myproxy]\nserver = \"host:0\"\n", "config.toml:2: myproxy.server: 'host:0': bad port"},
+      {"[myproxy]\nserver = \"host:70000\"\n", "config.toml:2: myproxy.server: 'host:70000'"},
+      {"[myproxy]\nserver = \":7512\"\n", "config.toml:2: myproxy.server: ':7512': bad host"},
+      {"[myproxy]\nserver = 7512\n", "config.toml:2: myproxy.server: expected a string"},
+      {"[myproxy]\nserver = \"h\"\n", "config.toml:1: myproxy: passphrase_file is required"},
+      {"[myproxy]\n\npassphrase_file = \"" + open_ + "\"\n",
+       "config.toml:3: myproxy.passphrase_file: pass phrase file " + open_ +
+           " is readable by others"},
+      {"[myproxy]\npassphrase_file = \"" + short_ + "\"\n", "shorter than 6 characters"},
+      {"[myproxy]\npassphrase_file = \"" + dir_ + "/none\"\n", "does not exist"},
+      {"[myproxy]\nrenew_before = \"soon\"\n",
+       "config.toml:2: myproxy.renew_before: 'soon' is not a duration"},
+      {"[myproxy]\nlifetime = 10\n", "config.toml:2: myproxy.lifetime: must be at least 60"},
+      {"[myproxy]\nrenew_before = true\n", "myproxy.renew_before: expected seconds"},
+      {"[myproxy]\nwhatever = 1\n", "config.toml:2: myproxy.whatever: unknown key"},
+  };
+  for (const auto& [text, message] : cases) {
+    auto o = ParseAgentOptions("/h", text, "config.toml");
+    ASSERT_FALSE(o) << text;
+    EXPECT_NE(o.error().message().find(message), std::string::npos)
+        << text << "\n -> " << o.error().message();
+  }
 }
 
 }  // namespace
