@@ -704,7 +704,9 @@ void Agent::EnsureGridManagers() {
                "--max-jobs-per-resource",
                std::to_string(options_.grid_max_jobs_per_resource),
                "--max-requests-per-resource",
-               std::to_string(options_.grid_max_requests_per_resource)};
+               std::to_string(options_.grid_max_requests_per_resource),
+               "--listen-host",
+               options_.grid_listen_host};
     so.env = CurrentEnvironment();
     so.stdout_path = so.stderr_path = options_.home + "/gridmanager.out";
     auto pid = Spawn(so);

@@ -3,6 +3,8 @@
 
 #include <toml++/toml.h>
 
+#include <boost/asio/ip/address.hpp>
+
 #include <functional>
 #include <map>
 #include <string>
@@ -74,6 +76,12 @@ Setter String(std::string* out, std::function<std::string(const std::string&)> c
   };
 }
 
+std::string CheckListenHost(const std::string& v) {
+  boost::system::error_code ec;
+  boost::asio::ip::make_address(v, ec);
+  return ec ? "'" + v + "' is not an IP address" : "";
+}
+
 // Seconds as a number, or a duration as `kite proxy init --valid` takes it ("1h", "30m", "12:00").
 Setter Seconds(double* out, double min) {
   return [=](const toml::node& n, const std::string& where) -> Status {
@@ -119,7 +127,8 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
        {{"probe_interval", Number(&o.grid_probe_interval, 0.1)},
         {"max_resubmits", Integer(&o.grid_max_resubmits, 0)},
         {"max_jobs_per_resource", Integer(&o.grid_max_jobs_per_resource, 1)},
-        {"max_requests_per_resource", Integer(&o.grid_max_requests_per_resource, 1)}}},
+        {"max_requests_per_resource", Integer(&o.grid_max_requests_per_resource, 1)},
+        {"listen_host", String(&o.grid_listen_host, CheckListenHost)}}},
       {"myproxy",
        {{"server", String(&o.myproxy.server, CheckMyProxyServer)},
         {"username", String(&o.myproxy.username)},

@@ -45,6 +45,9 @@ struct AgentOptions {
   int grid_max_resubmits = 3;              // max_resubmits: after site failures, then hold
   int grid_max_jobs_per_resource = 1000;   // max_jobs_per_resource: submitted, not finished
   int grid_max_requests_per_resource = 8;  // max_requests_per_resource: in flight to one site
+  // listen_host: the address of the gridmanagers' GASS and callback servers, which job managers
+  // connect back to (a site elsewhere needs an address it can reach).
+  std::string grid_listen_host = "127.0.0.1";
   // [myproxy]: renewal of proxies from a MyProxy server.
   MyProxySettings myproxy;
 

@@ -116,6 +116,7 @@ struct GridJob {
   bool saving = false;    // an update to the queue that the next step depends on is under way
   bool resignal = false;  // after a restart: tell the site our new GASS and callback URLs
   bool counted = false;   // counted in the resource's active_jobs
+  bool unknown = false;   // known at a site before this start; not heard from since
   double last_heard = 0;
   gram::JobStatus final;  // kFinal: how the job ended
   GridJobPlan plan;
@@ -136,7 +137,8 @@ struct GridManager::Impl {
   int lock_fd = -1;
   int exit_code = 0;
   bool stopping = false;
-  double start_ms = 0;
+  double start_ms = 0;  // wall clock, ms: tells this run's request ids from earlier runs'
+  double started = 0;   // steady seconds
 
   credentials::Credential credential;
   int64_t credential_gen = 1;  // +1 each time a refreshed proxy is taken in
@@ -154,6 +156,7 @@ struct GridManager::Impl {
   std::map<std::string, std::unique_ptr<Resource>> resources;  // by HOST:PORT
   std::map<std::string, GridJob> jobs;                         // by "C.P"
   std::map<std::string, std::string> by_site_id;               // site job id -> "C.P"
+  int unknown_jobs = 0;  // jobs at sites not heard from since this start (see Heard)
   boost::asio::steady_timer probe_timer{io};
 
   struct Update {
@@ -190,6 +193,16 @@ struct GridManager::Impl {
   void Forget(GridJob& j);
   void SetContact(GridJob& j, const std::string& contact);
   void EnsureDelegation(Resource& r);
+  // A site answered for `j`. After a restart, the moment the last job known at a site before it is
+  // heard of again is logged (the recovery time bench/recovery measures).
+  void Heard(GridJob& j) {
+    if (!j.unknown) return;
+    j.unknown = false;
+    if (--unknown_jobs == 0) {
+      spdlog::info("gridmanager: every job at the sites heard from again, {:.3f} s after start",
+                   SteadyNow() - started);
+    }
+  }
   void RefreshDelegation(Resource& r);
   void CheckProxy();
   Result<std::shared_ptr<gram::Client>> MakeClient(const GridResource& name);
@@ -289,6 +302,7 @@ Status GridManager::Impl::TakeLock() {
 
 Status GridManager::Impl::Start() {
   if (auto st = TakeLock(); !st) return st;
+  started = SteadyNow();
   start_ms =
       std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch())
           .count();
@@ -495,6 +509,8 @@ void GridManager::Impl::Learn(const std::string& id, int status, const std::stri
     SetContact(j, contact);
     j.phase = Phase::kSubmitted;  // committed or not: a commit or a status tells
     j.resignal = true;
+    j.unknown = true;
+    ++unknown_jobs;
   }
   if (j.ad.EvaluateBool("GridFinal").value_or(false)) {
     j.phase = Phase::kFinal;
@@ -844,10 +860,12 @@ void GridManager::Impl::Resignal(GridJob& j) {
         GridJob& g = *replied;
         if (!st && st.error().code() == ErrorCode::kNotFound) {
           g.resignal = false;
+          Heard(g);
           return Commit(g);  // the commit finds out how it was lost
         }
         if (!st && st.error().code() == ErrorCode::kConflict) {
           g.resignal = false;  // finished jobs take no signals; a status tells how it ended
+          Heard(g);
           return Commit(g);
         }
         if (!st) return Failed(g, st.error(), "signal");
@@ -969,6 +987,7 @@ void GridManager::Impl::AfterCommitEnd(GridJob& j) {
 
 // News of the job from the site: a reply or a callback.
 void GridManager::Impl::Apply(GridJob& j, const gram::JobStatus& st) {
+  Heard(j);
   if (st.seq < j.seq) return;  // an older callback overtaken by a reply
   j.seq = st.seq;
   j.last_heard = SteadyNow();

@@ -4,8 +4,17 @@
 // checks what a user cares about: each job ran exactly once (a side-effect counter per job), no
 // job is lost, every output file holds exactly the bytes the job wrote, and the queue ends right.
 // Each prints one summary line; the soak prints its seed (KITE_FAULT_SEED=N replays one).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <memory>
+#include <vector>
 
 #include <chrono>
 #include <cstdlib>
@@ -46,6 +55,11 @@ struct Tally {
 class Faults : public ::testing::Test {
  protected:
   void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(Prepare());
+    env_.StartAgent();
+  }
+  // The test grid (CA, user, proxy, grid-mapfile, a gatekeeper on loopback) and the agent's config.
+  void Prepare() {
     env_.AddEnv("X509_USER_PROXY=" + env_.dir() + "/x509up");
     env_.AddEnv("X509_CERT_DIR=" + env_.home() + "/ca/certificates");
     auto r = env_.Kite({"testgrid", "up"});
@@ -55,7 +69,6 @@ class Faults : public ::testing::Test {
     resource_ = m[0];
     // A silent job manager is noticed within a few seconds (the gridmanager probes its jobs).
     WriteFile(env_.home() + "/config.toml", "[grid]\nprobe_interval = 2\n");
-    env_.StartAgent();
   }
   void TearDown() override {
     ::kill(Pid("gatekeeper"), SIGCONT);
@@ -277,6 +290,214 @@ TEST_F(Faults, SoakWithRandomFaults) {
   }
   ASSERT_NO_FATAL_FAILURE(WaitDone(c, 600));
   Check("soak", c, kJobs, kBytes, faults);
+}
+
+// A TCP forwarder that can cut: the fallback when network namespaces cannot be made. While cut it
+// closes every connection it carries and every new one at once.
+class CuttableProxy {
+ public:
+  explicit CuttableProxy(uint16_t target) : target_(target) {
+    listener_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(listener_, 64);
+    socklen_t len = sizeof a;
+    ::getsockname(listener_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    accept_ = std::thread([this] { AcceptLoop(); });
+  }
+  ~CuttableProxy() {
+    stop_ = true;
+    ::shutdown(listener_, SHUT_RDWR);
+    ::close(listener_);
+    accept_.join();
+    for (auto& t : pipes_) t.join();
+  }
+  uint16_t port() const { return port_; }
+  void Cut(bool cut) { cut_ = cut; }
+
+ private:
+  void AcceptLoop() {
+    while (!stop_) {
+      int c = ::accept(listener_, nullptr, nullptr);
+      if (c < 0) return;
+      if (cut_) {
+        ::close(c);
+        continue;
+      }
+      pipes_.emplace_back([this, c] { Pipe(c); });
+    }
+  }
+  void Pipe(int c) {
+    int t = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(target_);
+    if (::connect(t, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      ::close(t);
+      ::close(c);
+      return;
+    }
+    pollfd fds[2] = {{c, POLLIN, 0}, {t, POLLIN, 0}};
+    char buf[65536];
+    while (!stop_ && !cut_) {
+      if (::poll(fds, 2, 100) <= 0) continue;
+      bool done = false;
+      for (int i = 0; i < 2 && !done; ++i) {
+        if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
+        done = n <= 0 || ::send(fds[1 - i].fd, buf, static_cast<size_t>(n), MSG_NOSIGNAL) != n;
+      }
+      if (done) break;
+    }
+    ::close(t);
+    ::close(c);
+  }
+
+  uint16_t target_, port_ = 0;
+  int listener_ = -1;
+  std::atomic<bool> stop_{false}, cut_{false};
+  std::thread accept_;
+  std::vector<std::thread> pipes_;  // joined at the end (only the accept thread adds to it)
+};
+
+// (4) The network between the submit side and the site is cut for longer than the probe interval
+// while the jobs there finish, then restored. The submit side (agent, gridmanager) and the site
+// (gatekeeper, job managers, jobs) each run in a network namespace of their own, joined by a veth
+// pair, and the cut takes the site's end of the link down.
+class NetworkFaults : public Faults {
+ protected:
+  void SetUp() override {
+    ASSERT_NO_FATAL_FAILURE(Prepare());
+    std::string why = MakeNamespaces();
+    if (why.empty()) {
+      std::cout << "faults: network cut = veth link down between namespaces " << sub_ns_ << " and "
+                << site_ns_ << std::endl;
+      ASSERT_NO_FATAL_FAILURE(StartSiteInNamespace());
+    } else {
+      DropNamespaces();
+      std::cout << "faults: network namespaces unavailable (" << why
+                << "); network cut = a TCP proxy in the test that drops the gridmanager's "
+                   "connections to the gatekeeper (the site's connections back are not cut)"
+                << std::endl;
+      std::string port = Trimmed(ReadFileOr(env_.home() + "/testgrid/gatekeeper.port"));
+      proxy_ = std::make_unique<CuttableProxy>(static_cast<uint16_t>(std::atoi(port.c_str())));
+      resource_ = "grid_resource = kite 127.0.0.1:" + std::to_string(proxy_->port()) + "/fork";
+      env_.StartAgent();
+    }
+  }
+  void TearDown() override {
+    Faults::TearDown();
+    if (!site_ns_.empty()) {
+      RunCommand({"ip", "netns", "pids", site_ns_});
+      RunCommand({"/bin/sh", "-c", "ip netns pids " + site_ns_ + " | xargs -r kill -9"});
+      RunCommand({"/bin/sh", "-c", "ip netns pids " + sub_ns_ + " | xargs -r kill -9"});
+    }
+    DropNamespaces();
+  }
+
+  std::string Ns(const std::vector<std::string>& args) {
+    auto r = RunCommand(args);
+    if (r.exit_code == 0) return "";
+    std::string cmd;
+    for (auto& a : args) cmd += (cmd.empty() ? "" : " ") + a;
+    return cmd + ": " + Trimmed(r.err);
+  }
+  std::string MakeNamespaces() {
+    if (std::getenv("KITE_FAULTS_NO_NETNS")) return "KITE_FAULTS_NO_NETNS is set";
+    std::string tag = std::to_string(::getpid() % 100000);
+    sub_ns_ = "kite-sub-" + tag;
+    site_ns_ = "kite-site-" + tag;
+    int net = 1 + ::getpid() % 250;
+    sub_ip_ = "10.77." + std::to_string(net) + ".1";
+    site_ip_ = "10.77." + std::to_string(net) + ".2";
+    std::string sv = "kvs" + tag, gv = "kvg" + tag;
+    site_if_ = gv;
+    for (auto& cmd : std::vector<std::vector<std::string>>{
+             {"ip", "netns", "add", sub_ns_},
+             {"ip", "netns", "add", site_ns_},
+             {"ip", "link", "add", sv, "netns", sub_ns_, "type", "veth", "peer", "name", gv,
+              "netns", site_ns_},
+             {"ip", "-n", sub_ns_, "addr", "add", sub_ip_ + "/24", "dev", sv},
+             {"ip", "-n", site_ns_, "addr", "add", site_ip_ + "/24", "dev", gv},
+             {"ip", "-n", sub_ns_, "link", "set", sv, "up"},
+             {"ip", "-n", site_ns_, "link", "set", gv, "up"},
+             {"ip", "-n", sub_ns_, "link", "set", "lo", "up"},
+             {"ip", "-n", site_ns_, "link", "set", "lo", "up"}}) {
+      if (std::string e = Ns(cmd); !e.empty()) return e;
+    }
+    return "";
+  }
+  void DropNamespaces() {
+    if (!sub_ns_.empty()) RunCommand({"ip", "netns", "del", sub_ns_});
+    if (!site_ns_.empty()) RunCommand({"ip", "netns", "del", site_ns_});
+    sub_ns_.clear();
+    site_ns_.clear();
+  }
+
+  // The testgrid's gatekeeper is replaced by one inside the site namespace, with a host
+  // certificate for the site's address; the agent (and so its gridmanager) runs in the submit
+  // namespace, its GASS and callback servers on the submit side's address.
+  void StartSiteInNamespace() {
+    ASSERT_TRUE(Kill("gatekeeper"));
+    std::string tg = env_.home() + "/testgrid";
+    auto host = env_.Kite({"ca", "issue-host", site_ip_, "--out", tg + "/site"});
+    ASSERT_EQ(host.exit_code, 0) << host.out << host.err;
+    std::string port = std::to_string(20000 + ::getpid() % 20000);
+    std::string cmd = "exec ip netns exec " + site_ns_ + " " + BinDir() +
+                      "/kite-gatekeeper --listen " + site_ip_ + ":" + port + " --state-dir " +
+                      State() + " --cert " + tg + "/site/hostcert.pem --key " + tg +
+                      "/site/hostkey.pem --ca-dir " + env_.home() + "/ca/certificates --gridmap " +
+                      tg + "/grid-mapfile --batch fork --log " + tg + "/gatekeeper.log";
+    auto r = RunCommand({"/bin/sh", "-c",
+                         "(" + cmd + " >>" + tg +
+                             "/gatekeeper.out 2>&1 </dev/null &); sleep 0.3; "
+                             "pgrep -n -f 'kite-gatekeeper --listen " +
+                             site_ip_ + "'"},
+                        env_.Env());
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err << ReadFileOr(tg + "/gatekeeper.out");
+    WriteFile(tg + "/gatekeeper.pid", Trimmed(r.out) + "\n");
+    resource_ = "grid_resource = kite " + site_ip_ + ":" + port + "/fork";
+    WriteFile(env_.home() + "/config.toml",
+              "[grid]\nprobe_interval = 2\nlisten_host = \"" + sub_ip_ + "\"\n");
+    auto a = RunCommand({"ip", "netns", "exec", sub_ns_, BinDir() + "/kite", "agent", "start"},
+                        env_.Env(), env_.dir());
+    ASSERT_EQ(a.exit_code, 0) << a.out << a.err;
+  }
+
+  void Cut(bool cut) {
+    if (proxy_) return proxy_->Cut(cut);
+    auto r = RunCommand({"ip", "-n", site_ns_, "link", "set", site_if_, cut ? "down" : "up"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+
+  std::string sub_ns_, site_ns_, sub_ip_, site_ip_, site_if_;
+  std::unique_ptr<CuttableProxy> proxy_;
+};
+
+TEST_F(NetworkFaults, NetworkCutLongerThanTheProbeIntervalWhileJobsFinish) {
+  constexpr int kJobs = 10, kBytes = 50000;
+  int c = SubmitJobs(kJobs, 3, kBytes);
+  ASSERT_TRUE(WaitUntil([&] { return Started(kJobs); }, 60)) << env_.Kite({"q", "-grid"}).out;
+  ASSERT_NO_FATAL_FAILURE(Cut(true));
+  // Longer than the probe interval (2 s), and the jobs end at the site meanwhile.
+  std::this_thread::sleep_for(seconds(10));
+  auto q = env_.Kite({"q", "-nobatch", std::to_string(c)});
+  EXPECT_EQ(q.out.find(" H "), std::string::npos) << "a job was held while the network was cut\n"
+                                                  << q.out;
+  // The cut held: the jobs have ended at the site, but no news of it came through.
+  auto counts = env_.Kite({"q", "-json", std::to_string(c)});
+  size_t listed = 0;
+  for (size_t at = 0; (at = counts.out.find("\"JobStatus\": 2", at)) != std::string::npos; ++at) {
+    ++listed;
+  }
+  EXPECT_EQ(listed, static_cast<size_t>(kJobs)) << counts.out;
+  ASSERT_NO_FATAL_FAILURE(Cut(false));
+  ASSERT_NO_FATAL_FAILURE(WaitDone(c, 180));
+  Check("network-cut", c, kJobs, kBytes, 1);
 }
 
 }  // namespace
