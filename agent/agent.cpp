@@ -403,6 +403,18 @@ int Agent::Act(Action action, const std::vector<Job*>& jobs, const std::string& 
     std::string id = JobIdString(j->key);
     bool running = j->pid > 0 || j->adopted;  // a live process, whatever the status says
     switch (action) {
+      case Action::kForceRemove:
+        if (j->universe == kUniverseGrid) {
+          if (j->status != kRemoved) queue_->MarkRemoved(*j, reason);
+          if (j->ad.EvaluateString("GridJobId")) {
+            queue_->AddEvent(*j, kEventGeneric,
+                             "Removed with --forcex: the site was not asked to confirm the "
+                             "cancel; the job may still run there.");
+          }
+          Finish(*j);
+          break;
+        }
+        [[fallthrough]];  // local jobs: as rm
       case Action::kRemove:
         if (j->status == kRemoved) {
           errors->push_back("Job " + id + " is already being removed");

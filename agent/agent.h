@@ -56,7 +56,9 @@ class Agent {
   const AgentOptions& options() const { return options_; }
 
   // Actions from the API. Each returns how many jobs it changed; errors per job in `errors`.
-  enum class Action { kRemove, kHold, kRelease };
+  // kForceRemove: as kRemove, and a grid job leaves the queue at once instead of waiting for its
+  // gridmanager to confirm the cancel at the site (condor_rm -forcex).
+  enum class Action { kRemove, kForceRemove, kHold, kRelease };
   int Act(Action action, const std::vector<Job*>& jobs, const std::string& reason,
           std::vector<std::string>* errors);
   // Registers a long-poll waiter: `reply` runs after the next queue change or after `timeout`.

@@ -209,8 +209,11 @@ ApiResponse HandleAct(Agent& agent, const json::object& body) {
   } else if (*action == "release") {
     act = Agent::Action::kRelease;
     verb = "released";
+  } else if (*action == "forcex") {
+    act = Agent::Action::kForceRemove;
+    verb = "removed";
   } else {
-    return ErrorReply(http::status::bad_request, "action must be rm, hold or release");
+    return ErrorReply(http::status::bad_request, "action must be rm, forcex, hold or release");
   }
   auto sel = GetSelectors(body);
   if (!sel) return ErrorReply(sel.error());
@@ -225,21 +228,15 @@ ApiResponse HandleAct(Agent& agent, const json::object& body) {
   std::string why = *reason;
   if (why.empty()) {
     const char* user = ::getenv("USER");
-    std::string via = act == Agent::Action::kRemove ? "kite rm"
-                      : act == Agent::Action::kHold ? "kite hold"
-                                                    : "kite release";
+    std::string via = act == Agent::Action::kRemove        ? "kite rm"
+                      : act == Agent::Action::kForceRemove ? "kite rm --forcex"
+                      : act == Agent::Action::kHold        ? "kite hold"
+                                                           : "kite release";
     why = "via " + via + " (by user " + (user ? user : "?") + ")";
   }
-  std::vector<std::string> errors;
-  int changed = agent.Act(act, *jobs, why, &errors);
-  if (auto st = agent.queue().Flush(); !st) return ErrorReply(st.error());
-  json::object o;
-  o["matched"] = jobs->size();
-  o["changed"] = changed;
-  o["verb"] = verb;
-  json::array errs;
-  for (auto& e : errors) errs.push_back(json::string(e));
-  // Ids that matched nothing are reported too, as condor_rm does.
+  // Ids that matched nothing are reported too, as condor_rm does. (Looked at before acting: a
+  // job that leaves the queue in Act is gone afterwards.)
+  std::vector<std::string> unmatched;
   for (auto& s : *sel) {
     bool any = false;
     for (Job* j : *jobs)
@@ -247,9 +244,20 @@ ApiResponse HandleAct(Agent& agent, const json::object& body) {
     if (!any) {
       std::string id =
           std::to_string(s.cluster) + (s.proc >= 0 ? "." + std::to_string(s.proc) : "");
-      errs.push_back(json::string((s.proc >= 0 ? "Job " : "Cluster ") + id + " not found"));
+      unmatched.push_back((s.proc >= 0 ? "Job " : "Cluster ") + id + " not found");
     }
   }
+  std::vector<std::string> errors;
+  size_t matched = jobs->size();
+  int changed = agent.Act(act, *jobs, why, &errors);
+  if (auto st = agent.queue().Flush(); !st) return ErrorReply(st.error());
+  json::object o;
+  o["matched"] = matched;
+  o["changed"] = changed;
+  o["verb"] = verb;
+  json::array errs;
+  for (auto& e : errors) errs.push_back(json::string(e));
+  for (auto& e : unmatched) errs.push_back(json::string(e));
   o["errors"] = std::move(errs);
   return Reply(http::status::ok, json::serialize(o) + "\n");
 }

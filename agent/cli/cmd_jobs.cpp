@@ -73,13 +73,14 @@ void Query(const QueryArgs& a, bool history) {
 struct ActArgs {
   std::vector<std::string> ids;
   std::string constraint, reason;
+  bool forcex = false;
 };
 
 void Act(const std::string& action, const ActArgs& a) {
   if (a.ids.empty() && a.constraint.empty()) Die("name the jobs: give job ids or -constraint");
   auto client = ConnectOrDie();
   json::object body;
-  body["action"] = action;
+  body["action"] = a.forcex ? "forcex" : action;
   body["ids"] = IdsJson(a.ids);
   body["constraint"] = a.constraint;
   body["reason"] = a.reason;
@@ -192,6 +193,11 @@ void RegisterJobCommands(CLI::App& app) {
     c->add_option("ids", v.args->ids, "clusters C or jobs C.P");
     c->add_option("--constraint", v.args->constraint, "all jobs for which this expression is true");
     c->add_option("--reason", v.args->reason, "the reason recorded in the job and its log");
+    if (v.args == &rm) {
+      c->add_flag("--forcex", v.args->forcex,
+                  "grid jobs: leave the queue now, without waiting for the site to confirm the "
+                  "cancel (condor_rm -forcex; the job may go on at the site)");
+    }
     std::string action = v.name;
     ActArgs* args = v.args;
     c->callback([action, args] { Act(action, *args); });

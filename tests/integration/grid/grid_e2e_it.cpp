@@ -235,5 +235,28 @@ TEST_F(GridE2E, AJobRunningAcrossItsProxysExpiryFinishesAfterARefresh) {
   EXPECT_EQ(ReadFileOr(env_.dir() + "/out.txt"), "finished after the first proxy\n");
 }
 
+// A site that cannot be reached keeps a removed job in the queue (its cancel is not confirmed);
+// --forcex lets it go at once, as condor_rm -forcex does.
+TEST_F(GridE2E, RemoveWithForcexLeavesAtOnceWhenTheSiteIsGone) {
+  std::string mark = env_.dir() + "/mark";
+  int c =
+      env_.Submit(Sub("executable = /bin/sh\ntransfer_executable = false\narguments = \"-c '"
+                      "touch " +
+                      mark + "; sleep 60'\"\nqueue\n"));
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return kite::FileExists(mark); }, 30));
+  std::string gk = ReadFileOr(env_.home() + "/testgrid/gatekeeper.pid");
+  ASSERT_EQ(::kill(std::atoi(gk.c_str()), SIGKILL), 0);
+  ASSERT_EQ(env_.Kite({"rm", id}).exit_code, 0);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_EQ(env_.JobStatus(id), 3);
+  EXPECT_EQ(Attr(id, "JobStatus", true), "") << "left the queue without the site's word";
+  auto r = env_.Kite({"rm", "--forcex", id});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(Attr(id, "JobStatus", true), "3");
+  EXPECT_NE(ReadFileOr(env_.dir() + "/job.log").find("--forcex"), std::string::npos);
+  RunCommand({"pkill", "-9", "-f", "kite-jobmanager --state-dir " + env_.home()});
+}
+
 }  // namespace
 }  // namespace kite::testing
