@@ -7,6 +7,7 @@
 #include <map>
 #include <string>
 
+#include "agent/rest_server.h"
 #include "common/files.h"
 
 namespace kite::agent {
@@ -58,6 +59,23 @@ Setter OneOf(std::string* out, std::initializer_list<const char*> allowed) {
   };
 }
 
+Setter String(std::string* out) {
+  return [=](const toml::node& n, const std::string& where) -> Status {
+    auto v = n.value<std::string>();
+    if (!v || !n.is_string()) return Fail(ErrorCode::kInvalidInput, where + ": expected a string");
+    *out = *v;
+    return {};
+  };
+}
+
+Setter Bool(bool* out) {
+  return [=](const toml::node& n, const std::string& where) -> Status {
+    if (!n.is_boolean()) return Fail(ErrorCode::kInvalidInput, where + ": expected true or false");
+    *out = *n.value<bool>();
+    return {};
+  };
+}
+
 }  // namespace
 
 Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view text,
@@ -84,6 +102,7 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
         {"max_resubmits", Integer(&o.grid_max_resubmits, 0)},
         {"max_jobs_per_resource", Integer(&o.grid_max_jobs_per_resource, 1)},
         {"max_requests_per_resource", Integer(&o.grid_max_requests_per_resource, 1)}}},
+      {"rest", {{"listen", String(&o.rest_listen)}, {"allow_remote", Bool(&o.rest_allow_remote)}}},
   };
   for (auto&& [section, node] : root) {
     std::string sec(section.str());
@@ -101,6 +120,12 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
       if (s == it->second.end()) return Fail(ErrorCode::kInvalidInput, where + ": unknown key");
       if (auto st = s->second(value, where); !st) return Fail(st.error());
     }
+  }
+  // Checked once the whole [rest] table is read: allow_remote may come after listen.
+  if (auto* listen = root.at_path("rest.listen").node()) {
+    if (auto a = ParseListenAddress(o.rest_listen, o.rest_allow_remote); !a)
+      return Fail(ErrorCode::kInvalidInput,
+                  Where(filename, *listen, "rest.listen") + ": " + a.error().message());
   }
   return o;
 }

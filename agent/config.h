@@ -32,6 +32,14 @@ struct AgentOptions {
   int grid_max_jobs_per_resource = 1000;   // max_jobs_per_resource: submitted, not finished
   int grid_max_requests_per_resource = 8;  // max_requests_per_resource: in flight to one site
 
+  // [rest] listen: "HOST:PORT" of the read-only REST status endpoint; "" = none. `--rest` of
+  // kite-agent (and of `kite agent start`) overrides it.
+  std::string rest_listen;
+  // [rest] allow_remote: rest_listen may be an address other hosts reach (plain HTTP, no TLS).
+  bool rest_allow_remote = false;
+
+  std::string rest_token_path() const { return home + "/rest.token"; }
+  std::string rest_address_path() const { return home + "/rest.address"; }
   std::string queue_path() const { return home + "/queue.db"; }
   std::string socket_path() const { return home + "/agent.sock"; }
   std::string log_path() const { return home + "/agent.log"; }
