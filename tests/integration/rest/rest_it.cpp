@@ -447,7 +447,8 @@ TEST_F(Rest, StatusPageInHeadlessChromiumShowsJobsAndCredentials) {
             std::string::npos)
       << dom;
   // The credential line: the file, whose it is, and the time left (about 2 h).
-  std::regex cred(proxy + " — [^<]*CN=Rest Tester — </span><span[^>]*>(01:59:[0-9]{2}|02:00:00) left");
+  std::regex cred(proxy +
+                  " — [^<]*CN=Rest Tester — </span><span[^>]*>(01:59:[0-9]{2}|02:00:00) left");
   EXPECT_TRUE(std::regex_search(dom, cred)) << dom;
   // Job attributes are shown as text, never as markup.
   EXPECT_NE(dom.find("&lt;img src=x onerror=document.title=pwned&gt;"), std::string::npos) << dom;
