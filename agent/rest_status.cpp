@@ -227,14 +227,23 @@ HttpResponse RestService::Metrics() {
          "Seconds spent writing and committing queue transactions.");
   Sample(m, "kite_queue_commit_seconds_total", "", st.commit_seconds);
 
+  // Resources queued grid jobs name; a report on one no job uses any more is not shown, so an
+  // alert on it ends when its jobs do.
+  std::set<std::string> used;
+  for (auto& [key, j] : agent_.queue().jobs()) {
+    if (j.universe != kUniverseGrid) continue;
+    if (auto r = j.ad.EvaluateString("GridResource")) used.insert(ContactOf(*r));
+  }
   Metric(m, "kite_grid_resource_up", "gauge",
          "1 when a gridmanager last reached the grid resource, 0 when it could not.");
-  for (auto& [name, g] : agent_.grid_resources())
-    Sample(m, "kite_grid_resource_up", "resource=\"" + Label(name) + "\"", g.reachable ? 1 : 0);
+  for (auto& [name, g] : agent_.grid_resources()) {
+    if (used.count(name))
+      Sample(m, "kite_grid_resource_up", "resource=\"" + Label(name) + "\"", g.reachable ? 1 : 0);
+  }
   Metric(m, "kite_grid_resource_last_contact_seconds", "gauge",
          "Unix time of the grid resource's last answer to a gridmanager.");
   for (auto& [name, g] : agent_.grid_resources()) {
-    if (g.last_contact > 0)
+    if (g.last_contact > 0 && used.count(name))
       Sample(m, "kite_grid_resource_last_contact_seconds", "resource=\"" + Label(name) + "\"",
              g.last_contact);
   }
