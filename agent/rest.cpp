@@ -157,20 +157,23 @@ Result<std::string> LoadOrCreateRestToken(const std::string& path) {
       token += kHex[b >> 4];
       token += kHex[b & 15];
     }
-    // O_EXCL: never write through a link someone else placed, nor over a token being written.
-    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0 && errno == EEXIST) continue;
-    if (fd < 0) return Fail(ErrorCode::kIo, path + ": " + std::strerror(errno));
+    // Written whole to a private temporary file, then linked into place: the token file never
+    // holds half a token, and link() refuses to replace one another agent made meanwhile.
+    std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    ::unlink(tmp.c_str());
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return Fail(ErrorCode::kIo, tmp + ": " + std::strerror(errno));
     std::string line = token + "\n";
     bool ok = ::fchmod(fd, 0600) == 0 &&
               ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
               ::fsync(fd) == 0;
     ::close(fd);
-    if (!ok) {
-      ::unlink(path.c_str());
-      return Fail(ErrorCode::kIo, path + ": cannot write the token");
-    }
-    return token;
+    int linked = ok ? ::link(tmp.c_str(), path.c_str()) : -1;
+    int link_errno = errno;
+    ::unlink(tmp.c_str());
+    if (linked == 0) return token;
+    if (ok && link_errno == EEXIST) continue;  // someone else's token won: read it
+    return Fail(ErrorCode::kIo, path + ": cannot write the token");
   }
   return Fail(ErrorCode::kIo, path + ": appeared and vanished while being read");
 }

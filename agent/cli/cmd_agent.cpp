@@ -52,6 +52,10 @@ void Start(bool foreground, const std::string& rest) {
   std::string home = KiteHome();
   if (int pid = RunningAgentPid(home)) {
     std::printf("kite-agent is already running (pid %d) for %s\n", pid, home.c_str());
+    if (!rest.empty())
+      std::printf("--rest applies when the agent starts: `kite agent stop` first to change it\n");
+    if (auto url = RestUrl(home); !url.empty())
+      std::printf("REST status endpoint: %s (token in %s/rest.token)\n", url.c_str(), home.c_str());
     return;
   }
   if (auto st = MakeDirs(home, 0700); !st) Die(st.error());
