@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
   std::string rest;
   app.add_option("--rest", rest,
                  "serve the read-only REST status endpoint at HOST:PORT (overrides [rest] listen; "
-                 "loopback unless [rest] allow_remote = true)");
+                 "loopback unless [rest] allow_remote = true)")
+      ->type_name("HOST:PORT");
   CLI11_PARSE(app, argc, argv);
 
   if (auto st = kite::MakeDirs(home, 0700); !st) {

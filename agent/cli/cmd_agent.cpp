@@ -149,10 +149,12 @@ void RegisterAgentCommands(CLI::App& app) {
   static std::string rest;
   auto* start = agent->add_subcommand("start", "start the agent in the background");
   start->add_flag("--foreground", foreground, "run in the foreground, logging to stderr");
-  start->add_option("--rest", rest,
-                    "also serve the read-only REST status endpoint and status page at HOST:PORT, "
-                    "e.g. 127.0.0.1:8080 (bearer token in $KITE_HOME/rest.token; overrides "
-                    "[rest] listen in config.toml)");
+  start
+      ->add_option("--rest", rest,
+                   "also serve the read-only REST status endpoint and status page at HOST:PORT, "
+                   "e.g. 127.0.0.1:8080 (bearer token in $KITE_HOME/rest.token; overrides "
+                   "[rest] listen in config.toml)")
+      ->type_name("HOST:PORT");
   start->callback([] { Start(foreground, rest); });
   agent->add_subcommand("stop", "stop the agent (running local jobs keep running)")->callback(Stop);
   agent->add_subcommand("status", "say whether the agent runs (exit 3 when not)")->callback(Status);
