@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "agent/agent.h"
+#include "agent/api.h"
 #include "agent/config.h"
 #include "agent/rest_server.h"
 #include "tests/fixtures/temp_dir.h"
@@ -186,6 +187,39 @@ TEST_F(RestServiceTest, AnswersEachRoute) {
   auto head = Ask(http::verb::head, "/api/v1/jobs");
   EXPECT_EQ(head.body(), "");
   EXPECT_EQ(head[http::field::content_length], std::to_string(get.body().size()));
+}
+
+TEST_F(RestServiceTest, GridManagerResourceReportsAreKeptAndShown) {
+  auto post = [&](const std::string& body) {
+    HttpRequest req{http::verb::post, "/v1/grid/update", 11};
+    req.body() = body;
+    req.prepare_payload();
+    int status = 0;
+    HandleApiRequest(*agent_, req, [&](HttpResponse r) { status = r.result_int(); });
+    return status;
+  };
+  EXPECT_EQ(post(R"({"updates": [], "resources": [{"resource": "gk:9", "reachable": false,
+                  "last_contact": 0, "last_error": "connection refused"}]})"),
+            200);
+  ASSERT_EQ(agent_->grid_resources().count("gk:9"), 1u);
+  EXPECT_FALSE(agent_->grid_resources().at("gk:9").reachable);
+  EXPECT_EQ(agent_->grid_resources().at("gk:9").last_error, "connection refused");
+  EXPECT_EQ(post(R"({"updates": [], "resources": [{"resource": "gk:9", "reachable": true,
+                  "last_contact": 1767225600.5}]})"),
+            200);
+  EXPECT_TRUE(agent_->grid_resources().at("gk:9").reachable);
+  EXPECT_DOUBLE_EQ(agent_->grid_resources().at("gk:9").last_contact, 1767225600.5);
+  // Malformed reports change nothing and fail the request.
+  for (const char* bad : {R"({"updates": [], "resources": {}})",
+                          R"({"updates": [], "resources": [{"resource": "gk:9"}]})",
+                          R"({"updates": [], "resources": [{"resource": "", "reachable": true}]})",
+                          R"({"updates": [], "resources": [{"resource": "x:1", "reachable": 1}]})",
+                          R"({"updates": [], "resources": [{"resource": "gk:9", "reachable": false},
+                              {"resource": "x:1", "reachable": true, "last_contact": "now"}]})"}) {
+    EXPECT_EQ(post(bad), 400) << bad;
+  }
+  EXPECT_TRUE(agent_->grid_resources().at("gk:9").reachable);
+  EXPECT_EQ(agent_->grid_resources().count("x:1"), 0u);
 }
 
 }  // namespace
