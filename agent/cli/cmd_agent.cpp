@@ -1,6 +1,7 @@
 // `kite agent start|stop|status`.
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -85,8 +86,11 @@ void Start(bool foreground, const std::string& rest) {
   auto pid = Spawn(so);
   if (!pid) Die(pid.error());
   // Up when the agent we started answers (not a stale socket someone else still holds).
+  bool ended = false;  // it exited (a configuration or start-up error): no need to wait on
   bool up = WaitFor(
       [&] {
+        int status = 0;
+        if (::waitpid(*pid, &status, WNOHANG) == *pid) return ended = true;
         auto c = AgentClient::Connect(home);
         if (!c) return false;
         auto r = (*c)->Get("/v1/ping");
@@ -97,7 +101,7 @@ void Start(bool foreground, const std::string& rest) {
                v.as_object().at("pid").to_number<int64_t>() == *pid;
       },
       15);
-  if (!up) {
+  if (!up || ended) {
     auto out = ReadFile(home + "/agent.out");
     std::string why = out && !out->empty() ? ": " + std::string(Trim(*out)) : "";
     Die("kite-agent did not start" + why);

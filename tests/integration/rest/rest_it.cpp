@@ -380,6 +380,49 @@ TEST_F(Rest, CredentialsResourcesAndMetrics) {
   ASSERT_EQ(env_->Kite({"rm", gid}).exit_code, 0);
 }
 
+// A reachable site: `kite testgrid up` gives a real gatekeeper on loopback; its gridmanager
+// reports it reachable with the time of its last answer.
+TEST_F(Rest, ReachableResourceWithLastContact) {
+  env_->AddEnv("X509_USER_PROXY=" + env_->dir() + "/x509up");
+  auto up = env_->Kite({"testgrid", "up"});
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  // The test grid goes down however the test ends.
+  struct Down {
+    const KiteEnv* env;
+    ~Down() { env->Kite({"testgrid", "down"}); }
+  } down{env_.get()};
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(up.out, m, std::regex("grid_resource = (kite [^\n]+)"))) << up.out;
+  std::string resource = m[1];
+  env_->StopAgent();  // again, with the test grid's environment
+  Start();
+  double before = static_cast<double>(::time(nullptr)) - 1;
+  env_->Write("wait.sh", "#!/bin/sh\nsleep 300\n", 0755);
+  int c = env_->Submit("universe = grid\ngrid_resource = " + resource +
+                       "\nexecutable = wait.sh\nqueue\n");
+  json::object res;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        auto v = GetJson("/api/v1/resources");
+        if (!v.is_array() || v.as_array().size() != 1) return false;
+        res = v.as_array()[0].as_object();
+        return res.at("reachable").is_bool() && res.at("reachable").as_bool() &&
+               res.at("jobs").as_object().at("running").to_number<int64_t>() == 1;
+      },
+      60))
+      << json::serialize(res) << ReadFileOr(env_->home() + "/gridmanager.log");
+  EXPECT_EQ(Str(res.at("resource")), resource);
+  EXPECT_GE(res.at("last_contact").to_number<double>(), before);
+  EXPECT_EQ(Str(res.at("last_error")), "");
+  auto metrics = Get("/metrics").body;
+  EXPECT_NE(metrics.find("kite_grid_resource_up{resource=\"" + Str(res.at("contact")) + "\"} 1"),
+            std::string::npos)
+      << metrics;
+  ASSERT_EQ(env_->Kite({"rm", std::to_string(c)}).exit_code, 0);
+  EXPECT_EQ(env_->Kite({"wait", std::to_string(c), "--timeout", "60"}).exit_code, 0);
+  env_->StopAgent();
+}
+
 TEST_F(Rest, MalformedRequestsAreRefusedAndTheAgentServesOn) {
   auto garbage = Exchange(port_, "GARBAGE\r\n\r\n");
   EXPECT_GE(garbage.status, 400);
