@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <map>
 
 #include "agent/agent.h"
 #include "agent/api.h"
@@ -120,6 +121,59 @@ Result<int> PositiveInt(const std::string& key, const std::string& text) {
   if (text.empty() || *end != '\0' || errno != 0 || v <= 0 || v > 1000000000)
     return Fail(ErrorCode::kInvalidInput, key + ": expected a positive integer");
   return static_cast<int>(v);
+}
+
+// The /v1/query request for GET /api/v1/jobs?status=&cluster=&constraint=&history=&limit=.
+Result<json::object> JobsQuery(const RestTarget& t) {
+  std::map<std::string, std::string> p;
+  for (auto& [key, value] : t.params) {
+    if (key != "status" && key != "cluster" && key != "constraint" && key != "history" &&
+        key != "limit")
+      return Fail(ErrorCode::kInvalidInput, "unknown parameter '" + key + "'");
+    if (!p.emplace(key, value).second) return Fail(ErrorCode::kInvalidInput, key + " given twice");
+  }
+  auto given = [&](const char* key) { return p.count(key) > 0; };
+  json::object body;
+  body["format"] = "json";
+  if (given("cluster")) {
+    auto c = PositiveInt("cluster", p["cluster"]);
+    if (!c) return Fail(c.error());
+    body["ids"] = json::array{json::string(std::to_string(*c))};
+  }
+  const std::string history = given("history") ? p["history"] : "false";
+  if (history != "true" && history != "false" && history != "1" && history != "0")
+    return Fail(ErrorCode::kInvalidInput, "history: expected true or false");
+  bool from_history = history == "true" || history == "1";
+  body["history"] = from_history;
+  if (given("limit")) {
+    auto l = PositiveInt("limit", p["limit"]);
+    if (!l) return Fail(l.error());
+    if (!from_history)
+      return Fail(ErrorCode::kInvalidInput, "limit applies only with history=true");
+    body["limit"] = *l;
+  } else if (from_history) {
+    body["limit"] = kDefaultHistoryLimit;
+  }
+  // The status filter becomes part of the constraint; the user's constraint is checked alone
+  // first so that its parse error names its own text.
+  const std::string& constraint = p["constraint"];
+  if (!constraint.empty()) {
+    if (auto e = classad::ParseExpr(constraint); !e)
+      return Fail(ErrorCode::kInvalidInput, "constraint: " + e.error().message());
+  }
+  std::string expr;
+  std::string_view rest = p["status"];
+  while (!rest.empty()) {
+    auto comma = rest.find(',');
+    auto code = StatusCode(rest.substr(0, comma));
+    if (!code) return Fail(code.error());
+    expr += (expr.empty() ? "" : " || ") + std::string("JobStatus == ") + std::to_string(*code);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  if (!constraint.empty())
+    expr = expr.empty() ? constraint : "(" + expr + ") && (" + constraint + ")";
+  if (!expr.empty()) body["constraint"] = expr;
+  return body;
 }
 
 }  // namespace
@@ -289,65 +343,9 @@ HttpResponse RestService::Authorized(const RestTarget& t) {
 }
 
 HttpResponse RestService::Jobs(const RestTarget& t) {
-  std::string status, cluster, constraint, history, limit;
-  for (auto& [key, value] : t.params) {
-    std::string* slot = key == "status"       ? &status
-                        : key == "cluster"    ? &cluster
-                        : key == "constraint" ? &constraint
-                        : key == "history"    ? &history
-                        : key == "limit"      ? &limit
-                                              : nullptr;
-    if (!slot) return JsonError(http::status::bad_request, "unknown parameter '" + key + "'");
-    if (!slot->empty()) return JsonError(http::status::bad_request, key + " given twice");
-    *slot = value.empty() ? std::string(" ") : value;  // " ": given, empty
-  }
-  auto trim = [](std::string& s) {
-    if (s == " ") s.clear();
-  };
-  trim(status);
-  trim(constraint);
-  json::object body;
-  body["format"] = "json";
-  if (!cluster.empty()) {
-    auto c = PositiveInt("cluster", cluster);
-    if (!c) return JsonError(http::status::bad_request, c.error().message());
-    body["ids"] = json::array{json::string(std::to_string(*c))};
-  }
-  if (!history.empty() && history != "true" && history != "false" && history != "1" &&
-      history != "0")
-    return JsonError(http::status::bad_request, "history: expected true or false");
-  bool from_history = history == "true" || history == "1";
-  if (!limit.empty()) {
-    auto l = PositiveInt("limit", limit);
-    if (!l) return JsonError(http::status::bad_request, l.error().message());
-    if (!from_history)
-      return JsonError(http::status::bad_request, "limit applies only with history=true");
-    body["limit"] = *l;
-  } else if (from_history) {
-    body["limit"] = kDefaultHistoryLimit;
-  }
-  body["history"] = from_history;
-  // The status filter becomes part of the constraint; the user's constraint is checked alone
-  // first so that its parse error names its own text.
-  std::string expr;
-  if (!constraint.empty()) {
-    auto e = classad::ParseExpr(constraint);
-    if (!e) return JsonError(http::status::bad_request, "constraint: " + e.error().message());
-  }
-  if (!status.empty()) {
-    std::string_view rest = status;
-    while (!rest.empty()) {
-      auto comma = rest.find(',');
-      auto code = StatusCode(rest.substr(0, comma));
-      if (!code) return JsonError(http::status::bad_request, code.error().message());
-      expr += (expr.empty() ? "" : " || ") + std::string("JobStatus == ") + std::to_string(*code);
-      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
-    }
-  }
-  if (!constraint.empty())
-    expr = expr.empty() ? constraint : "(" + expr + ") && (" + constraint + ")";
-  if (!expr.empty()) body["constraint"] = expr;
-  return CallApi(agent_, "/v1/query", body);
+  auto body = JobsQuery(t);
+  if (!body) return JsonError(http::status::bad_request, body.error().message());
+  return CallApi(agent_, "/v1/query", *body);
 }
 
 HttpResponse RestService::OneJob(const std::string& id, bool events) {
