@@ -11,6 +11,7 @@
 
 #include "agent/api_server.h"
 #include "agent/policy.h"
+#include "agent/rest_server.h"
 #include "agent/userlog.h"
 #include "classad/expr.h"
 #include "common/files.h"
@@ -120,6 +121,12 @@ Status Agent::Start() {
 
   api_ = std::make_unique<ApiServer>(*this);
   if (auto st = api_->Listen(options_.socket_path()); !st) return st;
+  ::unlink(options_.rest_address_path().c_str());
+  if (!options_.rest_listen.empty()) {
+    auto rest = StartRestServer(*this);
+    if (!rest) return Fail(rest.error());
+    rest_ = std::move(*rest);
+  }
 
   child_signals_.async_wait([this](auto ec, int) {
     if (!ec) OnChildSignal();
@@ -150,6 +157,10 @@ void Agent::Stop() {
   if (auto st = queue_->Flush(); !st)
     spdlog::error("agent: final flush: {}", st.error().ToString());
   if (api_) api_->Close();
+  if (rest_) {
+    rest_->Close();
+    ::unlink(options_.rest_address_path().c_str());
+  }
   io_.stop();
 }
 

@@ -25,6 +25,7 @@
 namespace kite::agent {
 
 class ApiServer;
+class RestServer;
 
 // Counts for `kite wait`: how many of the asked-for jobs are where.
 struct WaitCounts {
@@ -89,6 +90,20 @@ class Agent {
     std::string event_text;
   };
   Result<int> ApplyGridUpdate(Job& job, const GridUpdate& u);
+  // A gridmanager's report on a grid resource ("HOST:PORT"), kept (the latest) for the REST
+  // endpoint's /api/v1/resources and /metrics.
+  struct GridResourceReport {
+    bool reachable = false;
+    double last_contact = 0;  // unix time of its last answer; 0: none yet
+    std::string last_error;   // why it was last unreachable
+    double reported = 0;      // unix time the report arrived
+  };
+  void ReportGridResource(const std::string& resource, GridResourceReport report) {
+    grid_resources_[resource] = std::move(report);
+  }
+  const std::map<std::string, GridResourceReport>& grid_resources() const {
+    return grid_resources_;
+  }
 
  private:
   void ArmFlush();
@@ -155,6 +170,10 @@ class Agent {
   };
   std::map<std::string, GridManagerProc> gridmanagers_;  // by proxy file
   boost::asio::steady_timer grid_timer_;
+
+  // The REST status endpoint (on when options_.rest_listen is set) and what it shows.
+  std::unique_ptr<RestServer> rest_;
+  std::map<std::string, GridResourceReport> grid_resources_;
 };
 
 }  // namespace kite::agent

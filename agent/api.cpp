@@ -391,10 +391,44 @@ Result<Agent::GridUpdate> ParseGridUpdate(const json::object& o) {
   return u;
 }
 
+// grid/update's optional "resources": [{"resource": "HOST:PORT", "reachable": B,
+// "last_contact": T, "last_error": "..."}], kept for the REST endpoint. All or none are taken.
+Status ApplyResourceReports(Agent& agent, const json::value& v) {
+  auto bad = [] {
+    return Fail(ErrorCode::kInvalidInput,
+                "resources must be [{resource, reachable, last_contact, last_error}]");
+  };
+  if (!v.is_array()) return bad();
+  std::vector<std::pair<std::string, Agent::GridResourceReport>> reports;
+  double now = agent.queue().Now();
+  for (auto& e : v.as_array()) {
+    auto* o = e.if_object();
+    if (!o) return bad();
+    auto* name = o->if_contains("resource");
+    auto* up = o->if_contains("reachable");
+    auto* last = o->if_contains("last_contact");
+    auto* why = o->if_contains("last_error");
+    if (!name || !name->is_string() || name->as_string().empty() || !up || !up->is_bool() ||
+        (last && !last->is_number()) || (why && !why->is_string()))
+      return bad();
+    Agent::GridResourceReport r;
+    r.reachable = up->as_bool();
+    r.last_contact = last ? last->to_number<double>() : 0;
+    r.last_error = why ? std::string(why->as_string()) : "";
+    r.reported = now;
+    reports.emplace_back(std::string(name->as_string()), std::move(r));
+  }
+  for (auto& [name, r] : reports) agent.ReportGridResource(name, std::move(r));
+  return {};
+}
+
 ApiResponse HandleGridUpdate(Agent& agent, const json::object& body) {
   auto* list = body.if_contains("updates");
   if (!list || !list->is_array())
     return ErrorReply(http::status::bad_request, "grid/update needs an updates array");
+  if (auto* res = body.if_contains("resources")) {
+    if (auto st = ApplyResourceReports(agent, *res); !st) return ErrorReply(st.error());
+  }
   json::array results;
   for (auto& v : list->as_array()) {
     json::object res;

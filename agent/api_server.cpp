@@ -1,91 +1,44 @@
-// Beast listener and sessions on the agent's Unix socket.
+// Beast listener on the agent's Unix socket; sessions are agent/http_session.h's.
 #include "agent/api_server.h"
 
 #include <fcntl.h>
-#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <boost/asio/steady_timer.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http.hpp>
+#include <boost/json.hpp>
 #include <chrono>
 
 #include "agent/agent.h"
 #include "agent/api.h"
+#include "agent/http_session.h"
 
 namespace kite::agent {
+
+HttpResponse MalformedRequestReply(boost::system::error_code ec) {
+  namespace http = boost::beast::http;
+  auto status = http::status::bad_request;
+  if (ec == http::error::header_limit) status = http::status::request_header_fields_too_large;
+  if (ec == http::error::body_limit) status = http::status::payload_too_large;
+  HttpResponse res{status, 11};
+  res.set(http::field::content_type, "application/json");
+  boost::json::object o;
+  o["error"] = "malformed request: " + ec.message();
+  res.body() = boost::json::serialize(o) + "\n";
+  return res;
+}
+
 namespace {
 
-namespace http = boost::beast::http;
 using Socket = boost::asio::local::stream_protocol::socket;
 
-constexpr auto kIdleTimeout = std::chrono::seconds(300);
-constexpr size_t kMaxBody = 256u << 20;  // a 10,000-job cluster is well under 1 MB
-
-class Session : public std::enable_shared_from_this<Session> {
- public:
-  Session(Agent& agent, Socket socket)
-      : agent_(agent), socket_(std::move(socket)), timer_(socket_.get_executor()) {}
-
-  void DoRead() {
-    parser_.emplace();
-    parser_->body_limit(kMaxBody);
-    Arm();
-    http::async_read(socket_, buffer_, *parser_,
-                     [self = shared_from_this()](auto ec, size_t) { self->OnRead(ec); });
-  }
-
- private:
-  void Arm() {
-    timer_.expires_after(kIdleTimeout);
-    timer_.async_wait([self = shared_from_this()](auto ec) {
-      if (!ec) self->socket_.close();
-    });
-  }
-
-  void OnRead(boost::system::error_code ec) {
-    timer_.cancel();
-    if (ec == http::error::end_of_stream || ec == boost::asio::error::eof) return;
-    if (ec) {
-      // A request we could not read (malformed, too large): say so, then close.
-      ApiResponse res{http::status::bad_request, 11};
-      res.set(http::field::content_type, "application/json");
-      res.body() = "{\"error\":\"malformed request: " + ec.message() + "\"}";
-      res.keep_alive(false);
-      Write(std::move(res));
-      return;
-    }
-    auto req = parser_->release();
-    bool keep = req.keep_alive();
-    HandleApiRequest(agent_, req, [self = shared_from_this(), keep](ApiResponse res) {
-      res.keep_alive(keep);
-      res.prepare_payload();
-      self->Write(std::move(res));
-    });
-  }
-
-  void Write(ApiResponse res) {
-    res_ = std::make_shared<ApiResponse>(std::move(res));
-    Arm();
-    http::async_write(socket_, *res_, [self = shared_from_this()](auto ec, size_t) {
-      self->timer_.cancel();
-      if (ec || !self->res_->keep_alive()) {
-        boost::system::error_code ignored;
-        self->socket_.shutdown(Socket::shutdown_both, ignored);
-        return;
-      }
-      self->DoRead();
-    });
-  }
-
-  Agent& agent_;
-  Socket socket_;
-  boost::asio::steady_timer timer_;
-  boost::beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::string_body>> parser_;
-  std::shared_ptr<ApiResponse> res_;
-};
+// The CLI's requests: a 10,000-job cluster is well under 1 MB; a long poll may be silent a while.
+HttpLimits ApiLimits() {
+  HttpLimits l;
+  l.idle = std::chrono::seconds(300);
+  l.max_header = 64 << 10;
+  l.max_body = 256u << 20;
+  return l;
+}
 
 }  // namespace
 
@@ -119,7 +72,11 @@ void ApiServer::DoAccept() {
     if (ec == boost::asio::error::operation_aborted) return;
     if (!ec) {
       ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
-      std::make_shared<Session>(agent_, std::move(socket))->DoRead();
+      Agent& agent = agent_;
+      auto handler = [&agent](const HttpRequest& req, std::function<void(HttpResponse)> reply) {
+        HandleApiRequest(agent, req, std::move(reply));
+      };
+      std::make_shared<HttpSession<Socket>>(std::move(socket), ApiLimits(), handler)->Start();
     }
     DoAccept();
   });

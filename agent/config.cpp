@@ -10,6 +10,7 @@
 #include <string>
 
 #include "agent/myproxy_renewal.h"
+#include "agent/rest_server.h"
 #include "common/files.h"
 #include "credentials/proxy.h"
 
@@ -102,6 +103,14 @@ Setter Seconds(double* out, double min) {
   };
 }
 
+Setter Bool(bool* out) {
+  return [=](const toml::node& n, const std::string& where) -> Status {
+    if (!n.is_boolean()) return Fail(ErrorCode::kInvalidInput, where + ": expected true or false");
+    *out = *n.value<bool>();
+    return {};
+  };
+}
+
 }  // namespace
 
 Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view text,
@@ -138,6 +147,7 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
         {"renew_before", Seconds(&o.myproxy.renew_before, 1)},
         {"lifetime", Seconds(&o.myproxy.lifetime, 60)},
         {"retry_after", Seconds(&o.myproxy.retry_after, 1)}}},
+      {"rest", {{"listen", String(&o.rest_listen)}, {"allow_remote", Bool(&o.rest_allow_remote)}}},
   };
   const toml::node* myproxy_section = nullptr;
   for (auto&& [section, node] : root) {
@@ -161,6 +171,12 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
   if (myproxy_section && o.myproxy.enabled() && o.myproxy.passphrase_file.empty()) {
     return Fail(ErrorCode::kInvalidInput, Where(filename, *myproxy_section, "myproxy") +
                                               ": passphrase_file is required with server");
+  }
+  // Checked once the whole [rest] table is read: allow_remote may come after listen.
+  if (auto* listen = root.at_path("rest.listen").node()) {
+    if (auto a = ParseListenAddress(o.rest_listen, o.rest_allow_remote); !a)
+      return Fail(ErrorCode::kInvalidInput,
+                  Where(filename, *listen, "rest.listen") + ": " + a.error().message());
   }
   return o;
 }

@@ -51,6 +51,14 @@ struct AgentOptions {
   // [myproxy]: renewal of proxies from a MyProxy server.
   MyProxySettings myproxy;
 
+  // [rest] listen: "HOST:PORT" of the read-only REST status endpoint; "" = none. `--rest` of
+  // kite-agent (and of `kite agent start`) overrides it.
+  std::string rest_listen;
+  // [rest] allow_remote: rest_listen may be an address other hosts reach (plain HTTP, no TLS).
+  bool rest_allow_remote = false;
+
+  std::string rest_token_path() const { return home + "/rest.token"; }
+  std::string rest_address_path() const { return home + "/rest.address"; }
   std::string queue_path() const { return home + "/queue.db"; }
   std::string socket_path() const { return home + "/agent.sock"; }
   std::string log_path() const { return home + "/agent.log"; }

@@ -66,8 +66,10 @@ std::string FormatJson(const std::vector<ListedJob>& jobs) {
   std::string out;
   out.reserve(jobs.size() * 1024 + 8);
   out += "[\n";
-  // Rendered members of each cluster ad seen, by cluster id (history rows have no cluster).
-  std::map<const Cluster*, std::vector<std::pair<std::string_view, std::string>>> cache;
+  // Rendered members of each cluster ad seen, by cluster id (history rows have no cluster), with
+  // their interned name keys: a job's own attribute of the same name is found without hashing
+  // the name again (that lookup was most of the time of a 100,000-job listing).
+  std::map<const Cluster*, std::vector<std::pair<uint32_t, std::string>>> cache;
   bool first = true;
   for (auto& j : jobs) {
     out += first ? "{" : ",\n{";
@@ -90,11 +92,11 @@ std::string FormatJson(const std::vector<ListedJob>& jobs) {
         for (auto& a : j.cluster->ad) {
           std::string r;
           AppendMember(r, a.name(), a.expr());
-          rendered.emplace_back(a.name(), std::move(r));
+          rendered.emplace_back(a.name_id().key, std::move(r));
         }
       }
-      for (auto& [name, text] : rendered) {
-        if (!j.ad->LookupOwn(name)) member(text);
+      for (auto& [key, text] : rendered) {
+        if (!j.ad->FindOwnKey(key)) member(text);
       }
     }
     out += "\n}";

@@ -57,6 +57,11 @@ int main(int argc, char** argv) {
   bool foreground_log = false;
   app.add_option("--home", home, "state directory (default $KITE_HOME or ~/.kite)");
   app.add_flag("--log-stderr", foreground_log, "log to stderr instead of HOME/agent.log");
+  std::string rest;
+  app.add_option("--rest", rest,
+                 "serve the read-only REST status endpoint at HOST:PORT (overrides [rest] listen; "
+                 "loopback unless [rest] allow_remote = true)")
+      ->type_name("HOST:PORT");
   CLI11_PARSE(app, argc, argv);
 
   if (auto st = kite::MakeDirs(home, 0700); !st) {
@@ -68,6 +73,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "kite-agent: %s\n", options.error().message().c_str());
     return 1;
   }
+  if (!rest.empty()) options->rest_listen = rest;
   // One agent per home: the pid file is locked for the agent's lifetime.
   int pid_fd = ::open(options->pid_path().c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (pid_fd < 0 || ::flock(pid_fd, LOCK_EX | LOCK_NB) != 0) {

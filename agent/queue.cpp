@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "agent/userlog.h"
@@ -192,6 +193,7 @@ Result<int> JobQueue::Submit(const SubmitRequest& req) {
     events_.clear();
     return Fail(st.error());
   }
+  stats_.submitted += req.procs.size();
   return static_cast<int>(req.procs.size());
 }
 
@@ -288,12 +290,14 @@ void JobQueue::Release(Job& job, const std::string& reason) {
 
 void JobQueue::MarkRemoved(Job& job, const std::string& reason) {
   SetStatus(job, kRemoved);
+  ++stats_.removed;
   job.ad.Assign("RemoveReason", reason);
   AddEvent(job, kEventAborted, EventBody(kEventAborted, AbortedDetail(reason)));
 }
 
 void JobQueue::MarkCompleted(Job& job) {
   SetStatus(job, kCompleted);
+  ++stats_.completed;
   ExecStatus st;
   if (job.ad.EvaluateBool("ExitBySignal").value_or(false)) {
     st.kind = ExecStatus::Kind::kSignaled;
@@ -348,6 +352,7 @@ Status JobQueue::FlushInTransaction() {
 
 Status JobQueue::Flush() {
   if (!has_pending()) return {};
+  auto began = std::chrono::steady_clock::now();
   if (auto st = store_->Begin(); !st) return st;
   // New clusters are written in the same transaction as their first jobs.
   for (auto& [id, c] : clusters_) {
@@ -365,6 +370,9 @@ Status JobQueue::Flush() {
     for (auto& [id, c] : clusters_) c.stored = c.loaded;  // write new clusters again next time
     return st;
   }
+  ++stats_.commits;
+  stats_.commit_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   for (auto& [id, c] : clusters_) c.loaded = true;
   for (auto key : dirty_) {
     if (auto* j = Find(key)) j->dirty = false;

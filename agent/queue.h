@@ -8,6 +8,7 @@
 // Not thread-safe: used only on the agent's event-loop thread.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -79,6 +80,16 @@ class JobQueue {
   std::string FlatText(const Job& job) const;
   double Now() const { return clock_(); }
 
+  // Counts since the queue was opened (for the REST endpoint's /metrics).
+  struct Stats {
+    uint64_t submitted = 0;     // jobs submitted
+    uint64_t completed = 0;     // jobs that reached Completed
+    uint64_t removed = 0;       // jobs that reached Removed
+    uint64_t commits = 0;       // transactions committed by Flush()
+    double commit_seconds = 0;  // time spent in those Flush() calls, writing and committing
+  };
+  const Stats& stats() const { return stats_; }
+
   // Runs `fn` after each successful flush (for waiters, notifiers).
   void OnFlushed(std::function<void()> fn) { on_flushed_.push_back(std::move(fn)); }
   // Runs `fn` whenever a job enters the queue, changes status, or (leaving = true) leaves it.
@@ -110,6 +121,7 @@ class JobQueue {
   std::vector<Retired> retired_;
   std::vector<std::function<void()>> on_flushed_;
   std::function<void(Job&, bool)> on_status_;
+  Stats stats_;
 };
 
 }  // namespace kite::agent

@@ -47,6 +47,11 @@ double SteadyNow() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
+double WallNow() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
 std::string Quote(std::string_view s) {
   return submit::QuoteClassAdString(s);
 }
@@ -101,6 +106,13 @@ struct Resource {
   double down_until = 0;                     // steady seconds
   double backoff = 0;
   std::unique_ptr<boost::asio::steady_timer> retry_timer;
+  // What the agent shows of it (grid/update "resources"): the last outcome, and what was sent.
+  bool up = false;
+  double last_contact = 0;  // unix time of its last answer
+  std::string last_error;
+  bool report_due = false;
+  bool reported_up = false;
+  double reported_contact = -1;
 };
 
 struct GridJob {
@@ -261,6 +273,18 @@ struct GridManager::Impl {
   void MarkUp(Resource& r) {
     r.backoff = 0;
     r.down_until = 0;
+    NoteResource(r, true, "");
+  }
+  // Records an answer from `r` (or a failure to reach it) for the agent; the report goes out with
+  // the next update, at once when reachability changed or the agent's last contact is 10 s old.
+  void NoteResource(Resource& r, bool up, const std::string& error) {
+    r.up = up;
+    if (up) r.last_contact = WallNow();
+    if (!up) r.last_error = error;
+    if (r.reported_up == up && r.reported_contact >= 0 && r.last_contact - r.reported_contact < 10)
+      return;
+    r.report_due = true;
+    SendUpdates();
   }
 };
 
@@ -422,13 +446,27 @@ void GridManager::Impl::QueueUpdate(json::object body,
 // One batch in flight at a time; whatever queues meanwhile goes in the next batch, so the agent
 // commits many jobs' changes in one transaction.
 void GridManager::Impl::SendUpdates() {
-  if (update_in_flight || pending_updates.empty() || stopping) return;
+  json::array reports;
+  if (!update_in_flight && !stopping) {
+    for (auto& [key, r] : resources) {
+      if (!r->report_due) continue;
+      r->report_due = false;
+      r->reported_up = r->up;
+      r->reported_contact = r->last_contact;
+      reports.push_back(json::object{{"resource", r->name.HostPort()},
+                                     {"reachable", r->up},
+                                     {"last_contact", r->last_contact},
+                                     {"last_error", r->last_error}});
+    }
+  }
+  if (update_in_flight || (pending_updates.empty() && reports.empty()) || stopping) return;
   update_in_flight = true;
   auto batch = std::make_shared<std::vector<Update>>(std::move(pending_updates));
   pending_updates.clear();
   json::array list;
   for (auto& u : *batch) list.push_back(u.body);
   json::object req{{"updates", std::move(list)}};
+  if (!reports.empty()) req["resources"] = std::move(reports);
   boost::asio::post(pool, [this, batch, req = std::move(req)] {
     auto r = update_link->PostJson("/v1/grid/update", req);
     boost::asio::post(io, [this, batch, r = std::move(r)] {
@@ -572,6 +610,7 @@ void GridManager::Impl::MarkDown(Resource& r, const Error& e) {
   if (r.down_until > now) return;  // already waiting
   r.backoff = std::min(60.0, std::max(1.0, r.backoff * 2));
   r.down_until = now + r.backoff;
+  NoteResource(r, false, e.message());
   spdlog::warn("gridmanager: {} unreachable ({}); retrying in {:.0f} s", r.name.HostPort(),
                e.message(), r.backoff);
   r.retry_timer->expires_after(std::chrono::milliseconds(static_cast<int64_t>(r.backoff * 1000)));

@@ -1,6 +1,7 @@
 // `kite agent start|stop|status`.
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -10,6 +11,7 @@
 #include "agent/cli/commands.h"
 #include "agent/cli/util.h"
 #include "agent/config.h"
+#include "agent/rest_server.h"
 #include "common/files.h"
 #include "common/paths.h"
 #include "common/spawn.h"
@@ -41,35 +43,54 @@ bool WaitFor(const std::function<bool()>& ready, double seconds) {
   return ready();
 }
 
-void Start(bool foreground) {
+// Where the agent's REST endpoint listens ("http://HOST:PORT/"), or "" when it has none.
+std::string RestUrl(const std::string& home) {
+  auto text = ReadFile(home + "/rest.address");
+  return text ? std::string(Trim(*text)) : std::string();
+}
+
+void Start(bool foreground, const std::string& rest) {
   std::string home = KiteHome();
   if (int pid = RunningAgentPid(home)) {
     std::printf("kite-agent is already running (pid %d) for %s\n", pid, home.c_str());
+    if (!rest.empty())
+      std::printf("--rest applies when the agent starts: `kite agent stop` first to change it\n");
+    if (auto url = RestUrl(home); !url.empty())
+      std::printf("REST status endpoint: %s (token in %s/rest.token)\n", url.c_str(), home.c_str());
     return;
   }
   if (auto st = MakeDirs(home, 0700); !st) Die(st.error());
   // Check the configuration here too, so a bad file is reported to the user who typed the command.
-  if (auto o = agent::LoadAgentOptions(home); !o) Die(o.error());
+  auto options = agent::LoadAgentOptions(home);
+  if (!options) Die(options.error());
+  if (!rest.empty()) {
+    if (auto a = agent::ParseListenAddress(rest, options->rest_allow_remote); !a)
+      Die("--rest " + rest + ": " + a.error().message());
+  }
   SpawnOptions so;
   so.program = ProgramPath("kite-agent");
   so.argv = {so.program, "--home", home};
+  if (!rest.empty()) so.argv.insert(so.argv.end(), {"--rest", rest});
   so.env = CurrentEnvironment();
   so.new_session = !foreground;
   so.stdout_path = home + "/agent.out";
   so.stderr_path = home + "/agent.out";
   if (foreground) {
     so.argv.push_back("--log-stderr");
-    ::execv(so.program.c_str(),
-            const_cast<char* const*>(std::vector<char*>{
-                so.argv[0].data(), so.argv[1].data(), so.argv[2].data(), so.argv[3].data(), nullptr}
-                                         .data()));
+    std::vector<char*> argv;
+    for (auto& a : so.argv) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(so.program.c_str(), argv.data());
     Die("cannot run " + so.program);
   }
   auto pid = Spawn(so);
   if (!pid) Die(pid.error());
   // Up when the agent we started answers (not a stale socket someone else still holds).
+  bool ended = false;  // it exited (a configuration or start-up error): no need to wait on
   bool up = WaitFor(
       [&] {
+        int status = 0;
+        if (::waitpid(*pid, &status, WNOHANG) == *pid) return ended = true;
         auto c = AgentClient::Connect(home);
         if (!c) return false;
         auto r = (*c)->Get("/v1/ping");
@@ -80,12 +101,14 @@ void Start(bool foreground) {
                v.as_object().at("pid").to_number<int64_t>() == *pid;
       },
       15);
-  if (!up) {
+  if (!up || ended) {
     auto out = ReadFile(home + "/agent.out");
     std::string why = out && !out->empty() ? ": " + std::string(Trim(*out)) : "";
     Die("kite-agent did not start" + why);
   }
   std::printf("kite-agent started (pid %d) for %s\n", *pid, home.c_str());
+  if (auto url = RestUrl(home); !url.empty())
+    std::printf("REST status endpoint: %s (token in %s/rest.token)\n", url.c_str(), home.c_str());
 }
 
 void Stop() {
@@ -117,6 +140,8 @@ void Status() {
   std::printf("kite-agent is running (pid %lld) for %s with %lld job(s) queued\n",
               static_cast<long long>(v["pid"].as_int64()), home.c_str(),
               static_cast<long long>(v["jobs"].to_number<int64_t>()));
+  if (auto url = RestUrl(home); !url.empty())
+    std::printf("REST status endpoint: %s (token in %s/rest.token)\n", url.c_str(), home.c_str());
 }
 
 }  // namespace
@@ -125,9 +150,16 @@ void RegisterAgentCommands(CLI::App& app) {
   auto* agent = app.add_subcommand("agent", "start, stop or check the per-user kite-agent");
   agent->require_subcommand(1);
   static bool foreground = false;
+  static std::string rest;
   auto* start = agent->add_subcommand("start", "start the agent in the background");
   start->add_flag("--foreground", foreground, "run in the foreground, logging to stderr");
-  start->callback([] { Start(foreground); });
+  start
+      ->add_option("--rest", rest,
+                   "also serve the read-only REST status endpoint and status page at HOST:PORT, "
+                   "e.g. 127.0.0.1:8080 (bearer token in $KITE_HOME/rest.token; overrides "
+                   "[rest] listen in config.toml)")
+      ->type_name("HOST:PORT");
+  start->callback([] { Start(foreground, rest); });
   agent->add_subcommand("stop", "stop the agent (running local jobs keep running)")->callback(Stop);
   agent->add_subcommand("status", "say whether the agent runs (exit 3 when not)")->callback(Status);
 }

@@ -153,7 +153,7 @@ TEST_F(Queue, MalformedApiRequestsGetErrors) {
       {Post("/v1/submit", "{\"cluster\": \"x\"}"), "400", "cluster must be an integer"},
       {Post("/v1/nowhere", "{}"), "404", "no such endpoint"},
       {"GET /v1/query HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", "405", "use POST"},
-      {"POST /v1/query HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n{}", "400",
+      {"POST /v1/query HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999\r\n\r\n{}", "413",
        "malformed request"},
   };
   for (auto& c : cases) {

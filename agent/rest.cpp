@@ -1,0 +1,376 @@
+// The REST endpoint's request handling: token, method, target parsing, routing, and the job views
+// (translated into the CLI API's /v1/query and /v1/events).
+#include "agent/rest.h"
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+
+#include "agent/agent.h"
+#include "agent/api.h"
+#include "classad/expr.h"
+
+namespace kite::agent {
+namespace {
+
+namespace http = boost::beast::http;
+namespace json = boost::json;
+
+constexpr size_t kTokenBytes = 32;
+constexpr int kDefaultHistoryLimit = 1000;
+
+double WallNow() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+HttpResponse Text(http::status status, std::string body, const char* type) {
+  HttpResponse res{status, 11};
+  res.set(http::field::content_type, type);
+  res.set(http::field::cache_control, "no-store");
+  res.body() = std::move(body);
+  return res;
+}
+
+HttpResponse Json(http::status status, std::string body) {
+  return Text(status, std::move(body), "application/json");
+}
+
+HttpResponse JsonError(http::status status, const std::string& message) {
+  json::object o;
+  o["error"] = message;
+  return Json(status, json::serialize(o) + "\n");
+}
+
+bool IsHex(std::string_view s) {
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
+}
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Percent-decoding; `plus_is_space` for query strings (HTML forms write spaces as '+').
+Result<std::string> Decode(std::string_view s, bool plus_is_space) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c == '%') {
+      int hi = i + 1 < s.size() ? HexDigit(s[i + 1]) : -1;
+      int lo = i + 2 < s.size() ? HexDigit(s[i + 2]) : -1;
+      if (hi < 0 || lo < 0)
+        return Fail(ErrorCode::kInvalidInput, "bad percent-encoding in the request target");
+      c = static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else if (c == '+' && plus_is_space) {
+      c = ' ';
+    }
+    if (c == '\0') return Fail(ErrorCode::kInvalidInput, "NUL byte in the request target");
+    out += c;
+  }
+  return out;
+}
+
+// Calls one of the CLI API's read handlers, which answer at once.
+HttpResponse CallApi(Agent& agent, std::string_view target, const json::object& body) {
+  HttpRequest req{http::verb::post, target, 11};
+  req.body() = json::serialize(body);
+  req.prepare_payload();
+  std::optional<HttpResponse> out;
+  HandleApiRequest(agent, req, [&](HttpResponse r) { out = std::move(r); });
+  if (!out) return JsonError(http::status::internal_server_error, "no answer from the queue");
+  return std::move(*out);
+}
+
+// "[\n{...},\n{...}\n]\n" holds no job when it has no '{'.
+bool EmptyArray(const std::string& body) {
+  return body.find('{') == std::string::npos;
+}
+
+Result<int> StatusCode(std::string_view name) {
+  static const std::pair<const char*, int> kNames[] = {{"idle", kIdle},
+                                                       {"running", kRunning},
+                                                       {"removed", kRemoved},
+                                                       {"completed", kCompleted},
+                                                       {"held", kHeld}};
+  for (auto& [n, code] : kNames) {
+    if (name == n) return code;
+  }
+  return Fail(ErrorCode::kInvalidInput, "status: unknown status '" + std::string(name) +
+                                            "' (idle, running, held, completed, removed)");
+}
+
+Result<int> PositiveInt(const std::string& key, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0 || v <= 0 || v > 1000000000)
+    return Fail(ErrorCode::kInvalidInput, key + ": expected a positive integer");
+  return static_cast<int>(v);
+}
+
+// The /v1/query request for GET /api/v1/jobs?status=&cluster=&constraint=&history=&limit=.
+Result<json::object> JobsQuery(const RestTarget& t) {
+  std::map<std::string, std::string> p;
+  for (auto& [key, value] : t.params) {
+    if (key != "status" && key != "cluster" && key != "constraint" && key != "history" &&
+        key != "limit")
+      return Fail(ErrorCode::kInvalidInput, "unknown parameter '" + key + "'");
+    if (!p.emplace(key, value).second) return Fail(ErrorCode::kInvalidInput, key + " given twice");
+  }
+  auto given = [&](const char* key) { return p.count(key) > 0; };
+  json::object body;
+  body["format"] = "json";
+  if (given("cluster")) {
+    auto c = PositiveInt("cluster", p["cluster"]);
+    if (!c) return Fail(c.error());
+    body["ids"] = json::array{json::string(std::to_string(*c))};
+  }
+  const std::string history = given("history") ? p["history"] : "false";
+  if (history != "true" && history != "false" && history != "1" && history != "0")
+    return Fail(ErrorCode::kInvalidInput, "history: expected true or false");
+  bool from_history = history == "true" || history == "1";
+  body["history"] = from_history;
+  if (given("limit")) {
+    auto l = PositiveInt("limit", p["limit"]);
+    if (!l) return Fail(l.error());
+    if (!from_history)
+      return Fail(ErrorCode::kInvalidInput, "limit applies only with history=true");
+    body["limit"] = *l;
+  } else if (from_history) {
+    body["limit"] = kDefaultHistoryLimit;
+  }
+  // The status filter becomes part of the constraint; the user's constraint is checked alone
+  // first so that its parse error names its own text.
+  const std::string& constraint = p["constraint"];
+  if (!constraint.empty()) {
+    if (auto e = classad::ParseExpr(constraint); !e)
+      return Fail(ErrorCode::kInvalidInput, "constraint: " + e.error().message());
+  }
+  std::string expr;
+  std::string_view rest = p["status"];
+  while (!rest.empty()) {
+    auto comma = rest.find(',');
+    auto code = StatusCode(rest.substr(0, comma));
+    if (!code) return Fail(code.error());
+    expr += (expr.empty() ? "" : " || ") + std::string("JobStatus == ") + std::to_string(*code);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+  }
+  if (!constraint.empty())
+    expr = expr.empty() ? constraint : "(" + expr + ") && (" + constraint + ")";
+  if (!expr.empty()) body["constraint"] = expr;
+  return body;
+}
+
+}  // namespace
+
+Result<std::string> LoadOrCreateRestToken(const std::string& path) {
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+      struct stat st;
+      std::string text(256, '\0');
+      ssize_t n = ::fstat(fd, &st) == 0 ? ::read(fd, text.data(), text.size()) : -1;
+      ::close(fd);
+      if (n < 0) return Fail(ErrorCode::kIo, path + ": " + std::strerror(errno));
+      if (st.st_uid != ::getuid() || (st.st_mode & 077) != 0) {
+        char mode[8];
+        std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+        return Fail(ErrorCode::kPermission,
+                    path + ": the token must be private to its owner (mode " + mode +
+                        "); chmod 600 it, or delete it to make a new one");
+      }
+      text.resize(static_cast<size_t>(n));
+      while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+      if (text.size() != 2 * kTokenBytes || !IsHex(text))
+        return Fail(ErrorCode::kInvalidInput,
+                    path + ": not a token (64 hex digits); delete it to make a new one");
+      return text;
+    }
+    if (errno != ENOENT) return Fail(ErrorCode::kIo, path + ": " + std::strerror(errno));
+    unsigned char raw[kTokenBytes];
+    if (::getrandom(raw, sizeof raw, 0) != static_cast<ssize_t>(sizeof raw))
+      return Fail(ErrorCode::kIo, std::string("getrandom: ") + std::strerror(errno));
+    std::string token;
+    static const char kHex[] = "0123456789abcdef";
+    for (unsigned char b : raw) {
+      token += kHex[b >> 4];
+      token += kHex[b & 15];
+    }
+    // Written whole to a private temporary file, then linked into place: the token file never
+    // holds half a token, and link() refuses to replace one another agent made meanwhile.
+    std::string tmp = path + ".tmp." + std::to_string(::getpid());
+    ::unlink(tmp.c_str());
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return Fail(ErrorCode::kIo, tmp + ": " + std::strerror(errno));
+    std::string line = token + "\n";
+    bool ok = ::fchmod(fd, 0600) == 0 &&
+              ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
+              ::fsync(fd) == 0;
+    ::close(fd);
+    int linked = ok ? ::link(tmp.c_str(), path.c_str()) : -1;
+    int link_errno = errno;
+    ::unlink(tmp.c_str());
+    if (linked == 0) return token;
+    if (ok && link_errno == EEXIST) continue;  // someone else's token won: read it
+    return Fail(ErrorCode::kIo, path + ": cannot write the token");
+  }
+  return Fail(ErrorCode::kIo, path + ": appeared and vanished while being read");
+}
+
+bool BearerMatches(std::string_view authorization, std::string_view token) {
+  constexpr std::string_view kScheme = "Bearer ";
+  if (token.empty() || authorization.size() != kScheme.size() + token.size()) return false;
+  unsigned char diff = 0;
+  // The scheme is case-insensitive (RFC 7235); the token is compared byte by byte, every byte.
+  for (size_t i = 0; i < kScheme.size(); ++i)
+    diff |= static_cast<unsigned char>((authorization[i] | 0x20) ^ (kScheme[i] | 0x20));
+  for (size_t i = 0; i < token.size(); ++i)
+    diff |= static_cast<unsigned char>(authorization[kScheme.size() + i] ^ token[i]);
+  return diff == 0;
+}
+
+Result<RestTarget> ParseRestTarget(std::string_view target) {
+  if (target.empty() || target.front() != '/')
+    return Fail(ErrorCode::kInvalidInput, "the request target must be a path");
+  RestTarget t;
+  auto q = target.find('?');
+  auto path = Decode(target.substr(0, q), false);
+  if (!path) return Fail(path.error());
+  t.path = std::move(*path);
+  if (q == std::string_view::npos) return t;
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    auto amp = rest.find('&');
+    std::string_view pair = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
+    if (pair.empty()) continue;
+    auto eq = pair.find('=');
+    auto key = Decode(pair.substr(0, eq), true);
+    if (!key) return Fail(key.error());
+    auto value = Decode(eq == std::string_view::npos ? "" : pair.substr(eq + 1), true);
+    if (!value) return Fail(value.error());
+    t.params.emplace_back(std::move(*key), std::move(*value));
+  }
+  return t;
+}
+
+RestService::RestService(Agent& agent, std::string token)
+    : agent_(agent), token_(std::move(token)), started_(WallNow()) {}
+
+void RestService::Handle(const HttpRequest& req, const std::function<void(HttpResponse)>& reply) {
+  reply(Handle(req));
+}
+
+HttpResponse RestService::Handle(const HttpRequest& req) {
+  HttpResponse res = Route(req);
+  ++answered_[res.result_int()];
+  res.set(http::field::server, "kite-agent");
+  res.set("X-Content-Type-Options", "nosniff");
+  if (req.method() == http::verb::head) {
+    // What a GET would send, without the body.
+    res.content_length(res.body().size());
+    res.body().clear();
+  }
+  return res;
+}
+
+HttpResponse RestService::Route(const HttpRequest& req) {
+  bool read = req.method() == http::verb::get || req.method() == http::verb::head;
+  auto target = ParseRestTarget(req.target());
+  std::string path = target ? target->path : "";
+  bool open = path == "/" || path == "/index.html" || path == "/healthz";
+  if (!open && !BearerMatches(req[http::field::authorization], token_)) {
+    // No hint of what exists or why: the status and the scheme.
+    HttpResponse res{http::status::unauthorized, 11};
+    res.set(http::field::www_authenticate, "Bearer");
+    return res;
+  }
+  if (!read) {
+    auto res = JsonError(http::status::method_not_allowed, "the REST endpoint is read-only");
+    res.set(http::field::allow, "GET, HEAD");
+    return res;
+  }
+  if (!target) return JsonError(http::status::bad_request, target.error().message());
+  if (path == "/healthz") return Text(http::status::ok, "ok\n", "text/plain; charset=utf-8");
+  if (open) {
+    auto res = Text(http::status::ok, std::string(RestStatusPage()), "text/html; charset=utf-8");
+    // The page needs its own script and fetch() to this origin, nothing else.
+    res.set("Content-Security-Policy",
+            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+            "connect-src 'self'; frame-ancestors 'none'");
+    res.set("Referrer-Policy", "no-referrer");
+    return res;
+  }
+  return Authorized(*target);
+}
+
+HttpResponse RestService::Authorized(const RestTarget& t) {
+  const std::string& p = t.path;
+  auto no_params = [&]() -> bool { return t.params.empty(); };
+  if (p == "/api/v1/jobs") return Jobs(t);
+  constexpr std::string_view kJobs = "/api/v1/jobs/";
+  if (p.starts_with(kJobs)) {
+    std::string rest = p.substr(kJobs.size());
+    bool events = rest.ends_with("/events");
+    if (events) rest.resize(rest.size() - 7);
+    if (!no_params())
+      return JsonError(http::status::bad_request, "this endpoint takes no parameters");
+    return OneJob(rest, events);
+  }
+  if (!no_params()) {
+    if (p == "/api/v1/resources" || p == "/api/v1/credentials" || p == "/metrics")
+      return JsonError(http::status::bad_request, "this endpoint takes no parameters");
+  }
+  if (p == "/api/v1/resources") return Resources();
+  if (p == "/api/v1/credentials") return Credentials();
+  if (p == "/metrics") return Metrics();
+  return JsonError(http::status::not_found, "no such endpoint: " + p);
+}
+
+HttpResponse RestService::Jobs(const RestTarget& t) {
+  auto body = JobsQuery(t);
+  if (!body) return JsonError(http::status::bad_request, body.error().message());
+  return CallApi(agent_, "/v1/query", *body);
+}
+
+HttpResponse RestService::OneJob(const std::string& id, bool events) {
+  auto sel = ParseJobSelector(id);
+  if (!sel || sel->proc < 0)
+    return JsonError(http::status::bad_request, "a job id is CLUSTER.PROC, e.g. 12.0");
+  std::string canonical = JobIdString({sel->cluster, sel->proc});
+  if (events) return CallApi(agent_, "/v1/events", json::object{{"id", canonical}});
+  json::object body{{"ids", json::array{json::string(canonical)}}, {"format", "json"}};
+  auto res = CallApi(agent_, "/v1/query", body);
+  if (res.result() == http::status::ok && EmptyArray(res.body())) {
+    // It has left the queue: its last ad is in history.
+    body["history"] = true;
+    body["limit"] = 1;
+    res = CallApi(agent_, "/v1/query", body);
+  }
+  if (res.result() != http::status::ok) return res;
+  if (EmptyArray(res.body()))
+    return JsonError(http::status::not_found, "job " + canonical + " not found");
+  // The one element of the array.
+  std::string& b = res.body();
+  auto first = b.find('{');
+  auto last = b.rfind('}');
+  b = b.substr(first, last - first + 1) + "\n";
+  return res;
+}
+
+}  // namespace kite::agent

@@ -1,0 +1,145 @@
+// The REST endpoint's listener.
+#include "agent/rest_server.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+
+#include "agent/agent.h"
+#include "agent/http_session.h"
+#include "agent/rest.h"
+#include "common/files.h"
+
+namespace kite::agent {
+namespace {
+
+using tcp = boost::asio::ip::tcp;
+
+// Monitoring clients and the status page ask small questions; nothing may hold a connection long.
+HttpLimits RestLimits() {
+  HttpLimits l;
+  l.idle = std::chrono::seconds(30);
+  l.max_header = 8192;
+  l.max_body = 64 << 10;
+  return l;
+}
+
+// Connections served at once; more wait in the kernel's backlog until one closes.
+constexpr int kMaxSessions = 256;
+
+}  // namespace
+
+Result<tcp::endpoint> ParseListenAddress(std::string_view text, bool allow_remote) {
+  std::string_view host, port;
+  if (text.starts_with('[')) {
+    auto close = text.find(']');
+    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':')
+      return Fail(ErrorCode::kInvalidInput, "expected HOST:PORT, e.g. 127.0.0.1:8080");
+    host = text.substr(1, close - 1);
+    port = text.substr(close + 2);
+  } else {
+    auto colon = text.rfind(':');
+    if (colon == std::string_view::npos)
+      return Fail(ErrorCode::kInvalidInput, "expected HOST:PORT, e.g. 127.0.0.1:8080");
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  unsigned p = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
+  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || p > 65535)
+    return Fail(ErrorCode::kInvalidInput, "bad port '" + std::string(port) + "'");
+  boost::system::error_code bad;
+  auto addr = host == "localhost" ? boost::asio::ip::make_address("127.0.0.1")
+                                  : boost::asio::ip::make_address(std::string(host), bad);
+  if (bad)
+    return Fail(ErrorCode::kInvalidInput,
+                "'" + std::string(host) + "' is not an IP address (or localhost)");
+  if (!addr.is_loopback() && !allow_remote)
+    return Fail(ErrorCode::kInvalidInput,
+                std::string(host) +
+                    " is not a loopback address; the endpoint speaks plain HTTP, so serving other "
+                    "hosts needs [rest] allow_remote = true");
+  return tcp::endpoint(addr, static_cast<unsigned short>(p));
+}
+
+Result<std::unique_ptr<RestServer>> StartRestServer(Agent& agent) {
+  const AgentOptions& o = agent.options();
+  auto endpoint = ParseListenAddress(o.rest_listen, o.rest_allow_remote);
+  if (!endpoint)
+    return Fail(ErrorCode::kInvalidInput,
+                "REST endpoint " + o.rest_listen + ": " + endpoint.error().message());
+  auto token = LoadOrCreateRestToken(o.rest_token_path());
+  if (!token) return Fail(token.error());
+  auto server = std::make_unique<RestServer>(agent, std::move(*token));
+  if (auto st = server->Listen(*endpoint); !st) return Fail(st.error());
+  auto bound = server->local_endpoint();
+  std::string host = bound.address().to_string();
+  if (bound.address().is_v6()) host = "[" + host + "]";
+  std::string url = "http://" + host + ":" + std::to_string(bound.port()) + "/";
+  if (auto st = WriteFileAtomic(o.rest_address_path(), url + "\n", 0600); !st)
+    return Fail(st.error());
+  spdlog::info("agent: REST status endpoint at {} (token in {})", url, o.rest_token_path());
+  return server;
+}
+
+RestServer::RestServer(Agent& agent, std::string token)
+    : agent_(agent),
+      service_(std::make_unique<RestService>(agent, std::move(token))),
+      acceptor_(agent.io()),
+      alive_(std::make_shared<int>(0)) {}
+
+RestServer::~RestServer() = default;
+
+Status RestServer::Listen(const tcp::endpoint& endpoint) {
+  boost::system::error_code ec;
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) ::fcntl(acceptor_.native_handle(), F_SETFD, FD_CLOEXEC);
+  if (!ec) acceptor_.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(512, ec);
+  if (ec) {
+    std::string where = endpoint.address().to_string() + ":" + std::to_string(endpoint.port());
+    return Fail(ErrorCode::kIo, "REST endpoint: listen on " + where + ": " + ec.message());
+  }
+  DoAccept();
+  return {};
+}
+
+void RestServer::Close() {
+  boost::system::error_code ec;
+  acceptor_.close(ec);
+}
+
+tcp::endpoint RestServer::local_endpoint() const {
+  boost::system::error_code ec;
+  return acceptor_.local_endpoint(ec);
+}
+
+void RestServer::DoAccept() {
+  if (open_sessions_ >= kMaxSessions) return;  // resumed when a session ends
+  acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
+    if (ec == boost::asio::error::operation_aborted) return;
+    if (!ec) {
+      ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
+      socket.set_option(tcp::no_delay(true), ec);
+      ++open_sessions_;
+      RestService* service = service_.get();
+      // Runs when the session (and so the connection) is destroyed.
+      std::shared_ptr<void> closed(nullptr, [this, alive = std::weak_ptr<int>(alive_)](void*) {
+        if (alive.expired()) return;
+        if (open_sessions_-- == kMaxSessions) DoAccept();
+      });
+      auto handler = [service, closed](const HttpRequest& req,
+                                       std::function<void(HttpResponse)> reply) {
+        service->Handle(req, reply);
+      };
+      std::make_shared<HttpSession<tcp::socket>>(std::move(socket), RestLimits(), handler)->Start();
+    } else {
+      spdlog::warn("agent: REST endpoint: accept: {}", ec.message());
+    }
+    DoAccept();
+  });
+}
+
+}  // namespace kite::agent

@@ -1,0 +1,47 @@
+// The REST status endpoint's TCP listener (plain HTTP) on the agent's io_context.
+//
+// Sessions are agent/http_session.h's, as on the agent's Unix socket; requests go to RestService
+// (agent/rest.h). Loopback only unless the configuration allows other addresses.
+#pragma once
+
+#include <boost/asio/ip/tcp.hpp>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+
+namespace kite::agent {
+
+class Agent;
+class RestService;
+
+// "127.0.0.1:8080", "[::1]:8080", "localhost:8080" (port 0: any free port). A host that is not a
+// loopback address fails unless `allow_remote`; host names other than localhost are refused.
+Result<boost::asio::ip::tcp::endpoint> ParseListenAddress(std::string_view text, bool allow_remote);
+
+// Starts the endpoint the agent's options ask for: the token (LoadOrCreateRestToken), the listener,
+// and HOME/rest.address ("http://HOST:PORT/", for `kite agent status` and scripts).
+Result<std::unique_ptr<class RestServer>> StartRestServer(Agent& agent);
+
+class RestServer {
+ public:
+  RestServer(Agent& agent, std::string token);
+  ~RestServer();
+  // Binds `endpoint` and starts accepting.
+  Status Listen(const boost::asio::ip::tcp::endpoint& endpoint);
+  void Close();
+  // The address bound (the real port when 0 was asked for).
+  boost::asio::ip::tcp::endpoint local_endpoint() const;
+  RestService& service() { return *service_; }
+
+ private:
+  void DoAccept();
+  Agent& agent_;
+  std::unique_ptr<RestService> service_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  int open_sessions_ = 0;
+  std::shared_ptr<int> alive_;  // sessions' close hooks check it: the server may be gone
+};
+
+}  // namespace kite::agent
