@@ -106,8 +106,9 @@ TEST_F(SgeGrid, AJobRunsInGridEngineAndReportsItsExitCodeAndOutput) {
   ASSERT_TRUE(end->exit);
   EXPECT_FALSE(end->exit->signaled);
   EXPECT_EQ(end->exit->code, 0);
-  std::string sid = SgeId(id);
-  ASSERT_FALSE(sid.empty());
+  // Gone from qstat: found in the accounting file once Grid Engine has written it (1 s here).
+  std::string sid;
+  ASSERT_TRUE(WaitUntil([&] { return !(sid = SgeId(id)).empty(); }, 10));
   EXPECT_EQ(ReadFileOr(out), "sge job " + sid + " kite job " + id + "\n");
   EXPECT_EQ(ReadFileOr(JobFile(id, ".kite/sge.id")), sid + "\n");
   EXPECT_EQ(Calls("qsub"), 1);
@@ -140,7 +141,8 @@ TEST_F(SgeGrid, ResourceRequestsReachGridEngineAndImpossibleOnesAreRefused) {
                            "project:                    physics", "other.q"}) {
     EXPECT_NE(r.out.find(want), std::string::npos) << want << " in " << r.out;
   }
-  EXPECT_EQ(cell_->JobState(sid), "r");
+  // Kite says active from "t" (being handed to execd) on.
+  EXPECT_TRUE(WaitUntil([&] { return cell_->JobState(sid) == "r"; }, 10)) << cell_->JobState(sid);
   // What Grid Engine refuses at submission fails for good (another try cannot work), with its
   // words: an unknown queue, a request no queue can satisfy.
   auto bad = Site::ShellJob("true");
@@ -223,8 +225,8 @@ TEST_F(SgeGrid, CancelWhileRunningKillsTheJobAndTheGridEngineJobIsGone) {
       Run("1", Site::ShellJob("sleep 60 & echo $! > " + pidfile + "; wait; touch " + marker));
   ASSERT_EQ(Site::WaitFor(*client_, id, JobState::kActive, 60)->state, JobState::kActive);
   std::string sid = SgeId(id);
-  ASSERT_EQ(cell_->JobState(sid), "r");
   ASSERT_TRUE(WaitUntil([&] { return FileExists(pidfile); }, 20));
+  ASSERT_TRUE(WaitUntil([&] { return cell_->JobState(sid) == "r"; }, 10)) << cell_->JobState(sid);
   std::string payload = std::string(Trim(ReadFileOr(pidfile)));
   auto st = client_->Cancel("x", id);
   ASSERT_TRUE(st) << st.error().ToString();
@@ -295,7 +297,9 @@ TEST_F(SgeGrid, AJobManagerDeadRightAfterQsubFindsTheJobByNameInsteadOfSubmittin
   EXPECT_EQ(end->exit->code, 5);
   EXPECT_EQ(Lines(count), 1);
   EXPECT_EQ(Calls("qsub"), 1);
-  EXPECT_EQ(ReadFileOr(JobFile(id, ".kite/sge.id")), SgeId(id) + "\n");
+  std::string sid;
+  ASSERT_TRUE(WaitUntil([&] { return !(sid = SgeId(id)).empty(); }, 10));
+  EXPECT_EQ(ReadFileOr(JobFile(id, ".kite/sge.id")), sid + "\n");
 }
 
 TEST_F(SgeGrid, AGridEngineJobDeletedBehindKitesBackIsReportedLostAndRetryable) {
