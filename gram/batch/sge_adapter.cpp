@@ -329,9 +329,10 @@ class SgeAdapter : public BatchAdapter {
     // Several (only if someone resubmitted by hand): the newest is the one that counts.
     std::string newest;
     for (const auto& [sid, row] : *rows) {
-      if (row.name == name && (newest.empty() || std::stoull(sid) > std::stoull(newest))) {
-        newest = sid;
-      }
+      // Job numbers are digits: the longer, or the same length and later in order, is newer.
+      bool newer = newest.empty() || sid.size() > newest.size() ||
+                   (sid.size() == newest.size() && sid > newest);
+      if (row.name == name && newer) newest = sid;
     }
     if (!newest.empty()) return newest;
     if (!QmasterAnswers()) return Unreachable("qmaster does not answer");

@@ -249,7 +249,8 @@ Result<AcctRecord> ParseQacct(std::string_view out) {
       in_record = true;
       continue;
     }
-    if (line.starts_with("error:") && line.find("not found") != std::string_view::npos) {
+    if ((line.starts_with("error:") && line.find("not found") != std::string_view::npos) ||
+        line == "no jobs running since startup") {  // (no accounting file yet)
       return Fail(ErrorCode::kNotFound, std::string(line));
     }
     if (!in_record) continue;

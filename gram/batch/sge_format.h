@@ -63,7 +63,8 @@ struct AcctRecord {
   std::string category;     // the job's requests ("-l h_rt=30 -pe smp 2", or "NONE")
 };
 // The last record of `qacct -j ID` output (an array job has one per task). kNotFound when there
-// is none ("error: job id 12 not found"); kProtocol when the text is not qacct's.
+// is none ("error: job id 12 not found", or no accounting file yet); kProtocol when the text is
+// not qacct's.
 Result<AcctRecord> ParseQacct(std::string_view out);
 
 // The h_rt (seconds) a job asked for, from its accounting category; 0 when it asked none.

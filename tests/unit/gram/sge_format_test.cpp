@@ -266,6 +266,11 @@ TEST(SgeFormat, QacctWithoutTheJobIsNotFoundAndGarbageIsAnError) {
   auto byname = ParseQacct("error: job name kite-x not found\n");
   ASSERT_FALSE(byname);
   EXPECT_EQ(byname.error().code(), ErrorCode::kNotFound);
+  // No accounting file yet (no job has ended in the cell).
+  auto nofile = ParseQacct(
+      "no jobs running since startup\n/sge/default/common/accounting: No such file or directory\n");
+  ASSERT_FALSE(nofile);
+  EXPECT_EQ(nofile.error().code(), ErrorCode::kNotFound);
   std::vector<std::string> bad = {
       "",
       "hello\n",
