@@ -35,7 +35,9 @@ struct GatekeeperOptions {
   // Variables of the gatekeeper's own environment that job managers get too (when set): where
   // the batch system's commands are and how they find their cluster. Everything else of a job
   // manager's environment is fixed (PATH=/usr/local/bin:/usr/bin:/bin, HOME, USER, LOGNAME).
-  std::vector<std::string> pass_environment = {"PATH", "SLURM_CONF"};
+  std::vector<std::string> pass_environment = {"PATH",       "SLURM_CONF",       "SGE_ROOT",
+                                               "SGE_CELL",   "SGE_QMASTER_PORT", "SGE_EXECD_PORT",
+                                               "KITE_SGE_PE"};
 };
 
 class Gatekeeper {

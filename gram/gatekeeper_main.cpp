@@ -25,9 +25,10 @@ int main(int argc, char** argv) {
   app.add_option("--key", key, "host key (PEM, mode 0600)")->required();
   app.add_option("--ca-dir", o.ca_dir, "trusted CA directory (<hash>.0 files, CRLs)")->required();
   app.add_option("--gridmap", o.gridmap_path, "grid-mapfile (re-read when it changes)")->required();
-  app.add_option("--batch", o.batch, "batch adapter for job managers (fork, slurm)");
-  app.add_option("--batch-poll-interval", batch_poll,
-                 "seconds between a job manager's questions to the batch system (slurm: squeue)");
+  app.add_option("--batch", o.batch, "batch adapter for job managers (fork, slurm, sge)");
+  app.add_option(
+      "--batch-poll-interval", batch_poll,
+      "seconds between a job manager's questions to the batch system (slurm: squeue, sge: qstat)");
   app.add_option("--contact-host", o.contact_host, "host name to put in job contacts");
   app.add_option("--threads", o.threads, "I/O threads (default 2)");
   app.add_option("--commit-timeout", commit_timeout,

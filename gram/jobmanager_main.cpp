@@ -26,9 +26,10 @@ int main(int argc, char** argv) {
   app.add_option("--state-dir", o.state_dir, "this account's directory: jobs.db, jobs/, jm.sock")
       ->required();
   app.add_option("--ca-dir", o.ca_dir, "trusted CA directory")->required();
-  app.add_option("--batch", o.batch, "batch adapter (fork, slurm)");
-  app.add_option("--batch-poll-interval", batch_poll,
-                 "seconds between questions to the batch system's daemons (slurm: squeue)");
+  app.add_option("--batch", o.batch, "batch adapter (fork, slurm, sge)");
+  app.add_option(
+      "--batch-poll-interval", batch_poll,
+      "seconds between questions to the batch system's daemons (slurm: squeue, sge: qstat)");
   app.add_option("--account", o.account, "the mapped account (reported by ping)");
   app.add_option("--commit-timeout", commit_timeout,
                  "seconds before an uncommitted job is forgotten");

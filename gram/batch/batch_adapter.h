@@ -1,5 +1,5 @@
 // The interface between the job manager and a local batch system, and the registry of adapters by
-// name (`fork`, `slurm`; `sge` later as new files plus one registry line).
+// name (`fork`, `slurm`, `sge`; another is new files plus one registry line).
 #pragma once
 
 #include <chrono>

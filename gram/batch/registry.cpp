@@ -3,6 +3,7 @@
 
 #include "gram/batch/batch_adapter.h"
 #include "gram/batch/fork_adapter.h"
+#include "gram/batch/sge_adapter.h"
 #include "gram/batch/slurm_adapter.h"
 
 namespace kite::gram::batch {
@@ -14,9 +15,10 @@ struct Entry {
   Factory make;
 };
 
-constexpr std::array<Entry, 2> kAdapters = {{
+constexpr std::array<Entry, 3> kAdapters = {{
     {"fork", MakeForkAdapter},
     {"slurm", MakeSlurmAdapter},
+    {"sge", MakeSgeAdapter},
 }};
 
 }  // namespace
