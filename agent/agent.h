@@ -25,6 +25,9 @@
 namespace kite::agent {
 
 class ApiServer;
+class CredentialMonitor;
+class Mailer;
+class Notifier;
 
 // Counts for `kite wait`: how many of the asked-for jobs are where.
 struct WaitCounts {
@@ -65,6 +68,12 @@ class Agent {
 
   // Called after any change that may let a job start.
   void Schedule();
+
+  // Holds a job for a reason of the system (policy, credentials): a running local job is stopped.
+  void HoldBySystem(Job& job, const std::string& reason, int code, int subcode);
+  // The credential monitor (agent/cred_monitor.h): its proxies, and the MyProxy renewal hook.
+  CredentialMonitor& credential_monitor() { return *cred_monitor_; }
+  Mailer* mailer() { return mailer_.get(); }  // null when [mail] has no smtp_url
 
   // --- for kite-gridmanager (docs/api.md, "The gridmanager's API") ---
   struct GridPollResult {
@@ -153,6 +162,16 @@ class Agent {
   };
   std::map<std::string, GridManagerProc> gridmanagers_;  // by proxy file
   boost::asio::steady_timer grid_timer_;
+
+  // E-mail and the credential monitor (agent/mailer.h, notifier.h, cred_monitor.h).
+  std::unique_ptr<Mailer> mailer_;
+  std::unique_ptr<Notifier> notifier_;
+  std::unique_ptr<CredentialMonitor> cred_monitor_;
+  boost::asio::steady_timer cred_timer_;
+  bool cred_check_posted_ = false;
+  void StartMailAndCredentials();
+  void CheckCredentials();
+  void CheckCredentialsSoon();
 };
 
 }  // namespace kite::agent

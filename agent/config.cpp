@@ -58,6 +58,84 @@ Setter OneOf(std::string* out, std::initializer_list<const char*> allowed) {
   };
 }
 
+Setter Bool(bool* out) {
+  return [=](const toml::node& n, const std::string& where) -> Status {
+    auto v = n.value<bool>();
+    if (!v) return Fail(ErrorCode::kInvalidInput, where + ": expected true or false");
+    *out = *v;
+    return {};
+  };
+}
+
+// A string that `check` accepts (the check's message follows the key).
+Setter Checked(std::string* out, std::function<Status(const std::string&)> check) {
+  return [=](const toml::node& n, const std::string& where) -> Status {
+    auto v = n.value<std::string>();
+    if (!v) return Fail(ErrorCode::kInvalidInput, where + ": expected a string");
+    if (auto st = check(*v); !st)
+      return Fail(ErrorCode::kInvalidInput, where + ": " + st.error().message());
+    *out = *v;
+    return {};
+  };
+}
+
+Status AnyText(const std::string& v) {
+  for (char c : v) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      return Fail(ErrorCode::kInvalidInput, "control characters are not allowed");
+  }
+  return {};
+}
+
+// Seconds as a number, or a duration string such as "10m".
+Setter Seconds(double* out, double min) {
+  return [=](const toml::node& n, const std::string& where) -> Status {
+    double v = 0;
+    if (auto s = n.value_exact<std::string>()) {
+      auto d = ParseDurationText(*s);
+      if (!d) return Fail(ErrorCode::kInvalidInput, where + ": " + d.error().message());
+      v = static_cast<double>(*d);
+    } else if (auto num = n.value<double>()) {
+      v = *num;
+    } else {
+      return Fail(ErrorCode::kInvalidInput,
+                  where + ": expected seconds or a duration like \"10m\"");
+    }
+    if (!(v >= min) || v > 1e9)
+      return Fail(ErrorCode::kInvalidInput,
+                  where + ": must be at least " + std::to_string(min) + " s");
+    *out = v;
+    return {};
+  };
+}
+
+// "2h, 30m" or ["2h", "30m"] (numbers are seconds).
+Setter Alarms(std::vector<int64_t>* out) {
+  return [=](const toml::node& n, const std::string& where) -> Status {
+    std::string text;
+    if (auto s = n.value_exact<std::string>()) {
+      text = *s;
+    } else if (auto* arr = n.as_array()) {
+      for (auto&& e : *arr) {
+        if (auto es = e.value_exact<std::string>()) {
+          text += *es + ",";
+        } else if (auto ei = e.value_exact<int64_t>()) {
+          text += std::to_string(*ei) + "s,";
+        } else {
+          return Fail(ErrorCode::kInvalidInput, where + ": expected durations like \"2h\"");
+        }
+      }
+      if (!text.empty()) text.pop_back();
+    } else {
+      return Fail(ErrorCode::kInvalidInput, where + ": expected a list like \"2h, 30m\"");
+    }
+    auto list = ParseDurationList(text);
+    if (!list) return Fail(ErrorCode::kInvalidInput, where + ": " + list.error().message());
+    *out = std::move(*list);
+    return {};
+  };
+}
+
 }  // namespace
 
 Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view text,
@@ -84,6 +162,44 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
         {"max_resubmits", Integer(&o.grid_max_resubmits, 0)},
         {"max_jobs_per_resource", Integer(&o.grid_max_jobs_per_resource, 1)},
         {"max_requests_per_resource", Integer(&o.grid_max_requests_per_resource, 1)}}},
+      {"mail",
+       {{"smtp_url", Checked(&o.mail.smtp_url,
+                             [](const std::string& v) -> Status {
+                               if (auto u = ParseSmtpUrl(v); !u) return Fail(u.error());
+                               return {};
+                             })},
+        {"from", Checked(&o.mail.from,
+                         [](const std::string& v) -> Status {
+                           if (auto a = ParseMailAddress(v); !a) return Fail(a.error());
+                           return {};
+                         })},
+        {"admin", Checked(&o.mail.admin,
+                          [](const std::string& v) -> Status {
+                            if (auto a = ParseMailAddress(v); !a) return Fail(a.error());
+                            return {};
+                          })},
+        {"uid_domain", Checked(&o.mail.uid_domain,
+                               [](const std::string& v) -> Status {
+                                 if (auto a = ParseMailAddress("x@" + v); !a)
+                                   return Fail(ErrorCode::kInvalidInput, "bad domain '" + v + "'");
+                                 return {};
+                               })},
+        {"starttls", Bool(&o.mail.starttls)},
+        {"username", Checked(&o.mail.username, AnyText)},
+        {"password_file", Checked(&o.mail.password_file,
+                                  [&o](const std::string& v) -> Status {
+                                    if (v.empty())
+                                      return Fail(ErrorCode::kInvalidInput, "empty path");
+                                    // Private like a key: refused when others may read it.
+                                    return CheckPrivateFile(JoinPath(o.home, v));
+                                  })},
+        {"ca_file", Checked(&o.mail.ca_file, AnyText)},
+        {"retry_interval", Seconds(&o.mail.retry_interval, 0.1)},
+        {"timeout", Seconds(&o.mail.timeout, 1)}}},
+      {"credentials",
+       {{"check_interval", Seconds(&o.credentials.check_interval, 0.1)},
+        {"min_lifetime", Seconds(&o.credentials.min_lifetime, 0)},
+        {"credential_alarm", Alarms(&o.credentials.alarms)}}},
   };
   for (auto&& [section, node] : root) {
     std::string sec(section.str());
@@ -91,7 +207,7 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
     auto* tbl = node.as_table();
     if (it == known.end() || !tbl) {
       // Sections of later parts of Kite are accepted here and checked by their owners.
-      if (tbl && (sec == "mail" || sec == "rest" || sec == "credentials")) continue;
+      if (tbl && sec == "rest") continue;
       return Fail(ErrorCode::kInvalidInput, Where(filename, node, sec) + ": unknown section");
     }
     for (auto&& [key, value] : *tbl) {
@@ -102,6 +218,16 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
       if (auto st = s->second(value, where); !st) return Fail(st.error());
     }
   }
+  if (auto* mail = root["mail"].as_table()) {
+    std::string where = Where(filename, *mail, "mail");
+    if (!o.mail.username.empty() && o.mail.password_file.empty())
+      return Fail(ErrorCode::kInvalidInput, where + ": username needs password_file");
+    if (o.mail.starttls && o.mail.smtp_url.starts_with("smtps://"))
+      return Fail(ErrorCode::kInvalidInput,
+                  where + ": starttls is for smtp:// (smtps:// is TLS from the start)");
+  }
+  if (!o.mail.password_file.empty()) o.mail.password_file = JoinPath(home, o.mail.password_file);
+  if (!o.mail.ca_file.empty()) o.mail.ca_file = JoinPath(home, o.mail.ca_file);
   return o;
 }
 

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "agent/mail_options.h"
 #include "common/error.h"
 
 namespace kite::agent {
@@ -31,12 +32,17 @@ struct AgentOptions {
   int grid_max_resubmits = 3;              // max_resubmits: after site failures, then hold
   int grid_max_jobs_per_resource = 1000;   // max_jobs_per_resource: submitted, not finished
   int grid_max_requests_per_resource = 8;  // max_requests_per_resource: in flight to one site
+  // [mail] and [credentials] (agent/mail_options.h, docs/config.md).
+  MailOptions mail;
+  CredentialOptions credentials;
 
   std::string queue_path() const { return home + "/queue.db"; }
   std::string socket_path() const { return home + "/agent.sock"; }
   std::string log_path() const { return home + "/agent.log"; }
   std::string pid_path() const { return home + "/agent.pid"; }
   std::string spool_path() const { return home + "/spool"; }
+  std::string outbox_path() const { return home + "/mail/outbox"; }
+  std::string credential_state_path() const { return home + "/credentials.json"; }
 };
 
 // Reads `home`/config.toml when it exists (missing file: all defaults). A key that is unknown or of
