@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "credentials/ca.h"
 #include "tests/fixtures/kite_env.h"
 #include "tests/fixtures/smtp/smtp_server.h"
 
@@ -244,6 +245,42 @@ TEST_F(MailIT, UnreachableServerLosesNothingAndSlowsNothing) {
     EXPECT_EQ(n, 1) << i;
   }
   EXPECT_TRUE(std::filesystem::is_empty(env_.home() + "/mail/outbox"));
+}
+
+TEST_F(MailIT, StartTlsIsUsedAndRequired) {
+  auto ca = kite::credentials::TestCa::Init(env_.dir() + "/ca");
+  ASSERT_TRUE(ca) << ca.error().ToString();
+  auto host = ca->IssueHost("localhost", env_.dir() + "/host");
+  ASSERT_TRUE(host) << host.error().ToString();
+  // The server takes mail only after STARTTLS, with a certificate for "localhost" from our CA.
+  SmtpServer smtp(env_.dir() + "/smtp", 0, host->cert_path, host->key_path);
+  ASSERT_TRUE(smtp.Start()) << smtp.error();
+  Config("smtp://localhost:" + std::to_string(smtp.port()),
+         "starttls = true\nca_file = \"" + env_.dir() + "/ca/cacert.pem\"\n");
+  env_.StartAgent();
+  int c = Submit(
+      "arguments = \"-c 'exit 0'\"\nnotification = Complete\nnotify_user = tls@test.example\n");
+  ASSERT_TRUE(WaitMails(smtp, 1)) << ReadFileOr(env_.home() + "/agent.log");
+  auto mails = smtp.Messages();
+  ASSERT_EQ(mails.size(), 1u);
+  EXPECT_EQ(mails[0].header("subject"), "Kite job " + std::to_string(c) + ".0 exited with code 0");
+  env_.StopAgent();
+
+  // A server without STARTTLS gets nothing when starttls = true; the mail waits in the outbox.
+  SmtpServer plain(env_.dir() + "/plain");
+  ASSERT_TRUE(plain.Start()) << plain.error();
+  Config(plain.url(), "starttls = true\n");
+  env_.StartAgent();
+  Submit("arguments = \"-c 'exit 0'\"\nnotification = Complete\nnotify_user = tls@test.example\n");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return ReadFileOr(env_.home() + "/agent.log").find("mail: cannot send") !=
+               std::string::npos;
+      },
+      20))
+      << ReadFileOr(env_.home() + "/agent.log");
+  EXPECT_EQ(plain.Messages().size(), 0u);
+  EXPECT_FALSE(std::filesystem::is_empty(env_.home() + "/mail/outbox"));
 }
 
 TEST_F(MailIT, MalformedMailOrCredentialSettingsStopTheAgentWithKeyAndLine) {
