@@ -71,11 +71,11 @@ std::string CredentialHoldReason(const std::string& path, int64_t not_after, int
     return "The proxy " + path + " expired at " + Utc(not_after) +
            "; run `kite proxy init` to renew it and the job is released by itself";
   }
-  return "The proxy " + path + " expires at " + Utc(not_after) + " (in " +
-         FormatSeconds(not_after - now) + "), less than the " +
+  return "The proxy " + path + " expires at " + Utc(not_after) + ", in " +
+         FormatSeconds(not_after - now) + ": too soon for the job, which needs at least " +
          FormatSeconds(static_cast<int64_t>(min_lifetime)) +
-         " a job needs ([credentials] min_lifetime); run `kite proxy init` to renew it and the "
-         "job is released by itself";
+         " ([credentials] min_lifetime); run `kite proxy init` to renew it and the job is "
+         "released by itself";
 }
 
 std::string ProxyInitCommand(const std::string& path, int64_t lifetime) {
@@ -289,7 +289,7 @@ void CredentialMonitor::Check() {
     p.alarms = alarms;
     int64_t left = p.not_after - now;
 
-    if (left > options_.min_lifetime) {
+    if (left > 0 && left >= options_.min_lifetime) {
       std::vector<Job*> held;
       for (Job* j : jobs) {
         if (HeldByMonitor(*j, path)) held.push_back(j);

@@ -144,7 +144,8 @@ std::string HeaderText(std::string_view text) {
   size_t i = 0;
   while (i < clean.size()) {
     size_t end = std::min(clean.size(), i + 45);
-    while (end < clean.size() && (static_cast<unsigned char>(clean[end]) & 0xC0) == 0x80) --end;
+    while (end > i && end < clean.size() && (static_cast<unsigned char>(clean[end]) & 0xC0) == 0x80)
+      --end;
     if (end == i) end = std::min(clean.size(), i + 45);
     if (!out.empty()) out += "\r\n ";
     out += "=?UTF-8?B?" + Base64(std::string_view(clean).substr(i, end - i)) + "?=";

@@ -283,6 +283,34 @@ TEST_F(MailIT, StartTlsIsUsedAndRequired) {
   EXPECT_FALSE(std::filesystem::is_empty(env_.home() + "/mail/outbox"));
 }
 
+TEST_F(MailIT, LogsInWithThePasswordFile) {
+  std::string pw = env_.Write("smtp.password", "s3cret pass\n", 0600);
+  SmtpServer smtp(env_.dir() + "/smtp");
+  smtp.RequireLogin("jane", pw);
+  ASSERT_TRUE(smtp.Start()) << smtp.error();
+  // A wrong password: nothing is delivered, the failure is logged, the mail waits.
+  std::string wrong = env_.Write("wrong.password", "guess\n", 0600);
+  Config(smtp.url(), "username = \"jane\"\npassword_file = \"" + wrong + "\"\n");
+  env_.StartAgent();
+  int c = Submit(
+      "arguments = \"-c 'exit 0'\"\nnotification = Complete\nnotify_user = pw@test.example\n");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return ReadFileOr(env_.home() + "/agent.log").find("server said 535") !=
+               std::string::npos;
+      },
+      20))
+      << ReadFileOr(env_.home() + "/agent.log");
+  EXPECT_EQ(smtp.Messages().size(), 0u);
+  env_.StopAgent();
+  // The right one: the waiting mail goes out.
+  Config(smtp.url(), "username = \"jane\"\npassword_file = \"" + pw + "\"\n");
+  env_.StartAgent();
+  ASSERT_TRUE(WaitMails(smtp, 1)) << ReadFileOr(env_.home() + "/agent.log");
+  EXPECT_EQ(smtp.Messages()[0].header("subject"),
+            "Kite job " + std::to_string(c) + ".0 exited with code 0");
+}
+
 TEST_F(MailIT, MalformedMailOrCredentialSettingsStopTheAgentWithKeyAndLine) {
   struct Case {
     std::string config, message;
