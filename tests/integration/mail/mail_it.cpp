@@ -296,8 +296,7 @@ TEST_F(MailIT, LogsInWithThePasswordFile) {
       "arguments = \"-c 'exit 0'\"\nnotification = Complete\nnotify_user = pw@test.example\n");
   ASSERT_TRUE(WaitUntil(
       [&] {
-        return ReadFileOr(env_.home() + "/agent.log").find("server said 535") !=
-               std::string::npos;
+        return ReadFileOr(env_.home() + "/agent.log").find("server said 535") != std::string::npos;
       },
       20))
       << ReadFileOr(env_.home() + "/agent.log");
