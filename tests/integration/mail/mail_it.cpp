@@ -283,6 +283,24 @@ TEST_F(MailIT, StartTlsIsUsedAndRequired) {
   EXPECT_FALSE(std::filesystem::is_empty(env_.home() + "/mail/outbox"));
 }
 
+TEST_F(MailIT, SmtpsSpeaksTlsFromTheStart) {
+  auto ca = kite::credentials::TestCa::Init(env_.dir() + "/ca");
+  ASSERT_TRUE(ca) << ca.error().ToString();
+  auto host = ca->IssueHost("localhost", env_.dir() + "/host");
+  ASSERT_TRUE(host) << host.error().ToString();
+  SmtpServer smtp(env_.dir() + "/smtp", 0, host->cert_path, host->key_path);
+  smtp.UseImplicitTls();
+  ASSERT_TRUE(smtp.Start()) << smtp.error();
+  Config("smtps://localhost:" + std::to_string(smtp.port()),
+         "ca_file = \"" + env_.dir() + "/ca/cacert.pem\"\n");
+  env_.StartAgent();
+  int c =
+      Submit("arguments = \"-c 'exit 4'\"\nnotification = Error\nnotify_user = tls@test.example\n");
+  ASSERT_TRUE(WaitMails(smtp, 1)) << ReadFileOr(env_.home() + "/agent.log");
+  EXPECT_EQ(smtp.Messages()[0].header("subject"),
+            "Kite job " + std::to_string(c) + ".0 exited with code 4");
+}
+
 TEST_F(MailIT, LogsInWithThePasswordFile) {
   std::string pw = env_.Write("smtp.password", "s3cret pass\n", 0600);
   SmtpServer smtp(env_.dir() + "/smtp");
