@@ -10,6 +10,9 @@
 #include <cstdlib>
 
 #include "agent/api_server.h"
+#include "agent/cred_monitor.h"
+#include "agent/mailer.h"
+#include "agent/notifier.h"
 #include "agent/policy.h"
 #include "agent/rest_server.h"
 #include "agent/userlog.h"
@@ -75,7 +78,8 @@ Agent::Agent(AgentOptions options)
       periodic_timer_(io_),
       adopt_timer_(io_),
       kill_timer_(io_),
-      grid_timer_(io_) {}
+      grid_timer_(io_),
+      cred_timer_(io_) {}
 
 Agent::~Agent() = default;
 
@@ -88,6 +92,10 @@ Status Agent::Start() {
   queue_ =
       std::make_unique<JobQueue>(store_.get(), WallNow, static_cast<size_t>(options_.history_max));
   queue_->OnStatusChange([this](Job& j, bool leaving) {
+    if (notifier_) notifier_->OnStatusChange(j, leaving);
+    if (!leaving && cred_monitor_ && !j.ad.LookupOwn("x509UserProxyExpiration") &&
+        j.ad.Lookup("x509userproxy"))
+      CheckCredentialsSoon();
     if (j.universe == kUniverseGrid) {
       if (leaving) {
         grid_jobs_.erase(j.key);
@@ -107,6 +115,7 @@ Status Agent::Start() {
     }
   });
   queue_->OnFlushed([this] {
+    if (notifier_) notifier_->OnFlushed();
     AnswerWaiters();
     AnswerGridWaiters();
     if (grid_check_) EnsureGridManagers();
@@ -116,6 +125,7 @@ Status Agent::Start() {
   runner_ = std::make_unique<LocalRunner>(options_.spool_path(), ProgramPath("kite-exec"));
   base_env_ = BaseEnvironment();
   if (auto st = queue_->Load(); !st) return st;
+  StartMailAndCredentials();
   Recover();
   if (auto st = queue_->Flush(); !st) return st;
 
@@ -148,6 +158,56 @@ Status Agent::Start() {
   return {};
 }
 
+void Agent::StartMailAndCredentials() {
+  std::string domain = UidDomain(options_.mail);
+  if (options_.mail.enabled()) {
+    mailer_ = std::make_unique<Mailer>(options_.mail, options_.outbox_path());
+    if (auto st = mailer_->Start(); !st) {
+      spdlog::error("agent: mail disabled: {}", st.error().ToString());
+      mailer_.reset();
+    }
+  }
+  notifier_ = std::make_unique<Notifier>(*queue_, mailer_.get(), domain);
+  notifier_->Enable();
+  CredentialMonitor::Actions actions;
+  actions.hold = [this](Job& j, const std::string& reason, int code, int subcode) {
+    HoldBySystem(j, reason, code, subcode);
+  };
+  actions.release = [this](Job& j, const std::string& reason) {
+    std::vector<std::string> errors;
+    Act(Action::kRelease, {&j}, reason, &errors);
+  };
+  actions.commit = [this] {
+    if (auto st = queue_->Flush(); !st) {
+      spdlog::error("agent: cannot write the queue: {}; retrying", st.error().ToString());
+      ArmFlush();
+      return false;
+    }
+    return true;
+  };
+  cred_monitor_ = std::make_unique<CredentialMonitor>(*queue_, options_.credentials,
+                                                      options_.credential_state_path(),
+                                                      mailer_.get(), domain, std::move(actions));
+  cred_monitor_->LoadState();
+  ArmTimer(cred_timer_, options_.credentials.check_interval, &Agent::CheckCredentials);
+  CheckCredentialsSoon();
+}
+
+void Agent::CheckCredentials() {
+  cred_monitor_->Check();
+}
+
+// New jobs get their proxy attributes (and an expired proxy's jobs their hold) at once, not a
+// check_interval later.
+void Agent::CheckCredentialsSoon() {
+  if (cred_check_posted_ || !cred_monitor_) return;
+  cred_check_posted_ = true;
+  boost::asio::post(io_, [this] {
+    cred_check_posted_ = false;
+    CheckCredentials();
+  });
+}
+
 void Agent::Run() {
   io_.run();
 }
@@ -161,6 +221,7 @@ void Agent::Stop() {
     rest_->Close();
     ::unlink(options_.rest_address_path().c_str());
   }
+  if (mailer_) mailer_->Stop();
   io_.stop();
 }
 
@@ -380,12 +441,7 @@ void Agent::PeriodicPolicy() {
         Act(Action::kRemove, {j}, d.reason, &errors);
         break;
       case PolicyDecision::Action::kHold:
-        if (j->status == kRunning && j->universe == kUniverseLocal) {
-          runner_->Signal(*j, SIGTERM);
-          j->kill_sent = true;
-          j->kill_deadline = queue_->Now() + options_.kill_grace;
-        }
-        queue_->Hold(*j, d.reason, d.code, d.subcode);
+        HoldBySystem(*j, d.reason, d.code, d.subcode);
         break;
       case PolicyDecision::Action::kRelease:
         queue_->Release(*j, d.reason);
@@ -395,6 +451,16 @@ void Agent::PeriodicPolicy() {
     }
   }
   if (!todo.empty()) ArmFlush();
+}
+
+void Agent::HoldBySystem(Job& job, const std::string& reason, int code, int subcode) {
+  if (job.status == kRunning && job.universe == kUniverseLocal) {
+    runner_->Signal(job, SIGTERM);
+    job.kill_sent = true;
+    job.kill_deadline = queue_->Now() + options_.kill_grace;
+  }
+  queue_->Hold(job, reason, code, subcode);
+  ArmFlush();
 }
 
 void Agent::EscalateKills() {

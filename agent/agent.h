@@ -26,6 +26,9 @@ namespace kite::agent {
 
 class ApiServer;
 class RestServer;
+class CredentialMonitor;
+class Mailer;
+class Notifier;
 
 // Counts for `kite wait`: how many of the asked-for jobs are where.
 struct WaitCounts {
@@ -68,6 +71,12 @@ class Agent {
 
   // Called after any change that may let a job start.
   void Schedule();
+
+  // Holds a job for a reason of the system (policy, credentials): a running local job is stopped.
+  void HoldBySystem(Job& job, const std::string& reason, int code, int subcode);
+  // The credential monitor (agent/cred_monitor.h): its proxies, and the MyProxy renewal hook.
+  CredentialMonitor& credential_monitor() { return *cred_monitor_; }
+  Mailer* mailer() { return mailer_.get(); }  // null when [mail] has no smtp_url
 
   // --- for kite-gridmanager (docs/api.md, "The gridmanager's API") ---
   struct GridPollResult {
@@ -174,6 +183,15 @@ class Agent {
   // The REST status endpoint (on when options_.rest_listen is set) and what it shows.
   std::unique_ptr<RestServer> rest_;
   std::map<std::string, GridResourceReport> grid_resources_;
+  // E-mail and the credential monitor (agent/mailer.h, notifier.h, cred_monitor.h).
+  std::unique_ptr<Mailer> mailer_;
+  std::unique_ptr<Notifier> notifier_;
+  std::unique_ptr<CredentialMonitor> cred_monitor_;
+  boost::asio::steady_timer cred_timer_;
+  bool cred_check_posted_ = false;
+  void StartMailAndCredentials();
+  void CheckCredentials();
+  void CheckCredentialsSoon();
 };
 
 }  // namespace kite::agent

@@ -63,16 +63,39 @@ Setter OneOf(std::string* out, std::initializer_list<const char*> allowed) {
   };
 }
 
-Setter String(std::string* out, std::function<std::string(const std::string&)> check = {}) {
+Setter Bool(bool* out) {
+  return [=](const toml::node& n, const std::string& where) -> Status {
+    if (!n.is_boolean()) return Fail(ErrorCode::kInvalidInput, where + ": expected true or false");
+    *out = *n.value<bool>();
+    return {};
+  };
+}
+
+// A string that `check` accepts (the check's message follows the key).
+Setter Checked(std::string* out, std::function<Status(const std::string&)> check) {
+  return [=](const toml::node& n, const std::string& where) -> Status {
+    auto v = n.value<std::string>();
+    if (!v) return Fail(ErrorCode::kInvalidInput, where + ": expected a string");
+    if (auto st = check(*v); !st)
+      return Fail(ErrorCode::kInvalidInput, where + ": " + st.error().message());
+    *out = *v;
+    return {};
+  };
+}
+
+Setter String(std::string* out) {
   return [=](const toml::node& n, const std::string& where) -> Status {
     auto v = n.value<std::string>();
     if (!v || !n.is_string()) return Fail(ErrorCode::kInvalidInput, where + ": expected a string");
-    if (check) {
-      if (std::string problem = check(*v); !problem.empty()) {
-        return Fail(ErrorCode::kInvalidInput, where + ": " + problem);
-      }
-    }
     *out = *v;
+    return {};
+  };
+}
+
+// Adapts a check that answers with the problem ("" when none) to Checked.
+std::function<Status(const std::string&)> Problem(std::string (*check)(const std::string&)) {
+  return [check](const std::string& v) -> Status {
+    if (std::string p = check(v); !p.empty()) return Fail(ErrorCode::kInvalidInput, p);
     return {};
   };
 }
@@ -83,30 +106,64 @@ std::string CheckListenHost(const std::string& v) {
   return ec ? "'" + v + "' is not an IP address" : "";
 }
 
-// Seconds as a number, or a duration as `kite proxy init --valid` takes it ("1h", "30m", "12:00").
+Status AnyText(const std::string& v) {
+  for (char c : v) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      return Fail(ErrorCode::kInvalidInput, "control characters are not allowed");
+  }
+  return {};
+}
+
+// Seconds as a number, or a duration string such as "10m".
 Setter Seconds(double* out, double min) {
   return [=](const toml::node& n, const std::string& where) -> Status {
     double v = 0;
-    if (auto text = n.value<std::string>(); text && n.is_string()) {
-      auto d = credentials::ParseDuration(*text);
-      if (!d) return Fail(ErrorCode::kInvalidInput, where + ": " + d.error().message());
-      v = static_cast<double>(d->count());
+    if (auto s = n.value_exact<std::string>()) {
+      auto d = ParseDurationText(*s);
+      if (d) {
+        v = static_cast<double>(*d);
+      } else if (auto hm = credentials::ParseDuration(*s)) {  // "12:00", as --valid takes it
+        v = static_cast<double>(hm->count());
+      } else {
+        return Fail(ErrorCode::kInvalidInput, where + ": " + d.error().message());
+      }
     } else if (auto num = n.value<double>()) {
       v = *num;
     } else {
-      return Fail(ErrorCode::kInvalidInput, where + ": expected seconds or a duration (\"1h\")");
+      return Fail(ErrorCode::kInvalidInput,
+                  where + ": expected seconds or a duration like \"10m\"");
     }
-    if (v < min)
-      return Fail(ErrorCode::kInvalidInput, where + ": must be at least " + std::to_string(min));
+    if (!(v >= min) || v > 1e9)
+      return Fail(ErrorCode::kInvalidInput,
+                  where + ": must be at least " + std::to_string(min) + " s");
     *out = v;
     return {};
   };
 }
 
-Setter Bool(bool* out) {
+// "2h, 30m" or ["2h", "30m"] (numbers are seconds).
+Setter Alarms(std::vector<int64_t>* out) {
   return [=](const toml::node& n, const std::string& where) -> Status {
-    if (!n.is_boolean()) return Fail(ErrorCode::kInvalidInput, where + ": expected true or false");
-    *out = *n.value<bool>();
+    std::string text;
+    if (auto s = n.value_exact<std::string>()) {
+      text = *s;
+    } else if (auto* arr = n.as_array()) {
+      for (auto&& e : *arr) {
+        if (auto es = e.value_exact<std::string>()) {
+          text += *es + ",";
+        } else if (auto ei = e.value_exact<int64_t>()) {
+          text += std::to_string(*ei) + "s,";
+        } else {
+          return Fail(ErrorCode::kInvalidInput, where + ": expected durations like \"2h\"");
+        }
+      }
+      if (!text.empty()) text.pop_back();
+    } else {
+      return Fail(ErrorCode::kInvalidInput, where + ": expected a list like \"2h, 30m\"");
+    }
+    auto list = ParseDurationList(text);
+    if (!list) return Fail(ErrorCode::kInvalidInput, where + ": " + list.error().message());
+    *out = std::move(*list);
     return {};
   };
 }
@@ -137,29 +194,64 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
         {"max_resubmits", Integer(&o.grid_max_resubmits, 0)},
         {"max_jobs_per_resource", Integer(&o.grid_max_jobs_per_resource, 1)},
         {"max_requests_per_resource", Integer(&o.grid_max_requests_per_resource, 1)},
-        {"listen_host", String(&o.grid_listen_host, CheckListenHost)}}},
+        {"listen_host", Checked(&o.grid_listen_host, Problem(CheckListenHost))}}},
       {"myproxy",
-       {{"server", String(&o.myproxy.server, CheckMyProxyServer)},
-        {"username", String(&o.myproxy.username)},
-        {"credential_name", String(&o.myproxy.credential_name)},
-        {"passphrase_file", String(&o.myproxy.passphrase_file, CheckPassphraseFile)},
-        {"server_dn", String(&o.myproxy.server_dn)},
+       {{"server", Checked(&o.myproxy.server, Problem(CheckMyProxyServer))},
+        {"username", Checked(&o.myproxy.username, AnyText)},
+        {"credential_name", Checked(&o.myproxy.credential_name, AnyText)},
+        {"passphrase_file", Checked(&o.myproxy.passphrase_file, Problem(CheckPassphraseFile))},
+        {"server_dn", Checked(&o.myproxy.server_dn, AnyText)},
         {"renew_before", Seconds(&o.myproxy.renew_before, 1)},
         {"lifetime", Seconds(&o.myproxy.lifetime, 60)},
         {"retry_after", Seconds(&o.myproxy.retry_after, 1)}}},
       {"rest", {{"listen", String(&o.rest_listen)}, {"allow_remote", Bool(&o.rest_allow_remote)}}},
+      {"mail",
+       {{"smtp_url", Checked(&o.mail.smtp_url,
+                             [](const std::string& v) -> Status {
+                               if (auto u = ParseSmtpUrl(v); !u) return Fail(u.error());
+                               return {};
+                             })},
+        {"from", Checked(&o.mail.from,
+                         [](const std::string& v) -> Status {
+                           if (auto a = ParseMailAddress(v); !a) return Fail(a.error());
+                           return {};
+                         })},
+        {"admin", Checked(&o.mail.admin,
+                          [](const std::string& v) -> Status {
+                            if (auto a = ParseMailAddress(v); !a) return Fail(a.error());
+                            return {};
+                          })},
+        {"uid_domain", Checked(&o.mail.uid_domain,
+                               [](const std::string& v) -> Status {
+                                 if (auto a = ParseMailAddress("x@" + v); !a)
+                                   return Fail(ErrorCode::kInvalidInput, "bad domain '" + v + "'");
+                                 return {};
+                               })},
+        {"starttls", Bool(&o.mail.starttls)},
+        {"username", Checked(&o.mail.username, AnyText)},
+        {"password_file", Checked(&o.mail.password_file,
+                                  [&o](const std::string& v) -> Status {
+                                    if (v.empty())
+                                      return Fail(ErrorCode::kInvalidInput, "empty path");
+                                    // Private like a key: refused when others may read it.
+                                    return CheckPrivateFile(JoinPath(o.home, v));
+                                  })},
+        {"ca_file", Checked(&o.mail.ca_file, AnyText)},
+        {"retry_interval", Seconds(&o.mail.retry_interval, 0.1)},
+        {"timeout", Seconds(&o.mail.timeout, 1)}}},
+      {"credentials",
+       {{"check_interval", Seconds(&o.credentials.check_interval, 0.1)},
+        {"min_lifetime", Seconds(&o.credentials.min_lifetime, 0)},
+        {"credential_alarm", Alarms(&o.credentials.alarms)}}},
   };
-  const toml::node* myproxy_section = nullptr;
   for (auto&& [section, node] : root) {
     std::string sec(section.str());
     auto it = known.find(sec);
     auto* tbl = node.as_table();
     if (it == known.end() || !tbl) {
       // Sections of later parts of Kite are accepted here and checked by their owners.
-      if (tbl && (sec == "mail" || sec == "rest" || sec == "credentials")) continue;
       return Fail(ErrorCode::kInvalidInput, Where(filename, node, sec) + ": unknown section");
     }
-    if (sec == "myproxy") myproxy_section = &node;
     for (auto&& [key, value] : *tbl) {
       std::string k(key.str());
       auto s = it->second.find(k);
@@ -168,9 +260,11 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
       if (auto st = s->second(value, where); !st) return Fail(st.error());
     }
   }
-  if (myproxy_section && o.myproxy.enabled() && o.myproxy.passphrase_file.empty()) {
-    return Fail(ErrorCode::kInvalidInput, Where(filename, *myproxy_section, "myproxy") +
-                                              ": passphrase_file is required with server");
+  if (auto* mp = root["myproxy"].as_table(); mp && o.myproxy.enabled()) {
+    if (o.myproxy.passphrase_file.empty()) {
+      return Fail(ErrorCode::kInvalidInput,
+                  Where(filename, *mp, "myproxy") + ": passphrase_file is required with server");
+    }
   }
   // Checked once the whole [rest] table is read: allow_remote may come after listen.
   if (auto* listen = root.at_path("rest.listen").node()) {
@@ -178,6 +272,16 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
       return Fail(ErrorCode::kInvalidInput,
                   Where(filename, *listen, "rest.listen") + ": " + a.error().message());
   }
+  if (auto* mail = root["mail"].as_table()) {
+    std::string where = Where(filename, *mail, "mail");
+    if (!o.mail.username.empty() && o.mail.password_file.empty())
+      return Fail(ErrorCode::kInvalidInput, where + ": username needs password_file");
+    if (o.mail.starttls && o.mail.smtp_url.starts_with("smtps://"))
+      return Fail(ErrorCode::kInvalidInput,
+                  where + ": starttls is for smtp:// (smtps:// is TLS from the start)");
+  }
+  if (!o.mail.password_file.empty()) o.mail.password_file = JoinPath(home, o.mail.password_file);
+  if (!o.mail.ca_file.empty()) o.mail.ca_file = JoinPath(home, o.mail.ca_file);
   return o;
 }
 

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "agent/mail_options.h"
 #include "common/error.h"
 
 namespace kite::agent {
@@ -50,6 +51,9 @@ struct AgentOptions {
   std::string grid_listen_host = "127.0.0.1";
   // [myproxy]: renewal of proxies from a MyProxy server.
   MyProxySettings myproxy;
+  // [mail] and [credentials] (agent/mail_options.h, docs/config.md).
+  MailOptions mail;
+  CredentialOptions credentials;
 
   // [rest] listen: "HOST:PORT" of the read-only REST status endpoint; "" = none. `--rest` of
   // kite-agent (and of `kite agent start`) overrides it.
@@ -64,6 +68,8 @@ struct AgentOptions {
   std::string log_path() const { return home + "/agent.log"; }
   std::string pid_path() const { return home + "/agent.pid"; }
   std::string spool_path() const { return home + "/spool"; }
+  std::string outbox_path() const { return home + "/mail/outbox"; }
+  std::string credential_state_path() const { return home + "/credentials.json"; }
 };
 
 // Reads `home`/config.toml when it exists (missing file: all defaults). A key that is unknown or of

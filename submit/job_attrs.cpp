@@ -19,7 +19,7 @@ extern char** environ;
 namespace kite::submit {
 namespace {
 
-enum class Kind { kString, kBool, kCount, kInt, kDuration, kExpr, kEnum };
+enum class Kind { kString, kBool, kCount, kInt, kDuration, kDurationList, kExpr, kEnum };
 
 struct SimpleCommand {
   const char* key;
@@ -63,7 +63,7 @@ constexpr SimpleCommand kSimpleCommands[] = {
     {"max_retries", "MaxRetries", Kind::kCount, nullptr, nullptr},
     {"priority", "JobPrio", Kind::kInt, nullptr, nullptr},
     {"job_lease_duration", "JobLeaseDuration", Kind::kDuration, nullptr, nullptr},
-    {"credential_alarm", "CredentialAlarm", Kind::kDuration, nullptr, nullptr},
+    {"credential_alarm", "CredentialAlarm", Kind::kDurationList, nullptr, nullptr},
 };
 
 // Commands with their own handler (or read by one).
@@ -162,6 +162,22 @@ Result<std::string> SimpleValue(JobContext& ctx, const SimpleCommand& c, const s
             key, key + " must be a duration like 3600, 90m, 12h or 2d, not '" + v + "'"));
       }
       return std::to_string(*n);
+    }
+    case Kind::kDurationList: {
+      // "2h, 30m": one duration is an integer, several a list of them.
+      std::vector<std::string> items;
+      for (const auto& piece : Split(v, ',', false)) {
+        auto n = ParseDuration(piece);
+        if (!n || *n <= 0) {
+          return Fail(ctx.ErrorAt(
+              key, key + " must be a duration like 2h or a list like 2h, 30m, not '" + v + "'"));
+        }
+        items.push_back(std::to_string(*n));
+      }
+      if (items.size() == 1) return items.front();
+      std::string list = "{";
+      for (auto& i : items) list += (list.size() > 1 ? ", " : "") + i;
+      return list + "}";
     }
     case Kind::kExpr:
       if (auto st = ValidateExpr(ctx, key, v); !st) return Fail(st.error());

@@ -115,7 +115,7 @@ TEST_F(MyProxyConfig, RefusesWhatCannotWorkWithKeyAndLine) {
       {"[myproxy]\npassphrase_file = \"" + short_ + "\"\n", "shorter than 6 characters"},
       {"[myproxy]\npassphrase_file = \"" + dir_ + "/none\"\n", "does not exist"},
       {"[myproxy]\nrenew_before = \"soon\"\n",
-       "config.toml:2: myproxy.renew_before: 'soon' is not a duration"},
+       "config.toml:2: myproxy.renew_before: not a duration"},
       {"[myproxy]\nlifetime = 10\n", "config.toml:2: myproxy.lifetime: must be at least 60"},
       {"[myproxy]\nrenew_before = true\n", "myproxy.renew_before: expected seconds"},
       {"[myproxy]\nwhatever = 1\n", "config.toml:2: myproxy.whatever: unknown key"},

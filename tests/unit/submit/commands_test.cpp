@@ -121,6 +121,7 @@ const CommandCase kCommandCases[] = {
     {"globus_resubmit = NumGlobusSubmits < 3", "GlobusResubmit", "NumGlobusSubmits < 3"},
     {"credential_alarm = 1h", "CredentialAlarm", "3600"},
     {"credential_alarm = 600", "CredentialAlarm", "600"},
+    {"credential_alarm = 2h, 30m", "CredentialAlarm", "{7200, 1800}"},
     {"priority = -5", "JobPrio", "-5"},
     {"should_transfer_files = if_needed", "ShouldTransferFiles", "\"IF_NEEDED\""},
     {"when_to_transfer_output = ON_EXIT", "WhenToTransferOutput", "\"ON_EXIT\""},
