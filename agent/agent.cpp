@@ -12,6 +12,7 @@
 #include "agent/api_server.h"
 #include "agent/cred_monitor.h"
 #include "agent/mailer.h"
+#include "agent/myproxy_renewal.h"
 #include "agent/notifier.h"
 #include "agent/policy.h"
 #include "agent/rest_server.h"
@@ -189,12 +190,30 @@ void Agent::StartMailAndCredentials() {
                                                       options_.credential_state_path(),
                                                       mailer_.get(), domain, std::move(actions));
   cred_monitor_->LoadState();
+  if (options_.myproxy.enabled()) {
+    renewer_ = std::make_unique<ProxyRenewer>(
+        io_, options_.myproxy,
+        [this](const std::string&, const Result<double>&) { CheckCredentialsSoon(); });
+    // Below min_lifetime the monitor would hold the proxy's jobs: not while a renewal is under
+    // way (or can start now).
+    cred_monitor_->SetRenewalHook([this](const RenewalRequest& r) {
+      renewer_->Consider(r.path, static_cast<double>(r.time_left));
+      return renewer_->Busy(r.path) ? RenewalAnswer::kRenewing : RenewalAnswer::kHold;
+    });
+  }
   ArmTimer(cred_timer_, options_.credentials.check_interval, &Agent::CheckCredentials);
   CheckCredentialsSoon();
 }
 
 void Agent::CheckCredentials() {
   cred_monitor_->Check();
+  if (!renewer_) return;
+  // MyProxy renewal starts well before the monitor would hold anything (renew_before).
+  double now = WallNow();
+  for (const auto& [path, p] : cred_monitor_->proxies()) {
+    if (p.valid && !p.jobs.empty())
+      renewer_->Consider(path, static_cast<double>(p.not_after) - now);
+  }
 }
 
 // New jobs get their proxy attributes (and an expired proxy's jobs their hold) at once, not a

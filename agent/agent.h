@@ -27,6 +27,7 @@ namespace kite::agent {
 class ApiServer;
 class RestServer;
 class CredentialMonitor;
+class ProxyRenewer;
 class Mailer;
 class Notifier;
 
@@ -76,6 +77,9 @@ class Agent {
   void HoldBySystem(Job& job, const std::string& reason, int code, int subcode);
   // The credential monitor (agent/cred_monitor.h): its proxies, and the MyProxy renewal hook.
   CredentialMonitor& credential_monitor() { return *cred_monitor_; }
+  // Null before Start() (tests of the API alone).
+  const CredentialMonitor* credential_monitor_or_null() const { return cred_monitor_.get(); }
+  bool renews_from_myproxy() const { return renewer_ != nullptr; }
   Mailer* mailer() { return mailer_.get(); }  // null when [mail] has no smtp_url
 
   // --- for kite-gridmanager (docs/api.md, "The gridmanager's API") ---
@@ -187,6 +191,7 @@ class Agent {
   std::unique_ptr<Mailer> mailer_;
   std::unique_ptr<Notifier> notifier_;
   std::unique_ptr<CredentialMonitor> cred_monitor_;
+  std::unique_ptr<ProxyRenewer> renewer_;  // [myproxy] renewal; null when not configured
   boost::asio::steady_timer cred_timer_;
   bool cred_check_posted_ = false;
   void StartMailAndCredentials();

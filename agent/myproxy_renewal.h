@@ -39,6 +39,11 @@ class ProxyRenewer {
   // Called with a proxy's time left; starts a renewal when it is below renew_before, none is
   // under way for it and the last failure is older than retry_after. True when one started.
   bool Consider(const std::string& proxy, double seconds_left);
+  // A renewal of `proxy` is under way.
+  bool Busy(const std::string& proxy) const {
+    auto it = busy_.find(proxy);
+    return it != busy_.end() && it->second;
+  }
   const MyProxySettings& settings() const { return settings_; }
 
  private:

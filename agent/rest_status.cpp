@@ -8,6 +8,7 @@
 #include <set>
 
 #include "agent/agent.h"
+#include "agent/cred_monitor.h"
 #include "agent/rest.h"
 #include "credentials/certificate.h"
 #include "credentials/proxy.h"
@@ -201,6 +202,18 @@ HttpResponse RestService::Credentials() {
       o["not_after"] = static_cast<int64_t>(not_after);
       o["seconds_left"] = static_cast<int64_t>(std::max(0.0, not_after - now));
       o["expired"] = not_after <= now;
+    }
+    // What the credential monitor does about it: reminders, and the hold threshold.
+    if (const CredentialMonitor* m = agent_.credential_monitor_or_null()) {
+      o["min_lifetime"] = static_cast<int64_t>(m->options().min_lifetime);
+      o["myproxy_renewal"] = agent_.renews_from_myproxy();
+      json::array alarms, sent;
+      if (auto it = m->proxies().find(v.path); it != m->proxies().end()) {
+        for (int64_t a : it->second.alarms) alarms.push_back(a);
+        for (int64_t a : it->second.alarms_sent) sent.push_back(a);
+      }
+      o["alarms"] = std::move(alarms);
+      o["alarms_sent"] = std::move(sent);
     }
     out.push_back(std::move(o));
   }

@@ -211,7 +211,8 @@ TEST_F(GridE2E, AJobRunningAcrossItsProxysExpiryFinishesAfterARefresh) {
   };
   env_.StopAgent();
   // The gridmanager looks at its proxy file on every probe tick (a quarter of this interval).
-  WriteFile(env_.home() + "/config.toml", "[grid]\nprobe_interval = 2\n");
+  WriteFile(env_.home() + "/config.toml",
+            "[grid]\nprobe_interval = 2\n[credentials]\ncheck_interval = 1\nmin_lifetime = 10\n");
   ASSERT_NO_FATAL_FAILURE(init("45s"));
   auto first_expiry = std::chrono::steady_clock::now() + std::chrono::seconds(45);
   env_.StartAgent();
@@ -256,6 +257,83 @@ TEST_F(GridE2E, RemoveWithForcexLeavesAtOnceWhenTheSiteIsGone) {
   EXPECT_EQ(Attr(id, "JobStatus", true), "3");
   EXPECT_NE(ReadFileOr(env_.dir() + "/job.log").find("--forcex"), std::string::npos);
   RunCommand({"pkill", "-9", "-f", "kite-jobmanager --state-dir " + env_.home()});
+}
+
+// MyProxy renewal with no user action: the agent renews a proxy that is about to run out from a
+// real myproxy-server on loopback, the gridmanager re-delegates it, and a job running across the
+// first proxy's expiry finishes without ever being held.
+TEST_F(GridE2E, MyProxyRenewsTheProxyBeforeItRunsOutAndTheJobRunsOn) {
+  ASSERT_EQ(RunCommand({"/bin/sh", "-c", "command -v myproxy-server"}).exit_code, 0)
+      << "myproxy-server is not installed (scripts/deps installs it)";
+  std::string tg = env_.home() + "/testgrid";
+  auto host = env_.Kite({"ca", "issue-host", "localhost", "--out", env_.dir() + "/mphost"});
+  ASSERT_EQ(host.exit_code, 0) << host.out << host.err;
+  std::string store = env_.dir() + "/mpstore";
+  ASSERT_EQ(RunCommand({"mkdir", "-m", "700", store}).exit_code, 0);
+  WriteFile(env_.dir() + "/myproxy-server.config",
+            "accepted_credentials \"*\"\nauthorized_retrievers \"*\"\ndefault_retrievers \"*\"\n");
+  std::string port = std::to_string(30000 + ::getpid() % 20000);
+  std::string pidfile = env_.dir() + "/myproxy.pid";
+  std::vector<std::string> menv = env_.Env();
+  menv.push_back("X509_USER_CERT=" + env_.dir() + "/mphost/hostcert.pem");
+  menv.push_back("X509_USER_KEY=" + env_.dir() + "/mphost/hostkey.pem");
+  auto srv = RunCommand({"myproxy-server", "-c", env_.dir() + "/myproxy-server.config", "-s", store,
+                         "-l", "127.0.0.1", "-p", port, "-P", pidfile},
+                        menv);
+  ASSERT_EQ(srv.exit_code, 0) << srv.out << srv.err;
+  ASSERT_TRUE(WaitUntil([&] { return !ReadFileOr(pidfile).empty(); }, 10));
+  struct StopServer {
+    std::string pidfile;
+    ~StopServer() { ::kill(std::atoi(ReadFileOr(pidfile).c_str()), SIGTERM); }
+  } stop{pidfile};
+  // MyProxy re-delegates only from RSA keys (the test user's is EC): store an RSA proxy.
+  std::string rsa = env_.dir() + "/rsa-proxy";
+  auto made = env_.Kite({"proxy", "init", "--cert", tg + "/usercert.pem", "--key",
+                         tg + "/userkey.pem", "--bits", "2048", "--valid", "2:00", "--out", rsa});
+  ASSERT_EQ(made.exit_code, 0) << made.out << made.err;
+  auto stored = env_.Kite({"myproxy", "store", "-s", "localhost:" + port, "-l", "kiteuser",
+                           "--pwstdin", "--proxy", rsa},
+                          "renew-pass-phrase\n");
+  ASSERT_EQ(stored.exit_code, 0) << stored.out << stored.err;
+  std::string pass = env_.Write("myproxy.pass", "renew-pass-phrase\n", 0600);
+
+  env_.StopAgent();
+  WriteFile(env_.home() + "/config.toml",
+            "[grid]\nprobe_interval = 2\n[credentials]\ncheck_interval = 1\nmin_lifetime = 10\n"
+            "[myproxy]\nserver = \"localhost:" +
+                port + "\"\nusername = \"kiteuser\"\npassphrase_file = \"" + pass +
+                "\"\nrenew_before = 30\nlifetime = \"1h\"\n");
+  auto init = env_.Kite({"proxy", "init", "--cert", tg + "/usercert.pem", "--key",
+                         tg + "/userkey.pem", "--valid", "45s"});
+  ASSERT_EQ(init.exit_code, 0) << init.out << init.err;
+  auto first_expiry = std::chrono::steady_clock::now() + std::chrono::seconds(45);
+  env_.StartAgent();
+  int c = env_.Submit(
+      Sub("executable = /bin/sh\ntransfer_executable = false\narguments = \"-c 'sleep 55; echo "
+          "renewed under me'\"\noutput = out.txt\nqueue\n"));
+  std::string id = std::to_string(c) + ".0";
+  // Renewed by the agent (less than renew_before = 30 s left), with no user action.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return ReadFileOr(env_.home() + "/agent.log").find("myproxy: renewed") != std::string::npos;
+      },
+      40))
+      << ReadFileOr(env_.home() + "/agent.log");
+  auto info = env_.Kite({"proxy", "info", "--timeleft"});
+  EXPECT_GT(std::atoi(info.out.c_str()), 3000) << info.out << info.err;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return ReadFileOr(env_.home() + "/gridmanager.log").find("refreshed delegation") !=
+               std::string::npos;
+      },
+      20));
+  WaitDone(c, 120);
+  EXPECT_GT(std::chrono::steady_clock::now(), first_expiry);
+  EXPECT_EQ(Attr(id, "JobStatus", true), "4") << Attr(id, "HoldReason", true);
+  EXPECT_EQ(ReadFileOr(env_.dir() + "/out.txt"), "renewed under me\n");
+  EXPECT_EQ(ReadFileOr(env_.dir() + "/job.log").find("012 ("), std::string::npos)
+      << "the job was held\n"
+      << ReadFileOr(env_.dir() + "/job.log");
 }
 
 }  // namespace

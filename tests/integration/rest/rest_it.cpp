@@ -338,6 +338,10 @@ TEST_F(Rest, CredentialsResourcesAndMetrics) {
   int64_t left = good.at("seconds_left").to_number<int64_t>();
   EXPECT_GT(left, 7000);
   EXPECT_LE(left, 7200);
+  // The credential monitor's view of it (default settings: no alarms, no MyProxy).
+  EXPECT_EQ(good.at("min_lifetime").to_number<int64_t>(), 600);
+  EXPECT_EQ(json::serialize(good.at("alarms")), "[]");
+  EXPECT_FALSE(good.at("myproxy_renewal").as_bool());
   EXPECT_FALSE(bad.at("readable").as_bool());
   EXPECT_EQ(Str(bad.at("path")), env_->dir() + "/missing.pem");
   EXPECT_EQ(json::serialize(bad.at("jobs")), "[\"" + std::to_string(lost) + ".0\"]");
