@@ -296,7 +296,8 @@ void RegisterTestgridCommands(CLI::App& app) {
   });
   tg->add_subcommand("status", "say whether the test grid runs (exit 3 when not)")
       ->callback(Status);
-  tg->add_subcommand("down", "stop the test grid's gatekeeper")->callback(Down);
+  tg->add_subcommand("down", "stop the test grid's gatekeeper and the job managers it started")
+      ->callback(Down);
 }
 
 }  // namespace kite::cli
