@@ -186,11 +186,6 @@ Status GetStageIn(const json::object& o, JobDescription* j) {
   return {};
 }
 
-// Bounds of the resource requests: far above any real job, low enough to fit every batch system.
-constexpr int64_t kMaxCpus = 1 << 20;
-constexpr int64_t kMaxMemoryMb = int64_t{1} << 40;
-constexpr int64_t kMaxWalltimeS = int64_t{100} * 365 * 86400;
-
 Status GetCount(const json::object& o, std::string_view key, int64_t max, int64_t* out) {
   if (auto st = GetInt(o, key, out); !st) return st;
   if (*out < 0 || *out > max) return Bad(key, "out of range 0.." + std::to_string(max));
@@ -202,9 +197,9 @@ Status GetResources(const json::object& o, ResourceRequest* r) {
   if (v == nullptr || v->is_null()) return {};
   if (!v->is_object()) return Bad("resources", "not an object");
   const auto& ro = v->as_object();
-  Status st = GetCount(ro, "cpus", kMaxCpus, &r->cpus);
-  if (st) st = GetCount(ro, "memory_mb", kMaxMemoryMb, &r->memory_mb);
-  if (st) st = GetCount(ro, "walltime_s", kMaxWalltimeS, &r->walltime_s);
+  Status st = GetCount(ro, "cpus", kMaxRequestCpus, &r->cpus);
+  if (st) st = GetCount(ro, "memory_mb", kMaxRequestMemoryMb, &r->memory_mb);
+  if (st) st = GetCount(ro, "walltime_s", kMaxRequestWalltimeS, &r->walltime_s);
   if (st) st = GetString(ro, "queue", &r->queue);
   if (st) st = GetString(ro, "project", &r->project);
   if (!st) return Fail(st.error().Wrap("resources"));

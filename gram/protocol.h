@@ -74,6 +74,11 @@ struct StageFile {
 
 // What a job asks of the site's batch system. Zero or empty: the site's default. Adapters that
 // cannot honour a request ignore it (the fork adapter ignores them all).
+// Bounds of the resource requests: far above any real job, low enough to fit every batch system.
+inline constexpr int64_t kMaxRequestCpus = 1 << 20;
+inline constexpr int64_t kMaxRequestMemoryMb = int64_t{1} << 40;
+inline constexpr int64_t kMaxRequestWalltimeS = int64_t{100} * 365 * 86400;
+
 struct ResourceRequest {
   int64_t cpus = 0;        // CPU cores for the job's one task
   int64_t memory_mb = 0;   // memory, MiB

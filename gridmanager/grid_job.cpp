@@ -2,6 +2,7 @@
 #include "gridmanager/grid_job.h"
 
 #include <charconv>
+#include <cmath>
 #include <set>
 
 #include "common/files.h"
@@ -25,6 +26,68 @@ std::string FileAttr(const classad::ClassAd& ad, std::string_view attr, const st
   auto v = ad.EvaluateString(attr);
   if (!v || v->empty() || *v == "/dev/null") return "";
   return JoinPath(iwd, *v);
+}
+
+// A whole number the batch system gets from attribute `attr`, in `unit`s; 0 when the attribute is
+// absent. Reals are rounded up (a request is a minimum). Anything that does not evaluate to a
+// number from 0 to `max` (an expression of attributes only a matchmaker knows, a string) is an
+// error naming the attribute and its text.
+Result<int64_t> RequestCount(const classad::ClassAd& ad, std::string_view attr, int64_t max,
+                             std::string_view unit) {
+  const classad::Expr* e = ad.Lookup(attr);
+  if (e == nullptr) return 0;
+  classad::Value v = ad.Evaluate(attr);
+  if (!v.IsNumber() || std::isnan(v.AsNumber())) {
+    return Fail(Bad(attr, "'" + classad::Unparse(*e) + "' is not a number of " + std::string(unit) +
+                              " (it evaluates to " + v.ToString() + ")"));
+  }
+  double n = v.IsInteger() ? static_cast<double>(v.AsInteger()) : std::ceil(v.AsReal());
+  if (n < 0 || n > static_cast<double>(max)) {
+    return Fail(Bad(attr, v.ToString() + " " + std::string(unit) + " is out of range (0 to " +
+                              std::to_string(max) + ")"));
+  }
+  return static_cast<int64_t>(n);
+}
+
+// A queue or project name for the batch system from attribute `attr`; "" when absent.
+Result<std::string> RequestName(const classad::ClassAd& ad, std::string_view attr) {
+  const classad::Expr* e = ad.Lookup(attr);
+  if (e == nullptr) return std::string();
+  classad::Value v = ad.Evaluate(attr);
+  if (!v.IsString()) {
+    return Fail(Bad(attr, "'" + classad::Unparse(*e) + "' is not a string"));
+  }
+  std::string name(v.AsString());
+  if (!gram::ValidBatchName(name)) {
+    return Fail(
+        Bad(attr, "'" + name + "' is not a batch system name (1 to 64 of A-Z a-z 0-9 _ . + -)"));
+  }
+  return name;
+}
+
+// RequestCpus, RequestMemory (MB), MaxWallTime (minutes, as HTCondor-CE's maxWallTime; else
+// HTCondor's BatchRuntime, seconds), BatchQueue and BatchProject.
+Result<gram::ResourceRequest> PlanResources(const classad::ClassAd& ad) {
+  gram::ResourceRequest r;
+  auto cpus = RequestCount(ad, "RequestCpus", gram::kMaxRequestCpus, "CPUs");
+  if (!cpus) return Fail(cpus.error());
+  auto memory = RequestCount(ad, "RequestMemory", gram::kMaxRequestMemoryMb, "MB");
+  if (!memory) return Fail(memory.error());
+  bool minutes = ad.Lookup("MaxWallTime") != nullptr;
+  auto wall = minutes ? RequestCount(ad, "MaxWallTime", gram::kMaxRequestWalltimeS / 60, "minutes")
+                      : RequestCount(ad, "BatchRuntime", gram::kMaxRequestWalltimeS, "seconds");
+  if (!wall) return Fail(wall.error());
+  if (minutes) *wall *= 60;
+  auto queue = RequestName(ad, "BatchQueue");
+  if (!queue) return Fail(queue.error());
+  auto project = RequestName(ad, "BatchProject");
+  if (!project) return Fail(project.error());
+  r.cpus = *cpus;
+  r.memory_mb = *memory;
+  r.walltime_s = *wall;
+  r.queue = std::move(*queue);
+  r.project = std::move(*project);
+  return r;
 }
 
 }  // namespace
@@ -158,6 +221,9 @@ Result<GridJobPlan> PlanGridJob(const classad::ClassAd& ad) {
       p.desc.stage_in.push_back({name, as});
     }
   }
+  auto resources = PlanResources(ad);
+  if (!resources) return Fail(resources.error());
+  p.desc.resources = std::move(*resources);
   return p;
 }
 

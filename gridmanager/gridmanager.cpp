@@ -876,6 +876,9 @@ void GridManager::Impl::Commit(GridJob& j) {
         MarkUp(*g.res);
         if (g.phase == Phase::kSubmitted) g.phase = Phase::kCommitted;
         Apply(g, *st);
+        // What happened while the commit was under way (a kite rm, a callback with the job's
+        // end, which Apply of this older news then ignores) is acted on now.
+        Drive(g);
       });
 }
 
@@ -934,6 +937,10 @@ void GridManager::Impl::Cancel(GridJob& j) {
         if (!st) return Failed(g, st.error(), "cancel");
         MarkUp(*g.res);
         Apply(g, *st);
+        // A callback with the end may have overtaken this reply (Apply then ignores the reply):
+        // go on to commit-end. A cancel still under way at the site is followed by callbacks
+        // and probes.
+        if (g.phase == Phase::kCancelled || g.phase == Phase::kFinal) Drive(g);
       });
 }
 

@@ -56,6 +56,7 @@ constexpr SimpleCommand kSimpleCommands[] = {
      "ON_EXIT|ON_EXIT_OR_EVICT"},
     {"batch_queue", "BatchQueue", Kind::kString, nullptr, nullptr},
     {"batch_project", "BatchProject", Kind::kString, nullptr, nullptr},
+    {"batch_runtime", "BatchRuntime", Kind::kDuration, nullptr, nullptr},
     {"batch_name", "JobBatchName", Kind::kString, nullptr, nullptr},
     {"description", "JobDescription", Kind::kString, nullptr, nullptr},
     {"globus_rsl", "GlobusRSL", Kind::kString, nullptr, nullptr},
@@ -406,14 +407,28 @@ Status EmitRequest(JobContext& ctx, const std::string& key, const char* attr, do
     if (default_expr != nullptr) ctx.Emit(attr, default_expr);
     return {};
   }
-  auto size = ParseSize(ctx, key, **v, unit);
-  if (!size) return Fail(size.error());
-  if (*size) {
-    if (key == "request_cpus" && **size < 1) {
-      return Fail(ctx.ErrorAt(key, "request_cpus must be at least 1"));
+  if (key == "request_cpus") {
+    // A count, not a size: "4", or an expression; "2.5" and "2GB" are mistakes.
+    const std::string& text = **v;
+    bool numeric = std::isdigit(static_cast<unsigned char>(text[0])) || text[0] == '.' ||
+                   (text.size() > 1 && text[0] == '-');
+    if (numeric) {
+      auto n = ParseInt(text);
+      if (!n) {
+        return Fail(
+            ctx.ErrorAt(key, "request_cpus must be a whole number of CPUs, not '" + text + "'"));
+      }
+      if (*n < 1) return Fail(ctx.ErrorAt(key, "request_cpus must be at least 1"));
+      ctx.Emit(attr, std::to_string(*n));
+      return {};
     }
-    ctx.Emit(attr, std::to_string(**size));
-    return {};
+  } else {
+    auto size = ParseSize(ctx, key, **v, unit);
+    if (!size) return Fail(size.error());
+    if (*size) {
+      ctx.Emit(attr, std::to_string(**size));
+      return {};
+    }
   }
   if (auto st = ValidateExpr(ctx, key, **v); !st) return st;
   ctx.Emit(attr, **v);
@@ -426,6 +441,31 @@ Status EmitRequests(JobContext& ctx) {
     return st;
   }
   return EmitRequest(ctx, "request_disk", "RequestDisk", 1024.0, nullptr);
+}
+
+// What a grid job names for the site's batch system reaches its commands as one argument: only
+// the characters every batch system takes in a queue or account name (the site checks the same).
+Status CheckBatchNames(JobContext& ctx) {
+  auto u = GetUniverse(ctx);
+  if (!u) return Fail(u.error());
+  if (*u != kGridUniverse) return {};
+  for (const std::string key : {"batch_queue", "batch_project"}) {
+    auto v = ctx.Get(key);
+    if (!v) return Fail(v.error());
+    if (!*v) continue;
+    bool ok = (*v)->size() <= 64;
+    for (char ch : **v) {
+      ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.' ||
+                  ch == '+' || ch == '-');
+    }
+    if (!ok) {
+      return Fail(ctx.ErrorAt(key, key +
+                                       " must be 1 to 64 of A-Z a-z 0-9 _ . + - (a name the "
+                                       "site's batch system knows), not '" +
+                                       **v + "'"));
+    }
+  }
+  return {};
 }
 
 Status EmitCustom(JobContext& ctx, const CustomAttr& c) {
@@ -524,7 +564,8 @@ std::vector<Handler> MakeHandlers(const std::vector<CustomAttr>& customs) {
   std::vector<Handler> h = {EmitFixed,        EmitUniverse, EmitExecutable,    EmitArguments,
                             EmitEnvironment,  EmitIwd,      EmitInput,         EmitOutput,
                             EmitError,        EmitUserLog,  EmitHold,          EmitNotification,
-                            EmitGridResource, EmitProxy,    EmitTransferFiles, EmitRequests};
+                            EmitGridResource, EmitProxy,    EmitTransferFiles, EmitRequests,
+                            CheckBatchNames};
   for (const auto& c : kSimpleCommands) {
     h.push_back([&c](JobContext& ctx) { return EmitSimple(ctx, c); });
   }

@@ -1,15 +1,21 @@
 // `kite testgrid up|status|down`: the embedded default grid — a personal CA, a host certificate for
 // localhost, a user certificate and proxy, a grid-mapfile, and a kite-gatekeeper on a free loopback
-// port, all under $KITE_HOME/testgrid (the CA under $KITE_HOME/ca, shared with `kite ca`).
+// port, all under $KITE_HOME/testgrid (the CA under $KITE_HOME/ca, shared with `kite ca`). With
+// `up --batch slurm` the gatekeeper's job managers hand jobs to the Slurm cluster that this
+// environment's PATH and SLURM_CONF point to (the gatekeeper passes both on to them).
+#include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "agent/cli/commands.h"
 #include "agent/cli/util.h"
@@ -111,14 +117,50 @@ std::string EnsureProxy(const Paths& p, const std::string& ca_dir, std::string* 
   return out;
 }
 
-pid_t StartGatekeeper(const Paths& p, const std::string& ca_dir, const std::string& batch) {
+struct UpOptions {
+  std::string batch = "fork";
+  double batch_poll_interval = 1.0;  // seconds
+  bool batch_given = false;          // --batch was on the command line
+};
+
+// For a batch system behind the gatekeeper: what the job managers will use to reach it, checked
+// now so that a missing client or configuration is said here rather than in a held job.
+// Returns a line for the user ("" for fork); the gatekeeper itself refuses unknown names.
+std::string CheckBatchSystem(const std::string& batch) {
+  if (batch != "slurm") return "";
+  const char* path = std::getenv("PATH");
+  std::string sbatch;
+  for (const auto& dir : Split(path ? path : "", ':')) {
+    std::string candidate = JoinPath(dir, "sbatch");
+    if (::access(candidate.c_str(), X_OK) == 0) {
+      sbatch = candidate;
+      break;
+    }
+  }
+  if (sbatch.empty()) {
+    Die("--batch slurm: sbatch is not in PATH; install Slurm's client commands (Debian: "
+        "slurm-client) or put them in PATH");
+  }
+  const char* conf = std::getenv("SLURM_CONF");
+  if (conf != nullptr && *conf != '\0') {
+    if (!FileExists(conf))
+      Die(std::string("--batch slurm: SLURM_CONF=") + conf + " does not exist");
+    return std::string("slurm: ") + sbatch + " with SLURM_CONF=" + conf;
+  }
+  return "slurm: " + sbatch + " with Slurm's default configuration (SLURM_CONF is not set)";
+}
+
+pid_t StartGatekeeper(const Paths& p, const std::string& ca_dir, const UpOptions& o) {
   ::unlink(p.port.c_str());
   SpawnOptions so;
   so.program = ProgramPath("kite-gatekeeper");
+  char poll[32];
+  std::snprintf(poll, sizeof poll, "%g", o.batch_poll_interval);
   so.argv = {so.program,    "--listen",  "127.0.0.1:0", "--state-dir", p.state,
              "--cert",      p.host_cert, "--key",       p.host_key,    "--ca-dir",
-             ca_dir,        "--gridmap", p.gridmap,     "--batch",     batch,
-             "--port-file", p.port,      "--log",       p.log};
+             ca_dir,        "--gridmap", p.gridmap,     "--batch",     o.batch,
+             "--port-file", p.port,      "--log",       p.log,         "--batch-poll-interval",
+             poll};
   so.env = CurrentEnvironment();
   so.stdout_path = p.dir + "/gatekeeper.out";
   so.stderr_path = p.dir + "/gatekeeper.out";
@@ -134,17 +176,24 @@ pid_t StartGatekeeper(const Paths& p, const std::string& ca_dir, const std::stri
         (out && !out->empty() ? ": " + std::string(Trim(*out)) : std::string()));
   }
   if (auto st = WriteFileAtomic(p.pid, std::to_string(*pid) + "\n", 0644); !st) Die(st.error());
-  if (auto st = WriteFileAtomic(p.batch, batch + "\n", 0644); !st) Die(st.error());
+  if (auto st = WriteFileAtomic(p.batch, o.batch + "\n", 0644); !st) Die(st.error());
   return *pid;
 }
 
-void Up(const std::string& batch) {
+void Up(const UpOptions& o) {
   Paths p;
   if (pid_t pid = RunningGatekeeper(p)) {
+    std::string running(Trim(ReadFile(p.batch).value_or("fork")));
+    if (o.batch_given && running != o.batch) {
+      Die("the test grid is already up with the " + running +
+          " adapter; run `kite testgrid down` first to use " + o.batch);
+    }
     std::printf("the test grid is already up (kite-gatekeeper pid %d)\n%s\n", pid,
                 ResourceLine(p).c_str());
     return;
   }
+  if (!(o.batch_poll_interval > 0)) Die("--batch-poll-interval must be more than 0 seconds");
+  std::string batch_note = CheckBatchSystem(o.batch);
   if (auto st = MakeDirs(p.dir, 0700); !st) Die(st.error());
   if (auto st = MakeDirs(p.state, 0700); !st) Die(st.error());
   auto ca = OpenOrMakeCa(p);
@@ -158,9 +207,10 @@ void Up(const std::string& batch) {
   if (auto st = WriteFileAtomic(p.gridmap, gridmap, 0644); !st) Die(st.error());
   std::string note;
   std::string proxy = EnsureProxy(p, ca.trusted_dir(), &note);
-  pid_t pid = StartGatekeeper(p, ca.trusted_dir(), batch);
+  pid_t pid = StartGatekeeper(p, ca.trusted_dir(), o);
   std::printf("kite-gatekeeper (pid %d) serves %s with the %s adapter\n", pid, subject.c_str(),
-              batch.c_str());
+              o.batch.c_str());
+  if (!batch_note.empty()) std::printf("%s\n", batch_note.c_str());
   std::printf("proxy: %s\n", proxy.c_str());
   std::printf("use in a submit file:\n  universe = grid\n  %s\n", ResourceLine(p).c_str());
   if (!note.empty()) std::printf("  %s\n", note.c_str());
@@ -177,19 +227,50 @@ void Status() {
               ResourceLine(p).c_str());
 }
 
-void Down() {
-  Paths p;
-  pid_t pid = RunningGatekeeper(p);
-  if (!pid) {
-    std::printf("the test grid is down\n");
-    return;
-  }
+// SIGTERM, then SIGKILL after 10 s.
+void StopProcess(pid_t pid) {
   ::kill(pid, SIGTERM);
   for (int i = 0; i < 500 && ::kill(pid, 0) == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   if (::kill(pid, 0) == 0) ::kill(pid, SIGKILL);
+}
+
+// The job managers the test grid's gatekeeper started (one per account, each holding the lock
+// state/users/<account>/jm.lock while it runs): they outlive the gatekeeper otherwise, and keep
+// asking the batch system about their jobs.
+std::vector<pid_t> RunningJobManagers(const Paths& p) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(p.state + "/users", ec)) {
+    std::string dir = e.path().string();
+    int fd = ::open((dir + "/jm.lock").c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) continue;
+    bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0;
+    ::close(fd);
+    if (!held) continue;
+    pid_t pid = static_cast<pid_t>(std::atoi(ReadFile(dir + "/jm.pid").value_or("0").c_str()));
+    auto cmd = ReadFile("/proc/" + std::to_string(pid) + "/cmdline");
+    if (pid > 0 && cmd && cmd->find("kite-jobmanager") != std::string::npos) out.push_back(pid);
+  }
+  return out;
+}
+
+void Down() {
+  Paths p;
+  pid_t pid = RunningGatekeeper(p);
+  if (pid) StopProcess(pid);  // first: it would start job managers again
   ::unlink(p.pid.c_str());
-  std::printf("the test grid is down (stopped kite-gatekeeper pid %d)\n", pid);
+  std::vector<pid_t> jms = RunningJobManagers(p);
+  for (pid_t jm : jms) StopProcess(jm);
+  if (!pid && jms.empty()) {
+    std::printf("the test grid is down\n");
+    return;
+  }
+  std::string what = pid ? "kite-gatekeeper pid " + std::to_string(pid) : "";
+  for (pid_t jm : jms) {
+    what += (what.empty() ? "" : ", ") + std::string("kite-jobmanager pid ") + std::to_string(jm);
+  }
+  std::printf("the test grid is down (stopped %s)\n", what.c_str());
 }
 
 }  // namespace
@@ -197,13 +278,26 @@ void Down() {
 void RegisterTestgridCommands(CLI::App& app) {
   auto* tg = app.add_subcommand("testgrid", "the embedded test grid: a gatekeeper on loopback");
   tg->require_subcommand(1);
-  static std::string batch = "fork";
+  static UpOptions options;
   auto* up = tg->add_subcommand("up", "make certificates if needed and start a kite-gatekeeper");
-  up->add_option("--batch", batch, "batch adapter behind the gatekeeper")->capture_default_str();
-  up->callback([] { Up(batch); });
+  auto* batch = up->add_option("--batch", options.batch,
+                               "batch system behind the gatekeeper: fork (run jobs on this "
+                               "machine) or slurm (sbatch to the cluster that PATH and "
+                               "SLURM_CONF point to); kite-gatekeeper refuses names it does "
+                               "not know")
+                    ->capture_default_str();
+  up->add_option("--batch-poll-interval", options.batch_poll_interval,
+                 "seconds between the job managers' questions to the batch system (slurm: one "
+                 "squeue for all jobs)")
+      ->capture_default_str();
+  up->callback([batch] {
+    options.batch_given = batch->count() > 0;
+    Up(options);
+  });
   tg->add_subcommand("status", "say whether the test grid runs (exit 3 when not)")
       ->callback(Status);
-  tg->add_subcommand("down", "stop the test grid's gatekeeper")->callback(Down);
+  tg->add_subcommand("down", "stop the test grid's gatekeeper and the job managers it started")
+      ->callback(Down);
 }
 
 }  // namespace kite::cli

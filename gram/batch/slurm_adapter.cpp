@@ -269,9 +269,13 @@ class SlurmAdapter : public BatchAdapter {
     return code == f.end() ? where : "exit code " + code->second + "; " + where;
   }
 
+  // At most one scancel per poll interval, for every cancel queued since the last (the job
+  // manager polls on every pass, and cancels of many jobs come one request at a time).
   void SendCancels() {
     if (to_cancel_.empty()) return;
     auto now = Clock::now();
+    if (now < next_cancel_) return;
+    next_cancel_ = now + options_.poll_interval;
     std::erase_if(cancel_sent_, [&](const auto& e) { return now - e.second > kCancelResend; });
     std::vector<std::string> args(to_cancel_.begin(), to_cancel_.end());
     auto r = Run("scancel", args, ToolEnvironment());
@@ -290,6 +294,7 @@ class SlurmAdapter : public BatchAdapter {
   std::string path_;        // where the commands are looked up
   std::string uid_;
   Clock::time_point next_poll_{};
+  Clock::time_point next_cancel_{};  // the next scancel waits until then
   Clock::time_point unreachable_until_{};
   std::string last_unreachable_ = "no contact yet";
   std::set<std::string> to_cancel_;                       // Slurm ids to scancel at the next Poll

@@ -63,5 +63,44 @@ TEST(Testgrid, UpPingDown) {
   EXPECT_FALSE((*client)->Ping()) << "the gatekeeper still answers after down";
 }
 
+// A batch system the gatekeeper does not know is refused with its words; --batch slurm needs
+// Slurm's commands; a grid that is up with one adapter is not silently reused for another.
+TEST(Testgrid, BatchSystemsAreCheckedBeforeTheGridComesUp) {
+  KiteEnv env("testgrid-batch");
+  env.AddEnv("X509_USER_PROXY=" + env.dir() + "/x509up");
+  auto r = env.Kite({"testgrid", "up", "--batch", "nosuch"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("kite-gatekeeper did not start"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no batch adapter named 'nosuch' (known: fork, slurm"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(env.Kite({"testgrid", "status"}).exit_code, 3);
+
+  std::vector<std::string> no_slurm = env.Env();
+  no_slurm.push_back("PATH=/nonexistent");
+  r = RunCommand({BinDir() + "/kite", "testgrid", "up", "--batch", "slurm"}, no_slurm, env.dir());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("sbatch is not in PATH"), std::string::npos) << r.err;
+  std::vector<std::string> bad_conf = env.Env();
+  bad_conf.push_back("SLURM_CONF=" + env.dir() + "/missing.conf");
+  r = RunCommand({BinDir() + "/kite", "testgrid", "up", "--batch", "slurm"}, bad_conf, env.dir());
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("missing.conf does not exist"), std::string::npos) << r.err;
+  r = env.Kite({"testgrid", "up", "--batch-poll-interval", "0"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--batch-poll-interval must be more than 0"), std::string::npos) << r.err;
+
+  r = env.Kite({"testgrid", "up"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = env.Kite({"testgrid", "up", "--batch", "slurm"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("already up with the fork adapter; run `kite testgrid down` first"),
+            std::string::npos)
+      << r.err;
+  r = env.Kite({"testgrid", "up", "--batch", "fork"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("already up"), std::string::npos) << r.out;
+  EXPECT_EQ(env.Kite({"testgrid", "down"}).exit_code, 0);
+}
+
 }  // namespace
 }  // namespace kite::testing

@@ -111,6 +111,79 @@ TEST(PlanGridJob, RefusesWhatCannotRunAsDescribed) {
   EXPECT_NE(no_proxy.error().message().find("x509userproxy"), std::string::npos);
 }
 
+TEST(PlanGridJob, ResourceRequestsReachTheJobDescription) {
+  auto plan = PlanGridJob(Ad(std::string(kBase) +
+                             "Cmd = \"/bin/true\"\nTransferExecutable = false\n"
+                             "RequestCpus = 4\nRequestMemory = 2048\nMaxWallTime = 90\n"
+                             "BatchQueue = \"short\"\nBatchProject = \"phys-123\"\n"));
+  ASSERT_TRUE(plan) << plan.error().ToString();
+  EXPECT_EQ(plan->desc.resources, (gram::ResourceRequest{.cpus = 4,
+                                                         .memory_mb = 2048,
+                                                         .walltime_s = 90 * 60,
+                                                         .queue = "short",
+                                                         .project = "phys-123"}));
+  // And they survive the trip to the site.
+  auto back = gram::ParseJobDescription(gram::ToJson(plan->desc));
+  ASSERT_TRUE(back) << back.error().ToString();
+  EXPECT_EQ(back->resources, plan->desc.resources);
+}
+
+TEST(PlanGridJob, ResourceRequestsAreEvaluatedAndRoundedUp) {
+  auto plan =
+      PlanGridJob(Ad(std::string(kBase) + "Cmd = \"/bin/true\"\nTransferExecutable = false\n"
+                                          "RequestCpus = 1 + 1\nRequestMemory = 1.5 * 1024 + 0.2\n"
+                                          "BatchRuntime = 7200\n"));
+  ASSERT_TRUE(plan) << plan.error().ToString();
+  EXPECT_EQ(plan->desc.resources.cpus, 2);
+  EXPECT_EQ(plan->desc.resources.memory_mb, 1537);
+  EXPECT_EQ(plan->desc.resources.walltime_s, 7200);  // HTCondor's batch_runtime
+  EXPECT_TRUE(plan->desc.resources.queue.empty());
+  // MaxWallTime (minutes, as HTCondor-CE's) wins over BatchRuntime (seconds).
+  plan = PlanGridJob(Ad(std::string(kBase) + "Cmd = \"/bin/true\"\nTransferExecutable = false\n"
+                                             "BatchRuntime = 7200\nMaxWallTime = 60\n"));
+  ASSERT_TRUE(plan) << plan.error().ToString();
+  EXPECT_EQ(plan->desc.resources.walltime_s, 3600);
+}
+
+TEST(PlanGridJob, NoRequestsLeaveTheSiteDefaults) {
+  auto plan = PlanGridJob(Ad(std::string(kBase) + "Cmd = \"/bin/true\"\n"));
+  ASSERT_TRUE(plan) << plan.error().ToString();
+  EXPECT_TRUE(plan->desc.resources.empty());
+}
+
+TEST(PlanGridJob, RefusesResourceRequestsTheBatchSystemCannotTake) {
+  struct Case {
+    std::string extra, message;
+  };
+  for (const auto& c : std::vector<Case>{
+           {"RequestCpus = -1", "RequestCpus: -1 CPUs is out of range"},
+           {"RequestCpus = 2000000", "RequestCpus: 2000000 CPUs is out of range (0 to 1048576)"},
+           {"RequestMemory = \"lots\"",
+            "RequestMemory: '\"lots\"' is not a number of MB (it evaluates to \"lots\")"},
+           {"RequestMemory = ifThenElse(MemoryUsage > 100, 200, 100)",
+            "RequestMemory: 'ifThenElse(MemoryUsage > 100, 200, 100)' is not a number of MB "
+            "(it evaluates to undefined)"},
+           {"MaxWallTime = -60", "MaxWallTime: -60 minutes is out of range"},
+           {"MaxWallTime = 1e30", "MaxWallTime: "},
+           {"MaxWallTime = true", "MaxWallTime: 'true' is not a number of minutes"},
+           {"BatchRuntime = \"1h\"", "BatchRuntime: '\"1h\"' is not a number of seconds"},
+           {"BatchQueue = \"short queue\"",
+            "BatchQueue: 'short queue' is not a batch system name (1 to 64 of A-Z a-z 0-9 _ . + "
+            "-)"},
+           {"BatchQueue = \"\"", "BatchQueue: '' is not a batch system name"},
+           {"BatchQueue = 3", "BatchQueue: '3' is not a string"},
+           {"BatchProject = \"a;b\"", "BatchProject: 'a;b' is not a batch system name"},
+           {"BatchProject = \"" + std::string(65, 'p') + "\"", "BatchProject: 'ppp"},
+       }) {
+    auto plan = PlanGridJob(
+        Ad(std::string(kBase) + "Cmd = \"/bin/true\"\nTransferExecutable = false\n" + c.extra));
+    ASSERT_FALSE(plan) << c.extra;
+    EXPECT_EQ(plan.error().code(), ErrorCode::kInvalidInput);
+    EXPECT_NE(plan.error().message().find(c.message), std::string::npos)
+        << c.extra << ": " << plan.error().message();
+  }
+}
+
 TEST(RequestIdBase, SameForTheSameAttemptAndValidOnTheWire) {
   auto ad = Ad(kBase);
   EXPECT_EQ(RequestIdBase(ad, 0), "kite-1700000000-12.3-0");

@@ -38,6 +38,19 @@ const ErrorCase kErrorCases[] = {
     {"executable = prog\nrequest_memory = 2XB\nqueue\n", 2, "'2XB' is not a size"},
     {"executable = prog\nrequest_memory = -1\nqueue\n", 2, "must not be negative"},
     {"executable = prog\nrequest_cpus = 0\nqueue\n", 2, "request_cpus must be at least 1"},
+    {"executable = prog\nrequest_cpus = -2\nqueue\n", 2, "request_cpus must be at least 1"},
+    {"executable = prog\nrequest_cpus = 2.5\nqueue\n", 2,
+     "request_cpus must be a whole number of CPUs, not '2.5'"},
+    {"executable = prog\nrequest_cpus = 2GB\nqueue\n", 2, "whole number of CPUs, not '2GB'"},
+    {"executable = prog\nbatch_runtime = forever\nqueue\n", 2, "batch_runtime must be a duration"},
+    {"universe = grid\ngrid_resource = kite h:1/slurm\nexecutable = prog\n"
+     "batch_queue = short;reboot\nqueue\n",
+     4, "batch_queue must be 1 to 64 of A-Z a-z 0-9 _ . + -"},
+    {"universe = grid\ngrid_resource = kite h:1/slurm\nexecutable = prog\n"
+     "batch_project = 'phys 1'\nqueue\n",
+     4,
+     "batch_project must be 1 to 64 of A-Z a-z 0-9 _ . + - (a name the site's batch system "
+     "knows), not ''phys 1''"},
     {"executable = prog\nshould_transfer_files = maybe\nqueue\n", 2,
      "must be one of YES,NO,IF_NEEDED"},
     {"executable = prog\narguments = \"a 'b\"\nqueue\n", 2, "arguments: unbalanced single quote"},
