@@ -45,6 +45,7 @@ def measure(bindir, jobs):
     tmp = tempfile.mkdtemp(prefix="kite-recovery-bench-")
     k = Kite(bindir, tmp)
     home = k.env["KITE_HOME"]
+    cluster = 0
     try:
         up = k.run("testgrid", "up")
         resource = re.search(r"grid_resource = kite \S+", up).group(0)
@@ -82,8 +83,11 @@ def measure(bindir, jobs):
         known = running(k, cluster)
         return {"jobs": jobs, "wall": wall, "own": own, "known": known}
     finally:
+        # Removed jobs leave the queue once their site confirmed the cancel (the sleeps ended).
         k.run("rm", "--constraint", "true", check=False)
-        time.sleep(2)
+        end = time.time() + 300
+        while cluster and time.time() < end and '"ClusterId"' in k.run("q", "-json", check=False):
+            time.sleep(1)
         k.run("agent", "stop", check=False)
         k.run("testgrid", "down", check=False)
         subprocess.run(["pkill", "-9", "-f", f"kite-jobmanager --state-dir {home}"])
