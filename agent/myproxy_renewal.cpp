@@ -3,7 +3,6 @@
 
 #include <pwd.h>
 #include <spdlog/spdlog.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/asio/post.hpp>
@@ -46,13 +45,12 @@ Result<std::pair<std::string, uint16_t>> SplitServer(const std::string& server) 
 }
 
 Result<std::string> ReadPassphraseFile(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
+  if (!FileExists(path)) {
     return Fail(ErrorCode::kNotFound, "pass phrase file " + path + " does not exist");
   }
-  if ((st.st_mode & 077) != 0) {
-    return Fail(ErrorCode::kPermission,
-                "pass phrase file " + path + " is readable by others (chmod 600 it)");
+  // Private like a key: the owner's alone.
+  if (auto st = CheckPrivateFile(path); !st) {
+    return Fail(st.error().code(), "pass phrase file: " + st.error().message());
   }
   auto text = ReadFile(path);
   if (!text) return Fail(text.error());

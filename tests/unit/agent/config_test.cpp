@@ -110,8 +110,8 @@ TEST_F(MyProxyConfig, RefusesWhatCannotWorkWithKeyAndLine) {
       {"[myproxy]\nserver = 7512\n", "config.toml:2: myproxy.server: expected a string"},
       {"[myproxy]\nserver = \"h\"\n", "config.toml:1: myproxy: passphrase_file is required"},
       {"[myproxy]\n\npassphrase_file = \"" + open_ + "\"\n",
-       "config.toml:3: myproxy.passphrase_file: pass phrase file " + open_ +
-           " is readable by others"},
+       "config.toml:3: myproxy.passphrase_file: pass phrase file: " + open_ +
+           " has mode 0644; it must be readable by its owner only"},
       {"[myproxy]\npassphrase_file = \"" + short_ + "\"\n", "shorter than 6 characters"},
       {"[myproxy]\npassphrase_file = \"" + dir_ + "/none\"\n", "does not exist"},
       {"[myproxy]\nrenew_before = \"soon\"\n",
