@@ -10,6 +10,8 @@
 
 #include <cerrno>
 
+#include "common/strings.h"
+
 namespace kite::gram::batch {
 namespace {
 
@@ -125,6 +127,25 @@ std::string FindInPath(std::string_view name, std::string_view path) {
     start = end + 1;
   }
   return "";
+}
+
+bool MentionsAny(std::string_view text, std::initializer_list<std::string_view> words) {
+  for (auto w : words)
+    if (text.find(w) != std::string_view::npos) return true;
+  return false;
+}
+
+std::string FirstLine(const std::string& s) {
+  std::string line(Trim(s.substr(0, s.find('\n'))));
+  return line.empty() ? "no message" : line;
+}
+
+bool WriteQuick(const std::string& path, const std::string& text) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return ok;
 }
 
 }  // namespace kite::gram::batch

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,5 +29,15 @@ Result<CommandResult> RunCommand(const std::vector<std::string>& argv,
 // The first executable file named `name` in the colon-separated directory list `path`; empty
 // when there is none.
 std::string FindInPath(std::string_view name, std::string_view path);
+
+// True when `text` contains any of `words` (a batch tool's messages, matched by fixed phrases).
+bool MentionsAny(std::string_view text, std::initializer_list<std::string_view> words);
+
+// The first line of a tool's output, trimmed; "no message" when there is none.
+std::string FirstLine(const std::string& s);
+
+// Writes a small file whose loss in a machine crash costs nothing (it can be found again): no
+// fsync. False when it could not be written.
+bool WriteQuick(const std::string& path, const std::string& text);
 
 }  // namespace kite::gram::batch

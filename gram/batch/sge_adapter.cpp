@@ -2,7 +2,6 @@
 // holds what it writes and reads).
 #include "gram/batch/sge_adapter.h"
 
-#include <fcntl.h>
 #include <pwd.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -53,51 +52,31 @@ std::pair<std::string, std::string> SplitId(const std::string& id) {
 // Grid Engine's words when a command could not talk to qmaster: nothing was decided, and the same
 // request may be sent again later.
 bool ContactFailure(const CommandResult& r) {
-  if (r.timed_out) return true;
-  static constexpr std::array<std::string_view, 7> kWords = {
-      "unable to send message to qmaster",
-      "unable to contact qmaster",
-      "commlib error",
-      "got send error",
-      "Connection refused",
-      "unable to read qmaster name",
-      "cell directory",
+  auto words = {
+      std::string_view("unable to send message to qmaster"),
+      std::string_view("unable to contact qmaster"),
+      std::string_view("commlib error"),
+      std::string_view("got send error"),
+      std::string_view("Connection refused"),
+      std::string_view("unable to read qmaster name"),
+      std::string_view("cell directory"),
   };
-  for (auto w : kWords)
-    if (r.err.find(w) != std::string::npos || r.out.find(w) != std::string::npos) return true;
-  return false;
+  return r.timed_out || MentionsAny(r.err, words) || MentionsAny(r.out, words);
 }
 
 // Grid Engine's words when it refuses a job for what the job asks (a queue, project or parallel
 // environment that does not exist, a request no queue satisfies): submitting it again cannot work.
 bool RequestRefused(const CommandResult& r) {
-  static constexpr std::array<std::string_view, 8> kWords = {
-      "unknown queue",
-      "does not exist",
-      "no suitable queues",
-      "is not a memory value",
-      "is not a time value",
-      "unknown resource",
-      "denied",
-      "not allowed",
-  };
-  for (auto w : kWords)
-    if (r.err.find(w) != std::string::npos) return true;
-  return false;
-}
-
-std::string FirstLine(const std::string& s) {
-  std::string line(Trim(s.substr(0, s.find('\n'))));
-  return line.empty() ? "no message" : line;
-}
-
-// A small file whose loss in a machine crash costs nothing (it can be found again): no fsync.
-bool WriteQuick(const std::string& path, const std::string& text) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
-  return ok;
+  return MentionsAny(r.err, {
+                                "unknown queue",
+                                "does not exist",
+                                "no suitable queues",
+                                "is not a memory value",
+                                "is not a time value",
+                                "unknown resource",
+                                "denied",
+                                "not allowed",
+                            });
 }
 
 class SgeAdapter : public BatchAdapter {

@@ -2,11 +2,9 @@
 // holds what it writes and reads).
 #include "gram/batch/slurm_adapter.h"
 
-#include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <array>
 #include <cstdlib>
 #include <set>
 
@@ -43,50 +41,29 @@ std::pair<std::string, std::string> SplitId(const std::string& id) {
 // Slurm's words when a command could not talk to the controller: nothing was decided, and the
 // same request may be sent again later.
 bool ContactFailure(const CommandResult& r) {
-  if (r.timed_out) return true;
-  static constexpr std::array<std::string_view, 7> kWords = {
-      "Unable to contact slurm controller",
-      "Socket timed out",
-      "Connection refused",
-      "Zero Bytes were transmitted",
-      "Communication connection failure",
-      "temporarily unavailable",
-      "Slurm backup controller in standby mode",
-  };
-  for (auto w : kWords)
-    if (r.err.find(w) != std::string::npos) return true;
-  return false;
+  return r.timed_out || MentionsAny(r.err, {
+                                               "Unable to contact slurm controller",
+                                               "Socket timed out",
+                                               "Connection refused",
+                                               "Zero Bytes were transmitted",
+                                               "Communication connection failure",
+                                               "temporarily unavailable",
+                                               "Slurm backup controller in standby mode",
+                                           });
 }
 
 // Slurm's words when it refuses a job for what the job asks (a partition or account that does
 // not exist, more than any node has): submitting it again cannot work.
 bool RequestRefused(const CommandResult& r) {
-  static constexpr std::array<std::string_view, 7> kWords = {
-      "Invalid partition name",
-      "Invalid account",
-      "Invalid qos",
-      "Requested node configuration is not available",
-      "Memory specification can not be satisfied",
-      "Requested time limit is invalid",
-      "More processors requested than permitted",
-  };
-  for (auto w : kWords)
-    if (r.err.find(w) != std::string::npos) return true;
-  return false;
-}
-
-std::string FirstLine(const std::string& s) {
-  std::string line(Trim(s.substr(0, s.find('\n'))));
-  return line.empty() ? "no message" : line;
-}
-
-// A small file whose loss in a machine crash costs nothing (it can be found again): no fsync.
-bool WriteQuick(const std::string& path, const std::string& text) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return false;
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
-  return ok;
+  return MentionsAny(r.err, {
+                                "Invalid partition name",
+                                "Invalid account",
+                                "Invalid qos",
+                                "Requested node configuration is not available",
+                                "Memory specification can not be satisfied",
+                                "Requested time limit is invalid",
+                                "More processors requested than permitted",
+                            });
 }
 
 class SlurmAdapter : public BatchAdapter {
