@@ -3,9 +3,11 @@
 
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <cstdlib>
 
@@ -18,6 +20,7 @@
 #include "agent/rest_server.h"
 #include "agent/userlog.h"
 #include "classad/expr.h"
+#include "classad/parser.h"
 #include "common/files.h"
 #include "common/paths.h"
 #include "common/spawn.h"
@@ -42,6 +45,10 @@ std::vector<std::string> BaseEnvironment() {
   return env;
 }
 
+// How long a grid job that left the queue is reported to polling gridmanagers (they poll at
+// least every 20 s, and one that starts afresh never knew of it).
+constexpr double kGridLeftKeep = 600;
+
 int HoldCodeFor(const ExecStatus& s) {
   if (s.kind == ExecStatus::Kind::kExecFailed) return kHoldFailedToCreateProcess;
   if (s.message.find("standard output") != std::string::npos ||
@@ -55,19 +62,30 @@ int HoldCodeFor(const ExecStatus& s) {
 }  // namespace
 
 Result<JobSelector> ParseJobSelector(std::string_view text) {
+  auto bad = [&](const std::string& why) {
+    return Fail(ErrorCode::kInvalidInput, "bad job id '" + std::string(text) + "': " + why);
+  };
+  auto number = [&](std::string_view part, int64_t min) -> Result<int> {
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || end != part.data() + part.size() ||
+        (ec != std::errc() && ec != std::errc::result_out_of_range))
+      return bad("expected CLUSTER or CLUSTER.PROC");
+    if (ec == std::errc::result_out_of_range || v > kMaxJobId)
+      return bad("ids go up to " + std::to_string(kMaxJobId));
+    if (v < min) return bad(min == 1 ? "cluster ids start at 1" : "ids are not negative");
+    return static_cast<int>(v);
+  };
+  size_t dot = text.find('.');
+  auto cluster = number(text.substr(0, dot), 1);
+  if (!cluster) return Fail(cluster.error());
   JobSelector s;
-  std::string t(text);
-  char* end = nullptr;
-  long c = std::strtol(t.c_str(), &end, 10);
-  if (end == t.c_str() || c <= 0) return Fail(ErrorCode::kInvalidInput, "bad job id '" + t + "'");
-  s.cluster = static_cast<int>(c);
-  if (*end == '.') {
-    const char* p = end + 1;
-    long pr = std::strtol(p, &end, 10);
-    if (end == p || pr < 0) return Fail(ErrorCode::kInvalidInput, "bad job id '" + t + "'");
-    s.proc = static_cast<int>(pr);
+  s.cluster = *cluster;
+  if (dot != std::string_view::npos) {
+    auto proc = number(text.substr(dot + 1), 0);
+    if (!proc) return Fail(proc.error());
+    s.proc = *proc;
   }
-  if (*end != '\0') return Fail(ErrorCode::kInvalidInput, "bad job id '" + t + "'");
   return s;
 }
 
@@ -84,8 +102,44 @@ Agent::Agent(AgentOptions options)
 
 Agent::~Agent() = default;
 
+namespace {
+
+// The home holds the queue (arguments, environments) and the logs: the user's alone. A home made
+// with a wider mode (by hand, or by an older Kite) is tightened, not refused: that is the fix.
+Status MakeHomePrivate(const std::string& home) {
+  if (auto st = MakeDirs(home, 0700); !st) return st;
+  struct stat sb {};
+  if (::stat(home.c_str(), &sb) != 0) return FailErrno("stat " + home);
+  if (sb.st_uid != ::geteuid())
+    return Fail(ErrorCode::kPermission, home + " belongs to another user (uid " +
+                                            std::to_string(sb.st_uid) + "); refusing to use it");
+  if ((sb.st_mode & 077) == 0) return {};
+  if (::chmod(home.c_str(), sb.st_mode & 0700) != 0) return FailErrno("chmod " + home);
+  spdlog::warn("agent: {} was readable by others (mode {:o}); it is now {:o}", home,
+               sb.st_mode & 0777, sb.st_mode & 0700);
+  return {};
+}
+
+// SQLite takes an empty file for a new database: an emptied queue.db (a full disk, a copy gone
+// wrong) would silently restart the queue, its history and its cluster ids. Only a home without
+// a queue.db starts a new queue.
+Status CheckQueueFile(const std::string& path) {
+  struct stat sb {};
+  if (::stat(path.c_str(), &sb) != 0) return {};
+  if (!S_ISREG(sb.st_mode)) return Fail(ErrorCode::kInvalidInput, path + " is not a file");
+  if (sb.st_size == 0)
+    return Fail(ErrorCode::kInvalidInput,
+                path +
+                    " is empty (0 bytes): the queue, its history and its cluster ids are "
+                    "gone. Restore it from a backup, or move it away to start a new queue.");
+  return {};
+}
+
+}  // namespace
+
 Status Agent::Start() {
-  if (auto st = MakeDirs(options_.home, 0700); !st) return st;
+  if (auto st = MakeHomePrivate(options_.home); !st) return st;
+  if (auto st = CheckQueueFile(options_.queue_path()); !st) return st;
   if (auto st = MakeDirs(options_.spool_path(), 0700); !st) return st;
   auto store = store::JobQueueStore::Open(options_.queue_path());
   if (!store) return Fail(store.error());
@@ -100,6 +154,7 @@ Status Agent::Start() {
     if (j.universe == kUniverseGrid) {
       if (leaving) {
         grid_jobs_.erase(j.key);
+        if (!in_grid_update_) grid_left_[j.key] = {ProxyOf(j), grid_gen_ + 1, WallNow()};
       } else {
         grid_jobs_.insert(j.key);
       }
@@ -684,6 +739,16 @@ Agent::GridPollResult Agent::CollectGrid(const std::string& proxy, uint64_t sinc
     if (!j || ProxyOf(*j) != proxy) continue;
     if (since == 0 ? NeedsGridManager(*j) : j->grid_gen > since) r.jobs.push_back(key);
   }
+  double now = WallNow();
+  for (auto it = grid_left_.begin(); it != grid_left_.end();) {
+    if (now - it->second.when > kGridLeftKeep) {
+      it = grid_left_.erase(it);
+      continue;
+    }
+    if (since != 0 && it->second.proxy == proxy && it->second.gen > since)
+      r.left.push_back(it->first);
+    ++it;
+  }
   return r;
 }
 
@@ -696,7 +761,7 @@ void Agent::GridPoll(std::string proxy, uint64_t since, std::string epoch, doubl
   bool fresh = epoch != grid_epoch_ || since > grid_gen_;
   if (fresh) since = 0;
   auto now = CollectGrid(proxy, since);
-  if (fresh || !now.jobs.empty() || timeout <= 0) return reply(std::move(now));
+  if (fresh || !now.jobs.empty() || !now.left.empty() || timeout <= 0) return reply(std::move(now));
   auto w = std::make_shared<GridWaiter>();
   w->proxy = std::move(proxy);
   w->since = since;
@@ -722,7 +787,7 @@ void Agent::AnswerGridWaiters() {
       continue;
     }
     auto r = CollectGrid(w->proxy, w->since);
-    if (r.jobs.empty()) {
+    if (r.jobs.empty() && r.left.empty()) {
       keep.push_back(w);
       continue;
     }
@@ -735,6 +800,7 @@ void Agent::AnswerGridWaiters() {
 Result<int> Agent::ApplyGridUpdate(Job& job, const GridUpdate& u) {
   std::vector<std::pair<std::string, classad::ExprPtr>> set;
   for (auto& [name, text] : u.set) {
+    if (auto st = classad::CheckAttributeName(name); !st) return Fail(st.error());
     auto e = classad::ParseExpr(text);
     if (!e) return Fail(ErrorCode::kInvalidInput, name + ": " + e.error().message());
     set.emplace_back(name, *e);

@@ -37,13 +37,6 @@ struct WaitCounts {
   std::vector<std::string> missing_ids;
 };
 
-// A job selector from the CLI: "C" (a cluster) or "C.P" (one job).
-struct JobSelector {
-  int cluster = 0;
-  int proc = -1;  // -1: the whole cluster
-};
-Result<JobSelector> ParseJobSelector(std::string_view text);
-
 class Agent {
  public:
   explicit Agent(AgentOptions options);
@@ -87,6 +80,7 @@ class Agent {
     std::string epoch;         // changes when the agent restarts
     uint64_t generation = 0;   // pass back as `since`
     std::vector<JobKey> jobs;  // grid jobs of the proxy changed since `since`
+    std::vector<JobKey> left;  // grid jobs of the proxy that left the queue since `since`
   };
   // Long poll: answers once a grid job of `proxy` changed after `since` (at once when `epoch`
   // is not this agent's, with every job that needs a gridmanager), or after `timeout`.
@@ -165,6 +159,14 @@ class Agent {
   // Grid jobs and their gridmanagers.
   std::set<JobKey> grid_jobs_;
   uint64_t grid_gen_ = 0;
+  // Grid jobs that left the queue other than by their gridmanager's word (kite rm of a job not yet
+  // at a site, rm --forcex): its gridmanager must stop working on them. Kept kGridLeftKeep s.
+  struct GridLeft {
+    std::string proxy;
+    uint64_t gen = 0;
+    double when = 0;
+  };
+  std::map<JobKey, GridLeft> grid_left_;
   std::string grid_epoch_;
   bool in_grid_update_ = false;  // changes reported by a gridmanager are not echoed back to it
   bool grid_check_ = false;      // something changed that may need a gridmanager started

@@ -8,6 +8,7 @@
 
 #include "agent/agent.h"
 #include "agent/listing.h"
+#include "agent/select.h"
 #include "classad/expr.h"
 #include "classad/io.h"
 
@@ -70,36 +71,6 @@ Result<std::vector<JobSelector>> GetSelectors(const json::object& o) {
   return out;
 }
 
-// Queued jobs matching the selectors (none: all) and the constraint (empty: all).
-Result<std::vector<Job*>> Select(Agent& agent, const std::vector<JobSelector>& sel,
-                                 const std::string& constraint) {
-  classad::ExprPtr expr;
-  if (!constraint.empty()) {
-    auto e = classad::ParseExpr(constraint);
-    if (!e) return Fail(ErrorCode::kInvalidInput, "constraint: " + e.error().message());
-    expr = *e;
-  }
-  std::vector<Job*> out;
-  auto consider = [&](Job& j) {
-    if (!expr || classad::EvaluateExpr(*expr, &j.ad).IsTrue()) out.push_back(&j);
-  };
-  auto& jobs = agent.queue().jobs();
-  if (sel.empty()) {
-    for (auto& [k, j] : jobs) consider(j);
-    return out;
-  }
-  for (auto& s : sel) {
-    if (s.proc >= 0) {
-      if (Job* j = agent.queue().Find({s.cluster, s.proc})) consider(*j);
-      continue;
-    }
-    for (auto it = jobs.lower_bound({s.cluster, 0});
-         it != jobs.end() && it->first.cluster == s.cluster; ++it)
-      consider(it->second);
-  }
-  return out;
-}
-
 Result<std::vector<SubmitAttr>> ParseAttrs(const json::value& v) {
   std::vector<SubmitAttr> out;
   if (!v.is_array()) return Fail(ErrorCode::kInvalidInput, "attributes must be [name, expr] pairs");
@@ -116,8 +87,9 @@ Result<std::vector<SubmitAttr>> ParseAttrs(const json::value& v) {
 ApiResponse HandleSubmit(Agent& agent, const json::object& body) {
   SubmitRequest req;
   auto* c = body.if_contains("cluster");
-  if (!c || !c->is_int64())
-    return ErrorReply(http::status::bad_request, "cluster must be an integer");
+  if (!c || !c->is_int64() || c->as_int64() < 1 || c->as_int64() > kMaxJobId)
+    return ErrorReply(http::status::bad_request,
+                      "cluster must be an integer from 1 to " + std::to_string(kMaxJobId));
   req.cluster = static_cast<int>(c->as_int64());
   auto* common = body.if_contains("common");
   auto* procs = body.if_contains("procs");
@@ -139,108 +111,89 @@ ApiResponse HandleSubmit(Agent& agent, const json::object& body) {
   return Reply(http::status::ok, json::serialize(o) + "\n");
 }
 
-ApiResponse HandleQuery(Agent& agent, const json::object& body) {
-  auto sel = GetSelectors(body);
-  if (!sel) return ErrorReply(sel.error());
-  auto constraint = GetString(body, "constraint");
-  if (!constraint) return ErrorReply(constraint.error());
-  auto format = GetString(body, "format");
-  if (!format) return ErrorReply(format.error());
-  bool history =
-      body.contains("history") && body.at("history").is_bool() && body.at("history").as_bool();
-  double now = agent.queue().Now();
-  std::vector<ListedJob> listed;
-  std::vector<classad::ClassAd> hist_ads;
-  if (!history) {
-    auto jobs = Select(agent, *sel, *constraint);
-    if (!jobs) return ErrorReply(jobs.error());
-    listed.reserve(jobs->size());
-    for (Job* j : *jobs) listed.push_back({j->key, &j->ad, j->cluster});
-  } else {
-    classad::ExprPtr expr;
-    if (!constraint->empty()) {
-      auto e = classad::ParseExpr(*constraint);
-      if (!e) return ErrorReply(http::status::bad_request, "constraint: " + e.error().message());
-      expr = *e;
-    }
-    size_t limit = 0;
-    if (auto* l = body.if_contains("limit"); l && l->is_int64() && l->as_int64() > 0)
-      limit = static_cast<size_t>(l->as_int64());
-    std::vector<JobKey> keys;
-    auto take = [&](const store::HistoryRecord& h) {
-      auto ad = classad::ParseOldAd(h.ad);
-      if (!ad) return true;
-      if (expr && !classad::EvaluateExpr(*expr, &*ad).IsTrue()) return true;
-      hist_ads.push_back(std::move(*ad));
-      keys.push_back(h.job);
-      return limit == 0 || hist_ads.size() < limit;
-    };
-    std::vector<JobSelector> all = sel->empty() ? std::vector<JobSelector>{{-1, -1}} : *sel;
-    for (auto& s : all) {
-      auto st = agent.store().History(s.cluster, s.proc, 0, take);
-      if (!st) return ErrorReply(st.error());
-    }
-    for (size_t i = 0; i < hist_ads.size(); ++i) listed.push_back({keys[i], &hist_ads[i], nullptr});
-  }
-  if (*format == "json") return Reply(http::status::ok, FormatJson(listed));
+std::string FormatListing(const std::string& format, const std::vector<ListedJob>& listed,
+                          bool history, double now) {
+  if (format == "json") return FormatJson(listed);
   std::string text;
-  if (*format == "batch" && !history) {
+  if (format == "batch" && !history) {
     text = FormatBatchTable(listed, now);
-  } else if (*format == "grid") {
+  } else if (format == "grid") {
     text = FormatGridTable(listed);
   } else {
     text = FormatJobTable(listed, now, history);
   }
   if (!history) text += "\n" + FormatTotals(listed);
-  return Reply(http::status::ok, std::move(text), "text/plain");
+  return text;
 }
 
-ApiResponse HandleAct(Agent& agent, const json::object& body) {
-  auto action = GetString(body, "action");
-  if (!action) return ErrorReply(action.error());
-  Agent::Action act;
-  std::string verb;
-  if (*action == "rm") {
-    act = Agent::Action::kRemove;
-    verb = "removed";
-  } else if (*action == "hold") {
-    act = Agent::Action::kHold;
-    verb = "held";
-  } else if (*action == "release") {
-    act = Agent::Action::kRelease;
-    verb = "released";
-  } else if (*action == "forcex") {
-    act = Agent::Action::kForceRemove;
-    verb = "removed";
-  } else {
-    return ErrorReply(http::status::bad_request, "action must be rm, forcex, hold or release");
-  }
+void HandleQuery(Agent& agent, const json::object& body, std::function<void(ApiResponse)> reply) {
   auto sel = GetSelectors(body);
-  if (!sel) return ErrorReply(sel.error());
+  if (!sel) return reply(ErrorReply(sel.error()));
   auto constraint = GetString(body, "constraint");
-  if (!constraint) return ErrorReply(constraint.error());
-  if (sel->empty() && constraint->empty())
-    return ErrorReply(http::status::bad_request, "name the jobs: ids or a constraint");
-  auto jobs = Select(agent, *sel, *constraint);
-  if (!jobs) return ErrorReply(jobs.error());
-  auto reason = GetString(body, "reason");
-  if (!reason) return ErrorReply(reason.error());
-  std::string why = *reason;
-  if (why.empty()) {
-    const char* user = ::getenv("USER");
-    std::string via = act == Agent::Action::kRemove        ? "kite rm"
-                      : act == Agent::Action::kForceRemove ? "kite rm --forcex"
-                      : act == Agent::Action::kHold        ? "kite hold"
-                                                           : "kite release";
-    why = "via " + via + " (by user " + (user ? user : "?") + ")";
+  if (!constraint) return reply(ErrorReply(constraint.error()));
+  auto expr = ParseConstraint(*constraint);
+  if (!expr) return reply(ErrorReply(expr.error()));
+  auto format = GetString(body, "format");
+  if (!format) return reply(ErrorReply(format.error()));
+  const char* type = *format == "json" ? "application/json" : "text/plain";
+  bool history =
+      body.contains("history") && body.at("history").is_bool() && body.at("history").as_bool();
+  if (!history) {
+    return SelectQueued(
+        agent, std::move(*sel), *expr,
+        [&agent, format = *format, type, reply](Result<std::vector<JobKey>> keys) {
+          if (!keys) return reply(ErrorReply(keys.error()));
+          std::vector<ListedJob> listed;
+          listed.reserve(keys->size());
+          for (JobKey k : *keys) {
+            if (Job* j = agent.queue().Find(k)) listed.push_back({k, &j->ad, j->cluster});
+          }
+          reply(Reply(http::status::ok, FormatListing(format, listed, false, agent.queue().Now()),
+                      type));
+        });
+  }
+  size_t limit = 0;
+  if (auto* l = body.if_contains("limit"); l && l->is_int64() && l->as_int64() > 0)
+    limit = static_cast<size_t>(l->as_int64());
+  SelectHistory(agent, std::move(*sel), *expr, limit,
+                [&agent, format = *format, type, reply](Result<HistoryMatch> m) {
+                  if (!m) return reply(ErrorReply(m.error()));
+                  std::vector<ListedJob> listed;
+                  listed.reserve(m->ads.size());
+                  for (size_t i = 0; i < m->ads.size(); ++i)
+                    listed.push_back({m->keys[i], &m->ads[i], nullptr});
+                  reply(Reply(http::status::ok,
+                              FormatListing(format, listed, true, agent.queue().Now()), type));
+                });
+}
+
+struct ActVerb {
+  const char* name;
+  Agent::Action action;
+  const char* verb;  // for the CLI's "N job(s) VERB"
+  const char* via;   // in the default reason
+};
+constexpr ActVerb kActVerbs[] = {
+    {"rm", Agent::Action::kRemove, "removed", "kite rm"},
+    {"forcex", Agent::Action::kForceRemove, "removed", "kite rm --forcex"},
+    {"hold", Agent::Action::kHold, "held", "kite hold"},
+    {"release", Agent::Action::kRelease, "released", "kite release"},
+};
+
+// Acts on the selected jobs once the constraint has been evaluated over them (in slices).
+void ActOn(Agent& agent, const ActVerb& v, const std::vector<JobSelector>& sel,
+           const std::vector<JobKey>& keys, const std::string& why,
+           const std::function<void(ApiResponse)>& reply) {
+  std::vector<Job*> jobs;
+  for (JobKey k : keys) {
+    if (Job* j = agent.queue().Find(k)) jobs.push_back(j);
   }
   // Ids that matched nothing are reported too, as condor_rm does. (Looked at before acting: a
   // job that leaves the queue in Act is gone afterwards.)
   std::vector<std::string> unmatched;
-  for (auto& s : *sel) {
+  for (auto& s : sel) {
     bool any = false;
-    for (Job* j : *jobs)
-      any |= j->key.cluster == s.cluster && (s.proc < 0 || j->key.proc == s.proc);
+    for (Job* j : jobs) any |= j->key.cluster == s.cluster && (s.proc < 0 || j->key.proc == s.proc);
     if (!any) {
       std::string id =
           std::to_string(s.cluster) + (s.proc >= 0 ? "." + std::to_string(s.proc) : "");
@@ -248,18 +201,50 @@ ApiResponse HandleAct(Agent& agent, const json::object& body) {
     }
   }
   std::vector<std::string> errors;
-  size_t matched = jobs->size();
-  int changed = agent.Act(act, *jobs, why, &errors);
-  if (auto st = agent.queue().Flush(); !st) return ErrorReply(st.error());
+  size_t matched = jobs.size();
+  int changed = agent.Act(v.action, jobs, why, &errors);
+  if (auto st = agent.queue().Flush(); !st) return reply(ErrorReply(st.error()));
   json::object o;
   o["matched"] = matched;
   o["changed"] = changed;
-  o["verb"] = verb;
+  o["verb"] = v.verb;
   json::array errs;
   for (auto& e : errors) errs.push_back(json::string(e));
   for (auto& e : unmatched) errs.push_back(json::string(e));
   o["errors"] = std::move(errs);
-  return Reply(http::status::ok, json::serialize(o) + "\n");
+  reply(Reply(http::status::ok, json::serialize(o) + "\n"));
+}
+
+void HandleAct(Agent& agent, const json::object& body, std::function<void(ApiResponse)> reply) {
+  auto action = GetString(body, "action");
+  if (!action) return reply(ErrorReply(action.error()));
+  const ActVerb* verb = nullptr;
+  for (const auto& v : kActVerbs) {
+    if (*action == v.name) verb = &v;
+  }
+  if (!verb)
+    return reply(
+        ErrorReply(http::status::bad_request, "action must be rm, forcex, hold or release"));
+  auto sel = GetSelectors(body);
+  if (!sel) return reply(ErrorReply(sel.error()));
+  auto constraint = GetString(body, "constraint");
+  if (!constraint) return reply(ErrorReply(constraint.error()));
+  if (sel->empty() && constraint->empty())
+    return reply(ErrorReply(http::status::bad_request, "name the jobs: ids or a constraint"));
+  auto expr = ParseConstraint(*constraint);
+  if (!expr) return reply(ErrorReply(expr.error()));
+  auto reason = GetString(body, "reason");
+  if (!reason) return reply(ErrorReply(reason.error()));
+  std::string why = *reason;
+  if (why.empty()) {
+    const char* user = ::getenv("USER");
+    why = std::string("via ") + verb->via + " (by user " + (user ? user : "?") + ")";
+  }
+  SelectQueued(agent, *sel, *expr,
+               [&agent, verb, sel = *sel, why, reply](Result<std::vector<JobKey>> keys) {
+                 if (!keys) return reply(ErrorReply(keys.error()));
+                 ActOn(agent, *verb, sel, *keys, why, reply);
+               });
 }
 
 json::object CountsJson(const WaitCounts& c) {
@@ -341,6 +326,9 @@ void HandleGridJobs(Agent& agent, const json::object& body,
       jobs.push_back(json::object{
           {"id", JobIdString(key)}, {"status", j->status}, {"ad", agent.queue().FlatText(*j)}});
     }
+    // Jobs that left the queue: status 0, no ad.
+    for (const JobKey& key : r.left)
+      jobs.push_back(json::object{{"id", JobIdString(key)}, {"status", 0}});
     o["jobs"] = std::move(jobs);
     reply(Reply(http::status::ok, json::serialize(o) + "\n"));
   });
@@ -487,8 +475,8 @@ void HandleApiRequest(Agent& agent, const ApiRequest& req, std::function<void(Ap
     return reply(Reply(http::status::ok, json::serialize(o) + "\n"));
   }
   if (target == "/v1/submit") return reply(HandleSubmit(agent, *body));
-  if (target == "/v1/query") return reply(HandleQuery(agent, *body));
-  if (target == "/v1/act") return reply(HandleAct(agent, *body));
+  if (target == "/v1/query") return HandleQuery(agent, *body, std::move(reply));
+  if (target == "/v1/act") return HandleAct(agent, *body, std::move(reply));
   if (target == "/v1/wait") return HandleWait(agent, *body, std::move(reply));
   if (target == "/v1/events") return reply(HandleEvents(agent, *body));
   if (target == "/v1/grid/jobs") return HandleGridJobs(agent, *body, std::move(reply));

@@ -11,6 +11,8 @@
 #include "agent/agent.h"
 #include "agent/api.h"
 #include "agent/http_session.h"
+#include "common/accept_loop.h"
+#include "common/unix_socket_path.h"
 
 namespace kite::agent {
 
@@ -31,12 +33,13 @@ namespace {
 
 using Socket = boost::asio::local::stream_protocol::socket;
 
-// The CLI's requests: a 10,000-job cluster is well under 1 MB; a long poll may be silent a while.
+// The CLI's requests: a 10,000-job cluster is well under 1 MB, and a cluster of kMaxJobsPerSubmit
+// jobs with long per-job arguments fits in kMaxApiBody; a long poll may be silent a while.
 HttpLimits ApiLimits() {
   HttpLimits l;
   l.idle = std::chrono::seconds(300);
   l.max_header = 64 << 10;
-  l.max_body = 256u << 20;
+  l.max_body = kMaxApiBody;
   return l;
 }
 
@@ -48,8 +51,10 @@ ApiServer::~ApiServer() = default;
 Status ApiServer::Listen(const std::string& path) {
   path_ = path;
   ::unlink(path.c_str());
+  auto addr = UnixSocketPath::For(path);
+  if (!addr) return Fail(addr.error());
   boost::system::error_code ec;
-  boost::asio::local::stream_protocol::endpoint ep(path);
+  boost::asio::local::stream_protocol::endpoint ep(addr->address());
   mode_t old = ::umask(0077);  // the socket is the user's alone
   acceptor_.open(ep.protocol(), ec);
   if (!ec) acceptor_.bind(ep, ec);
@@ -63,23 +68,23 @@ Status ApiServer::Listen(const std::string& path) {
 }
 
 void ApiServer::Close() {
+  if (loop_) loop_->Stop();
   boost::system::error_code ec;
   acceptor_.close(ec);
 }
 
 void ApiServer::DoAccept() {
-  acceptor_.async_accept([this](boost::system::error_code ec, Socket socket) {
-    if (ec == boost::asio::error::operation_aborted) return;
-    if (!ec) {
-      ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
-      Agent& agent = agent_;
-      auto handler = [&agent](const HttpRequest& req, std::function<void(HttpResponse)> reply) {
-        HandleApiRequest(agent, req, std::move(reply));
-      };
-      std::make_shared<HttpSession<Socket>>(std::move(socket), ApiLimits(), handler)->Start();
-    }
-    DoAccept();
-  });
+  Agent& agent = agent_;
+  loop_ = std::make_shared<AcceptLoop<boost::asio::local::stream_protocol>>(
+      acceptor_, "agent: API", AcceptLoop<boost::asio::local::stream_protocol>::Limits{},
+      [&agent](Socket socket, PeerLimit::Slot) {
+        ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
+        auto handler = [&agent](const HttpRequest& req, std::function<void(HttpResponse)> reply) {
+          HandleApiRequest(agent, req, std::move(reply));
+        };
+        std::make_shared<HttpSession<Socket>>(std::move(socket), ApiLimits(), handler)->Start();
+      });
+  loop_->Start();
 }
 
 }  // namespace kite::agent

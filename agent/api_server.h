@@ -11,6 +11,11 @@
 
 #include "common/error.h"
 
+namespace kite {
+template <typename Protocol>
+class AcceptLoop;
+}  // namespace kite
+
 namespace kite::agent {
 
 class Agent;
@@ -27,6 +32,7 @@ class ApiServer {
   void DoAccept();
   Agent& agent_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
+  std::shared_ptr<AcceptLoop<boost::asio::local::stream_protocol>> loop_;
   std::string path_;
 };
 

@@ -17,30 +17,40 @@
 namespace kite::agent {
 namespace {
 
+std::string FormatNumber(double v) {
+  std::string t = std::to_string(v);
+  t.erase(t.find_last_not_of('0') + 1);
+  if (t.back() == '.') t.pop_back();
+  return t;
+}
+
 std::string Where(const std::string& file, const toml::node& n, const std::string& key) {
   return file + ":" + std::to_string(n.source().begin.line) + ": " + key;
 }
 
 using Setter = std::function<Status(const toml::node&, const std::string& where)>;
 
-Setter Number(double* out, double min) {
+// A finite number from `min` to `max`: NaN and infinities are refused like any value out of range.
+Setter Number(double* out, double min, double max) {
   return [=](const toml::node& n, const std::string& where) -> Status {
     auto v = n.value<double>();
     if (!v) return Fail(ErrorCode::kInvalidInput, where + ": expected a number");
-    if (*v < min)
-      return Fail(ErrorCode::kInvalidInput, where + ": must be at least " + std::to_string(min));
+    if (!(*v >= min && *v <= max))
+      return Fail(ErrorCode::kInvalidInput, where + ": must be at least " + FormatNumber(min) +
+                                                " and at most " + FormatNumber(max));
     *out = *v;
     return {};
   };
 }
 
-Setter Integer(int* out, int min) {
+Setter Integer(int* out, int min, int max) {
   return [=](const toml::node& n, const std::string& where) -> Status {
     auto v = n.value<int64_t>();
     if (!v || !n.is_integer())
       return Fail(ErrorCode::kInvalidInput, where + ": expected an integer");
-    if (*v < min || *v > 1000000000)
-      return Fail(ErrorCode::kInvalidInput, where + ": out of range");
+    if (*v < min || *v > max)
+      return Fail(ErrorCode::kInvalidInput, where + ": out of range (" + std::to_string(min) +
+                                                " to " + std::to_string(max) + ")");
     *out = static_cast<int>(*v);
     return {};
   };
@@ -184,16 +194,16 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
   std::map<std::string, std::map<std::string, Setter>> known = {
       {"agent",
        {{"log_level", OneOf(&o.log_level, {"debug", "info", "warn", "error"})},
-        {"periodic_interval", Number(&o.periodic_interval, 0.1)},
-        {"max_local_jobs", Integer(&o.max_local_jobs, 0)},
-        {"kill_grace", Number(&o.kill_grace, 0)},
-        {"commit_delay_ms", Integer(&o.commit_delay_ms, 0)},
-        {"history_max", Integer(&o.history_max, 0)}}},
+        {"periodic_interval", Number(&o.periodic_interval, 0.1, 86400)},
+        {"max_local_jobs", Integer(&o.max_local_jobs, 0, 100000)},
+        {"kill_grace", Number(&o.kill_grace, 0, 3600)},
+        {"commit_delay_ms", Integer(&o.commit_delay_ms, 0, 10000)},
+        {"history_max", Integer(&o.history_max, 0, 100000000)}}},
       {"grid",
-       {{"probe_interval", Number(&o.grid_probe_interval, 0.1)},
-        {"max_resubmits", Integer(&o.grid_max_resubmits, 0)},
-        {"max_jobs_per_resource", Integer(&o.grid_max_jobs_per_resource, 1)},
-        {"max_requests_per_resource", Integer(&o.grid_max_requests_per_resource, 1)},
+       {{"probe_interval", Number(&o.grid_probe_interval, 0.1, 86400)},
+        {"max_resubmits", Integer(&o.grid_max_resubmits, 0, 1000)},
+        {"max_jobs_per_resource", Integer(&o.grid_max_jobs_per_resource, 1, 1000000)},
+        {"max_requests_per_resource", Integer(&o.grid_max_requests_per_resource, 1, 1024)},
         {"listen_host", Checked(&o.grid_listen_host, Problem(CheckListenHost))}}},
       {"myproxy",
        {{"server", Checked(&o.myproxy.server, Problem(CheckMyProxyServer))},

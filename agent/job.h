@@ -3,10 +3,13 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "classad/classad.h"
+#include "common/error.h"
 #include "store/job_queue_store.h"
 
 namespace kite::agent {
@@ -29,6 +32,7 @@ enum Universe : int { kUniverseVanilla = 5, kUniverseGrid = 9, kUniverseLocal = 
 
 // HTCondor's HoldReasonCode values Kite uses.
 enum HoldCode : int {
+  kHoldQueueDamage = 0,  // HTCondor's "Unspecified": Kite uses it for a job ad that did not load
   kHoldUserRequest = 1,
   kHoldGridError = 2,  // HTCondor's GlobusGramError: the site refused or failed the job
   kHoldJobPolicy = 3,
@@ -38,6 +42,12 @@ enum HoldCode : int {
   kHoldIwdError = 14,
   kHoldSubmittedOnHold = 15,
 };
+
+// Limits (docs/api.md, "Limits"). Job ids are ClusterId.ProcId, each from 0 to kMaxJobId
+// (cluster ids from 1); anything larger is refused, never truncated.
+inline constexpr int64_t kMaxJobId = 2147483647;
+inline constexpr size_t kMaxJobsPerSubmit = 100000;
+inline constexpr size_t kMaxApiBody = size_t{64} << 20;  // bytes of one request to the agent
 
 struct Cluster {
   int id = 0;
@@ -69,5 +79,13 @@ struct Job {
 };
 
 std::string JobIdString(JobKey k);  // "12.3"
+
+// A job selector from the CLI, the API or the REST endpoint: "C" (a cluster) or "C.P" (one job).
+// Parsing refuses ids out of range (above kMaxJobId, negative, cluster 0) rather than wrapping.
+struct JobSelector {
+  int cluster = 0;
+  int proc = -1;  // -1: the whole cluster
+};
+Result<JobSelector> ParseJobSelector(std::string_view text);
 
 }  // namespace kite::agent

@@ -13,6 +13,7 @@
 
 #include "agent/agent.h"
 #include "agent/config.h"
+#include "common/accept_guard.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "common/paths.h"
@@ -85,6 +86,7 @@ int main(int argc, char** argv) {
   (void)!::pwrite(pid_fd, pid.data(), pid.size(), 0);
 
   kite::InitLogging("agent", foreground_log ? "" : options->log_path(), options->log_level);
+  kite::RaiseOpenFileLimit();  // connections are bounded per peer, not by the default 1,024
   kite::agent::Agent agent(*options);
   if (auto st = agent.Start(); !st) {
     std::fprintf(stderr, "kite-agent: %s\n", st.error().message().c_str());

@@ -52,7 +52,7 @@ Result<std::string> ReadPassphraseFile(const std::string& path) {
   if (auto st = CheckPrivateFile(path); !st) {
     return Fail(st.error().code(), "pass phrase file: " + st.error().message());
   }
-  auto text = ReadFile(path);
+  auto text = ReadFile(path, {.max_bytes = 4096});  // a pass phrase, not a file fed by mistake
   if (!text) return Fail(text.error());
   std::string pw = *text;
   while (!pw.empty() && (pw.back() == '\n' || pw.back() == '\r')) pw.pop_back();

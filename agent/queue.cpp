@@ -1,6 +1,7 @@
 // The agent's job queue.
 #include "agent/queue.h"
 
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -9,9 +10,12 @@
 
 #include "agent/userlog.h"
 #include "classad/io.h"
+#include "classad/parser.h"
 
 namespace kite::agent {
 namespace {
+
+constexpr size_t kTrimAfterRetiring = 1000;
 
 // Attributes that belong to each job, never to the shared cluster ad: they change per job.
 constexpr std::string_view kJobLevel[] = {"ProcId",     "JobStatus",      "EnteredCurrentStatus",
@@ -32,19 +36,18 @@ int64_t Secs(double t) {
   return static_cast<int64_t>(std::floor(t));
 }
 
-// The ad's own attributes in old syntax (not its parent's: the cluster is stored once).
-std::string OwnText(const classad::ClassAd& ad) {
+}  // namespace
+
+std::string StoredAdText(const classad::ClassAd& ad) {
   std::string out;
   for (auto& a : ad) {
-    out += a.name();
+    classad::AppendName(out, a.name());
     out += " = ";
     classad::AppendUnparse(out, a.expr());
     out += '\n';
   }
   return out;
 }
-
-}  // namespace
 
 const char* StatusLetter(int s) {
   switch (s) {
@@ -100,34 +103,65 @@ Job& JobQueue::AddJob(Cluster& c, JobKey key, classad::ClassAd ad) {
 }
 
 Status JobQueue::Load() {
+  // An ad that does not load in full is never dropped: what parses is kept and the job is held
+  // with the reason (a running one is stopped by the agent's recovery), so nothing acknowledged
+  // vanishes and nothing runs unmanaged.
+  std::map<int, std::string> cluster_damage;
+  std::vector<std::pair<JobKey, std::string>> damaged;
   auto st = store_->Load(
       [&](int id, std::string_view text) {
-        auto ad = classad::ParseOldAd(text);
-        if (!ad) {
-          spdlog::error("queue: cluster {} ad does not parse: {}", id, ad.error().ToString());
-          return;
-        }
+        std::vector<std::string> bad;
         Cluster& c = clusters_[id];
         c.id = id;
-        c.ad = std::move(*ad);
+        c.ad = classad::ParseOldAdSkippingErrors(text, &bad);
         c.total = static_cast<int>(c.ad.EvaluateInt("TotalSubmitProcs").value_or(0));
         c.stored = c.loaded = true;
+        if (!bad.empty()) {
+          spdlog::error("queue: cluster {} ad does not load in full: {}", id, bad.front());
+          cluster_damage[id] = "the cluster's stored ad is damaged (" + bad.front() + ")";
+        }
       },
       [&](JobKey key, std::string_view text) {
+        std::vector<std::string> bad;
+        auto ad = classad::ParseOldAdSkippingErrors(text, &bad);
         auto c = clusters_.find(key.cluster);
-        auto ad = classad::ParseOldAd(text);
-        if (c == clusters_.end() || !ad) {
-          spdlog::error("queue: job {} cannot be loaded", JobIdString(key));
-          return;
+        if (c == clusters_.end()) {
+          spdlog::error("queue: job {} has no cluster ad", JobIdString(key));
+          Cluster& lost = clusters_[key.cluster];
+          lost.id = key.cluster;
+          lost.stored = lost.loaded = true;
+          c = clusters_.find(key.cluster);
+          cluster_damage[key.cluster] = "the cluster's stored ad is missing";
         }
-        AddJob(c->second, key, std::move(*ad));
+        if (!bad.empty()) {
+          spdlog::error("queue: job {} ad does not load in full: {}", JobIdString(key),
+                        bad.front());
+          damaged.emplace_back(key, "the job's stored ad is damaged (" + bad.front() + ")");
+        }
+        AddJob(c->second, key, std::move(ad));
       });
   if (!st) return st;
+  for (auto& [key, j] : jobs_) {
+    auto it = cluster_damage.find(key.cluster);
+    if (it != cluster_damage.end()) damaged.emplace_back(key, it->second);
+  }
+  for (auto& [key, why] : damaged) HoldDamaged(jobs_.at(key), why);
   // A cluster whose jobs have all left is not kept (it may remain after a crash mid-retire).
   for (auto it = clusters_.begin(); it != clusters_.end();) {
     it = it->second.present == 0 ? clusters_.erase(it) : std::next(it);
   }
   return {};
+}
+
+void JobQueue::HoldDamaged(Job& job, const std::string& why) {
+  if (job.status != kIdle && job.status != kRunning) {
+    AddEvent(job, kEventGeneric, "Queue damage found at load: " + why + ".");
+    return;
+  }
+  Hold(job,
+       "Kite could not load this job in full from its queue: " + why +
+           ". Look at the job (kite q -json C.P), then release or remove it.",
+       kHoldQueueDamage);
 }
 
 Result<int> JobQueue::NewCluster() {
@@ -137,8 +171,56 @@ Result<int> JobQueue::NewCluster() {
   return id;
 }
 
+namespace {
+
+Result<classad::ExprPtr> ParseSubmitAttr(const SubmitAttr& a) {
+  if (auto st = classad::CheckAttributeName(a.name); !st) return Fail(st.error());
+  auto e = classad::ParseExpr(a.expr);
+  if (!e) return Fail(ErrorCode::kInvalidInput, a.name + ": " + e.error().message());
+  return *e;
+}
+
+// What a submit may set that the agent itself acts on: a job starts Idle or Held, in a universe
+// Kite runs, under a ProcId that names it alone.
+Status CheckJobLevel(const classad::ClassAd& ad, std::set<int64_t>* procs) {
+  auto whole = [&](const char* name) -> Result<std::optional<int64_t>> {
+    const classad::Expr* e = ad.Lookup(name);
+    if (!e) return std::optional<int64_t>();
+    auto v = ad.EvaluateInt(name);
+    if (!v)
+      return Fail(ErrorCode::kInvalidInput, std::string(name) + " must be an integer literal");
+    return std::optional<int64_t>(*v);
+  };
+  auto proc = whole("ProcId");
+  if (!proc) return Fail(proc.error());
+  if (!*proc || **proc < 0 || **proc > kMaxJobId)
+    return Fail(ErrorCode::kInvalidInput,
+                "ProcId must be an integer from 0 to " + std::to_string(kMaxJobId));
+  if (!procs->insert(**proc).second)
+    return Fail(ErrorCode::kInvalidInput, "ProcId " + std::to_string(**proc) + " appears twice");
+  auto status = whole("JobStatus");
+  if (!status) return Fail(status.error());
+  if (*status && **status != kIdle && **status != kHeld)
+    return Fail(ErrorCode::kInvalidInput, "JobStatus at submit must be 1 (Idle) or 5 (Held), not " +
+                                              std::to_string(**status));
+  auto universe = whole("JobUniverse");
+  if (!universe) return Fail(universe.error());
+  if (*universe && **universe != kUniverseVanilla && **universe != kUniverseGrid &&
+      **universe != kUniverseLocal)
+    return Fail(ErrorCode::kInvalidInput,
+                "JobUniverse " + std::to_string(**universe) +
+                    " is not one Kite runs (5 vanilla, 9 grid, 12 local)");
+  return {};
+}
+
+}  // namespace
+
 Result<int> JobQueue::Submit(const SubmitRequest& req) {
   if (req.procs.empty()) return Fail(ErrorCode::kInvalidInput, "a cluster needs at least one job");
+  if (req.procs.size() > kMaxJobsPerSubmit)
+    return Fail(ErrorCode::kInvalidInput, "a cluster may hold at most " +
+                                              std::to_string(kMaxJobsPerSubmit) +
+                                              " jobs; submit several clusters");
   if (!reserved_.count(req.cluster))
     return Fail(ErrorCode::kConflict, "cluster " + std::to_string(req.cluster) +
                                           " is not a fresh cluster id (ask for one first)");
@@ -146,8 +228,8 @@ Result<int> JobQueue::Submit(const SubmitRequest& req) {
   classad::ClassAd common;
   std::vector<std::pair<std::string, classad::ExprPtr>> job_level;
   for (auto& a : req.common) {
-    auto e = classad::ParseExpr(a.expr);
-    if (!e) return Fail(ErrorCode::kInvalidInput, a.name + ": " + e.error().message());
+    auto e = ParseSubmitAttr(a);
+    if (!e) return Fail(e.error());
     if (IsJobLevel(a.name)) {
       job_level.emplace_back(a.name, *e);
     } else {
@@ -155,16 +237,21 @@ Result<int> JobQueue::Submit(const SubmitRequest& req) {
     }
   }
   std::vector<classad::ClassAd> procs(req.procs.size());
+  std::set<int64_t> proc_ids;
   for (size_t i = 0; i < req.procs.size(); ++i) {
     for (auto& [name, e] : job_level) procs[i].Insert(name, e);
     for (auto& a : req.procs[i]) {
-      auto e = classad::ParseExpr(a.expr);
-      if (!e) return Fail(ErrorCode::kInvalidInput, a.name + ": " + e.error().message());
+      auto e = ParseSubmitAttr(a);
+      if (!e) return Fail(e.error());
       procs[i].Insert(a.name, *e);
     }
     if (!procs[i].LookupOwn("ProcId")) procs[i].Assign("ProcId", static_cast<int64_t>(i));
     if (!procs[i].LookupOwn("JobStatus")) procs[i].Assign("JobStatus", int64_t{kIdle});
     procs[i].Assign("EnteredCurrentStatus", Secs(now));
+    procs[i].SetParent(&common);
+    auto st = CheckJobLevel(procs[i], &proc_ids);
+    procs[i].SetParent(nullptr);
+    if (!st) return Fail(st.error().Wrap("job " + std::to_string(i)));
   }
   common.Assign("ClusterId", static_cast<int64_t>(req.cluster));
   common.Assign("QDate", Secs(now));
@@ -334,7 +421,7 @@ Status JobQueue::FlushInTransaction() {
     auto it = jobs_.find(key);
     if (it == jobs_.end()) continue;  // retired since
     Job& j = it->second;
-    if (auto st = store_->PutJob(key, OwnText(j.ad)); !st) return st;
+    if (auto st = store_->PutJob(key, StoredAdText(j.ad)); !st) return st;
   }
   for (auto& e : events_) {
     if (auto st = store_->AppendEvent(e.record); !st) return st;
@@ -357,7 +444,7 @@ Status JobQueue::Flush() {
   // New clusters are written in the same transaction as their first jobs.
   for (auto& [id, c] : clusters_) {
     if (c.stored) continue;
-    if (auto st = store_->PutCluster(id, OwnText(c.ad)); !st) {
+    if (auto st = store_->PutCluster(id, StoredAdText(c.ad)); !st) {
       store_->Rollback();
       return st;
     }
@@ -378,6 +465,9 @@ Status JobQueue::Flush() {
     if (auto* j = Find(key)) j->dirty = false;
   }
   dirty_.clear();
+  // Many jobs gone at once (a large cluster removed or finished): give their memory back to the
+  // system instead of keeping the peak for the agent's lifetime.
+  if (retired_.size() >= kTrimAfterRetiring) ::malloc_trim(0);
   retired_.clear();
   // User logs after the commit: the queue's event table is the durable record.
   std::map<std::string, std::string> logs;

@@ -34,6 +34,11 @@ struct SubmitRequest {
   std::vector<std::vector<SubmitAttr>> procs;  // per job: its own attributes (ProcId first)
 };
 
+// The stored form of an ad's own attributes (not its parent's: a cluster is stored once): old
+// syntax, one attribute per line, names quoted where they are not plain identifiers, so that
+// every line parses back (classad::ParseOldAdSkippingErrors reads it).
+std::string StoredAdText(const classad::ClassAd& ad);
+
 class JobQueue {
  public:
   using Clock = std::function<double()>;  // seconds since the epoch
@@ -108,6 +113,7 @@ class JobQueue {
   void SetStatus(Job& job, int status);
   void MarkDirty(Job& job);
   Job& AddJob(Cluster& c, JobKey key, classad::ClassAd ad);
+  void HoldDamaged(Job& job, const std::string& why);
   Status FlushInTransaction();
 
   store::JobQueueStore* store_;

@@ -85,15 +85,13 @@ Result<std::string> Decode(std::string_view s, bool plus_is_space) {
   return out;
 }
 
-// Calls one of the CLI API's read handlers, which answer at once.
-HttpResponse CallApi(Agent& agent, std::string_view target, const json::object& body) {
+// Calls one of the CLI API's read handlers. The answer may come later (a constraint is evaluated
+// in slices), on the agent's thread.
+void CallApi(Agent& agent, std::string_view target, const json::object& body, RestReply reply) {
   HttpRequest req{http::verb::post, target, 11};
   req.body() = json::serialize(body);
   req.prepare_payload();
-  std::optional<HttpResponse> out;
-  HandleApiRequest(agent, req, [&](HttpResponse r) { out = std::move(r); });
-  if (!out) return JsonError(http::status::internal_server_error, "no answer from the queue");
-  return std::move(*out);
+  HandleApiRequest(agent, req, std::move(reply));
 }
 
 // "[\n{...},\n{...}\n]\n" holds no job when it has no '{'.
@@ -272,24 +270,34 @@ Result<RestTarget> ParseRestTarget(std::string_view target) {
 RestService::RestService(Agent& agent, std::string token)
     : agent_(agent), token_(std::move(token)), started_(WallNow()) {}
 
-void RestService::Handle(const HttpRequest& req, const std::function<void(HttpResponse)>& reply) {
-  reply(Handle(req));
+void RestService::Handle(const HttpRequest& req, RestReply reply) {
+  bool head = req.method() == http::verb::head;
+  Route(req, [this, head, reply = std::move(reply)](HttpResponse res) {
+    ++answered_[res.result_int()];
+    res.set(http::field::server, "kite-agent");
+    res.set("X-Content-Type-Options", "nosniff");
+    if (head) {
+      // What a GET would send, without the body.
+      res.content_length(res.body().size());
+      res.body().clear();
+    }
+    reply(std::move(res));
+  });
 }
 
 HttpResponse RestService::Handle(const HttpRequest& req) {
-  HttpResponse res = Route(req);
-  ++answered_[res.result_int()];
-  res.set(http::field::server, "kite-agent");
-  res.set("X-Content-Type-Options", "nosniff");
-  if (req.method() == http::verb::head) {
-    // What a GET would send, without the body.
-    res.content_length(res.body().size());
-    res.body().clear();
+  std::optional<HttpResponse> out;
+  Handle(req, [&out](HttpResponse r) { out = std::move(r); });
+  // A sliced query goes on through the agent's event loop: run it until the answer is in.
+  auto& io = agent_.io();
+  while (!out) {
+    if (io.stopped()) io.restart();
+    io.run_one();
   }
-  return res;
+  return std::move(*out);
 }
 
-HttpResponse RestService::Route(const HttpRequest& req) {
+void RestService::Route(const HttpRequest& req, RestReply reply) {
   bool read = req.method() == http::verb::get || req.method() == http::verb::head;
   auto target = ParseRestTarget(req.target());
   std::string path = target ? target->path : "";
@@ -298,15 +306,15 @@ HttpResponse RestService::Route(const HttpRequest& req) {
     // No hint of what exists or why: the status and the scheme.
     HttpResponse res{http::status::unauthorized, 11};
     res.set(http::field::www_authenticate, "Bearer");
-    return res;
+    return reply(std::move(res));
   }
   if (!read) {
     auto res = JsonError(http::status::method_not_allowed, "the REST endpoint is read-only");
     res.set(http::field::allow, "GET, HEAD");
-    return res;
+    return reply(std::move(res));
   }
-  if (!target) return JsonError(http::status::bad_request, target.error().message());
-  if (path == "/healthz") return Text(http::status::ok, "ok\n", "text/plain; charset=utf-8");
+  if (!target) return reply(JsonError(http::status::bad_request, target.error().message()));
+  if (path == "/healthz") return reply(Text(http::status::ok, "ok\n", "text/plain; charset=utf-8"));
   if (open) {
     auto res = Text(http::status::ok, std::string(RestStatusPage()), "text/html; charset=utf-8");
     // The page needs its own script and fetch() to this origin, nothing else.
@@ -314,63 +322,67 @@ HttpResponse RestService::Route(const HttpRequest& req) {
             "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
             "connect-src 'self'; frame-ancestors 'none'");
     res.set("Referrer-Policy", "no-referrer");
-    return res;
+    return reply(std::move(res));
   }
-  return Authorized(*target);
+  Authorized(*target, std::move(reply));
 }
 
-HttpResponse RestService::Authorized(const RestTarget& t) {
+void RestService::Authorized(const RestTarget& t, RestReply reply) {
   const std::string& p = t.path;
   auto no_params = [&]() -> bool { return t.params.empty(); };
-  if (p == "/api/v1/jobs") return Jobs(t);
+  if (p == "/api/v1/jobs") return Jobs(t, std::move(reply));
   constexpr std::string_view kJobs = "/api/v1/jobs/";
   if (p.starts_with(kJobs)) {
     std::string rest = p.substr(kJobs.size());
     bool events = rest.ends_with("/events");
     if (events) rest.resize(rest.size() - 7);
     if (!no_params())
-      return JsonError(http::status::bad_request, "this endpoint takes no parameters");
-    return OneJob(rest, events);
+      return reply(JsonError(http::status::bad_request, "this endpoint takes no parameters"));
+    return OneJob(rest, events, std::move(reply));
   }
   if (!no_params()) {
     if (p == "/api/v1/resources" || p == "/api/v1/credentials" || p == "/metrics")
-      return JsonError(http::status::bad_request, "this endpoint takes no parameters");
+      return reply(JsonError(http::status::bad_request, "this endpoint takes no parameters"));
   }
-  if (p == "/api/v1/resources") return Resources();
-  if (p == "/api/v1/credentials") return Credentials();
-  if (p == "/metrics") return Metrics();
-  return JsonError(http::status::not_found, "no such endpoint: " + p);
+  if (p == "/api/v1/resources") return reply(Resources());
+  if (p == "/api/v1/credentials") return reply(Credentials());
+  if (p == "/metrics") return reply(Metrics());
+  reply(JsonError(http::status::not_found, "no such endpoint: " + p));
 }
 
-HttpResponse RestService::Jobs(const RestTarget& t) {
+void RestService::Jobs(const RestTarget& t, RestReply reply) {
   auto body = JobsQuery(t);
-  if (!body) return JsonError(http::status::bad_request, body.error().message());
-  return CallApi(agent_, "/v1/query", *body);
+  if (!body) return reply(JsonError(http::status::bad_request, body.error().message()));
+  CallApi(agent_, "/v1/query", *body, std::move(reply));
 }
 
-HttpResponse RestService::OneJob(const std::string& id, bool events) {
+void RestService::OneJob(const std::string& id, bool events, RestReply reply) {
   auto sel = ParseJobSelector(id);
   if (!sel || sel->proc < 0)
-    return JsonError(http::status::bad_request, "a job id is CLUSTER.PROC, e.g. 12.0");
+    return reply(JsonError(http::status::bad_request,
+                           "a job id is CLUSTER.PROC, e.g. 12.0" +
+                               (sel ? std::string() : " (" + sel.error().message() + ")")));
   std::string canonical = JobIdString({sel->cluster, sel->proc});
-  if (events) return CallApi(agent_, "/v1/events", json::object{{"id", canonical}});
+  if (events) return CallApi(agent_, "/v1/events", json::object{{"id", canonical}}, reply);
   json::object body{{"ids", json::array{json::string(canonical)}}, {"format", "json"}};
-  auto res = CallApi(agent_, "/v1/query", body);
-  if (res.result() == http::status::ok && EmptyArray(res.body())) {
+  // The one element of the array, or 404 when there is none.
+  auto one = [canonical, reply](HttpResponse res) {
+    if (res.result() != http::status::ok) return reply(std::move(res));
+    if (EmptyArray(res.body()))
+      return reply(JsonError(http::status::not_found, "job " + canonical + " not found"));
+    std::string& b = res.body();
+    auto first = b.find('{');
+    auto last = b.rfind('}');
+    b = b.substr(first, last - first + 1) + "\n";
+    reply(std::move(res));
+  };
+  CallApi(agent_, "/v1/query", body, [this, body, one](HttpResponse res) mutable {
+    if (res.result() != http::status::ok || !EmptyArray(res.body())) return one(std::move(res));
     // It has left the queue: its last ad is in history.
     body["history"] = true;
     body["limit"] = 1;
-    res = CallApi(agent_, "/v1/query", body);
-  }
-  if (res.result() != http::status::ok) return res;
-  if (EmptyArray(res.body()))
-    return JsonError(http::status::not_found, "job " + canonical + " not found");
-  // The one element of the array.
-  std::string& b = res.body();
-  auto first = b.find('{');
-  auto last = b.rfind('}');
-  b = b.substr(first, last - first + 1) + "\n";
-  return res;
+    CallApi(agent_, "/v1/query", body, one);
+  });
 }
 
 }  // namespace kite::agent

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -34,22 +35,26 @@ struct RestTarget {
 // Fails (kInvalidInput) on bad percent-encoding, a NUL byte or a target not starting with '/'.
 Result<RestTarget> ParseRestTarget(std::string_view target);
 
+using RestReply = std::function<void(HttpResponse)>;
+
 class RestService {
  public:
   RestService(Agent& agent, std::string token);
 
-  // Answers `req` (at once; `reply` runs before this returns).
-  void Handle(const HttpRequest& req, const std::function<void(HttpResponse)>& reply);
+  // Answers `req`: `reply` runs once, on the agent's thread, possibly after this returns (a job
+  // query's constraint is evaluated in slices between other requests).
+  void Handle(const HttpRequest& req, RestReply reply);
+  // The same, waiting for the answer by running the agent's event loop (tests, the fuzz target).
   HttpResponse Handle(const HttpRequest& req);
 
   // Responses sent, by status code (for /metrics).
   const std::map<int, uint64_t>& answered() const { return answered_; }
 
  private:
-  HttpResponse Route(const HttpRequest& req);
-  HttpResponse Authorized(const RestTarget& t);
-  HttpResponse Jobs(const RestTarget& t);
-  HttpResponse OneJob(const std::string& id, bool events);
+  void Route(const HttpRequest& req, RestReply reply);
+  void Authorized(const RestTarget& t, RestReply reply);
+  void Jobs(const RestTarget& t, RestReply reply);
+  void OneJob(const std::string& id, bool events, RestReply reply);
   HttpResponse Resources();
   HttpResponse Credentials();
   HttpResponse Metrics();

@@ -9,6 +9,7 @@
 #include "agent/agent.h"
 #include "agent/http_session.h"
 #include "agent/rest.h"
+#include "common/accept_loop.h"
 #include "common/files.h"
 
 namespace kite::agent {
@@ -25,8 +26,10 @@ HttpLimits RestLimits() {
   return l;
 }
 
-// Connections served at once; more wait in the kernel's backlog until one closes.
-constexpr int kMaxSessions = 256;
+// Connections served at once; more wait in the kernel's backlog until one closes. One client
+// address may hold a quarter of them.
+constexpr size_t kMaxSessions = 256;
+constexpr size_t kMaxSessionsPerPeer = 64;
 
 }  // namespace
 
@@ -86,8 +89,7 @@ Result<std::unique_ptr<RestServer>> StartRestServer(Agent& agent) {
 RestServer::RestServer(Agent& agent, std::string token)
     : agent_(agent),
       service_(std::make_unique<RestService>(agent, std::move(token))),
-      acceptor_(agent.io()),
-      alive_(std::make_shared<int>(0)) {}
+      acceptor_(agent.io()) {}
 
 RestServer::~RestServer() = default;
 
@@ -107,6 +109,7 @@ Status RestServer::Listen(const tcp::endpoint& endpoint) {
 }
 
 void RestServer::Close() {
+  if (loop_) loop_->Stop();
   boost::system::error_code ec;
   acceptor_.close(ec);
 }
@@ -117,29 +120,23 @@ tcp::endpoint RestServer::local_endpoint() const {
 }
 
 void RestServer::DoAccept() {
-  if (open_sessions_ >= kMaxSessions) return;  // resumed when a session ends
-  acceptor_.async_accept([this](boost::system::error_code ec, tcp::socket socket) {
-    if (ec == boost::asio::error::operation_aborted) return;
-    if (!ec) {
-      ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
-      socket.set_option(tcp::no_delay(true), ec);
-      ++open_sessions_;
-      RestService* service = service_.get();
-      // Runs when the session (and so the connection) is destroyed.
-      std::shared_ptr<void> closed(nullptr, [this, alive = std::weak_ptr<int>(alive_)](void*) {
-        if (alive.expired()) return;
-        if (open_sessions_-- == kMaxSessions) DoAccept();
-      });
-      auto handler = [service, closed](const HttpRequest& req,
+  RestService* service = service_.get();
+  loop_ = std::make_shared<AcceptLoop<tcp>>(
+      acceptor_, "agent: REST endpoint",
+      AcceptLoop<tcp>::Limits{.per_peer = kMaxSessionsPerPeer, .total = kMaxSessions},
+      [service](tcp::socket socket, PeerLimit::Slot slot) {
+        boost::system::error_code ec;
+        ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
+        socket.set_option(tcp::no_delay(true), ec);
+        // The slot goes when the session (and so the connection) is destroyed.
+        auto handler = [service, slot](const HttpRequest& req,
                                        std::function<void(HttpResponse)> reply) {
-        service->Handle(req, reply);
-      };
-      std::make_shared<HttpSession<tcp::socket>>(std::move(socket), RestLimits(), handler)->Start();
-    } else {
-      spdlog::warn("agent: REST endpoint: accept: {}", ec.message());
-    }
-    DoAccept();
-  });
+          service->Handle(req, reply);
+        };
+        std::make_shared<HttpSession<tcp::socket>>(std::move(socket), RestLimits(), handler)
+            ->Start();
+      });
+  loop_->Start();
 }
 
 }  // namespace kite::agent

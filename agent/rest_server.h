@@ -11,6 +11,11 @@
 
 #include "common/error.h"
 
+namespace kite {
+template <typename Protocol>
+class AcceptLoop;
+}  // namespace kite
+
 namespace kite::agent {
 
 class Agent;
@@ -40,8 +45,7 @@ class RestServer {
   Agent& agent_;
   std::unique_ptr<RestService> service_;
   boost::asio::ip::tcp::acceptor acceptor_;
-  int open_sessions_ = 0;
-  std::shared_ptr<int> alive_;  // sessions' close hooks check it: the server may be gone
+  std::shared_ptr<AcceptLoop<boost::asio::ip::tcp>> loop_;
 };
 
 }  // namespace kite::agent

@@ -28,8 +28,11 @@ void AppendNewSyntax(std::string& out, const ClassAd& ad) {
 
 }  // namespace internal
 
-kite::Result<ClassAd> ParseOldAd(std::string_view text) {
-  ClassAd ad;
+namespace {
+
+// Parses old-syntax lines into `ad`. A line that does not parse ends the parse (and is returned)
+// unless `bad` is given, in which case it is described there and the next line is read.
+kite::Status ParseOldLines(std::string_view text, ClassAd* ad, std::vector<std::string>* bad) {
   size_t line_no = 0;
   size_t start = 0;
   while (start <= text.size()) {
@@ -42,10 +45,26 @@ kite::Result<ClassAd> ParseOldAd(std::string_view text) {
     std::string_view trimmed = kite::Trim(line);
     if (trimmed.empty() || trimmed.front() == '#') continue;
     Parser parser(line, ParseOptions{.lenient_escapes = true});
-    if (auto st = parser.ParseAssignment(&ad); !st) {
-      return kite::Fail(st.error().Wrap("line " + std::to_string(line_no)));
+    if (auto st = parser.ParseAssignment(ad); !st) {
+      auto e = st.error().Wrap("line " + std::to_string(line_no));
+      if (!bad) return kite::Fail(std::move(e));
+      bad->push_back(e.message());
     }
   }
+  return {};
+}
+
+}  // namespace
+
+kite::Result<ClassAd> ParseOldAd(std::string_view text) {
+  ClassAd ad;
+  if (auto st = ParseOldLines(text, &ad, nullptr); !st) return kite::Fail(st.error());
+  return ad;
+}
+
+ClassAd ParseOldAdSkippingErrors(std::string_view text, std::vector<std::string>* bad) {
+  ClassAd ad;
+  (void)ParseOldLines(text, &ad, bad);
   return ad;
 }
 

@@ -19,6 +19,9 @@ namespace kite::classad {
 // Errors name the line, e.g. "line 3: expected '=' after attribute name at column 5".
 // Unknown backslash escapes in strings are kept as text, as HTCondor writes them.
 kite::Result<ClassAd> ParseOldAd(std::string_view text);
+// As ParseOldAd, but a line that does not parse is left out and described in `bad` ("line 3:
+// ..."), so whatever else the text holds is kept (reading stored ads after damage).
+ClassAd ParseOldAdSkippingErrors(std::string_view text, std::vector<std::string>* bad);
 // Several old-syntax ads separated by blank lines (condor_q -l output).
 kite::Result<std::vector<ClassAd>> ParseOldAds(std::string_view text);
 // New syntax: "[ a = 1; b = "x" ]".

@@ -668,6 +668,29 @@ kite::Result<ExprPtr> ParseExpr(std::string_view text) {
   return Parser(text).ParseWholeExpr();
 }
 
+kite::Status CheckAttributeName(std::string_view name) {
+  auto bad = [&](const std::string& why) {
+    std::string shown(name.substr(0, 64));
+    for (char& c : shown) {
+      if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+    }
+    return kite::Fail(kite::ErrorCode::kInvalidInput,
+                      "attribute name '" + shown + (name.size() > 64 ? "..." : "") + "' " + why);
+  };
+  if (name.empty()) return kite::Fail(kite::ErrorCode::kInvalidInput, "empty attribute name");
+  if (name.size() > kMaxAttributeName)
+    return bad("is longer than " + std::to_string(kMaxAttributeName) + " characters");
+  if (!IsIdentStart(name[0])) return bad("must start with a letter or '_'");
+  for (char c : name) {
+    if (!IsIdentChar(c)) return bad("may hold only letters, digits and '_'");
+  }
+  for (const auto& k : kKeywords) {
+    if (kite::EqualsIgnoreCase(k.text, name))
+      return bad("is a reserved word of the ClassAd language");
+  }
+  return {};
+}
+
 void AppendName(std::string& out, std::string_view name) {
   bool plain = !name.empty() && IsIdentStart(name[0]);
   for (char c : name) plain = plain && IsIdentChar(c);

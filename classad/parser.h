@@ -128,4 +128,10 @@ class Parser {
 // Canonical text of a name: bare when it is an identifier and not a keyword, else 'quoted'.
 void AppendName(std::string& out, std::string_view name);
 
+// Whether `name` is an attribute name a job may be given: an identifier ([A-Za-z_][A-Za-z0-9_]*,
+// at most kMaxAttributeName characters) that is not a keyword of the language (true, false,
+// undefined, error, is, isnt). Fails with the reason, naming the attribute.
+inline constexpr size_t kMaxAttributeName = 256;
+kite::Status CheckAttributeName(std::string_view name);
+
 }  // namespace kite::classad

@@ -11,9 +11,25 @@
 
 namespace kite {
 
-Result<std::string> ReadFile(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+Result<std::string> ReadFile(const std::string& path, ReadFileOptions options) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return FailErrno("open " + path);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return FailErrno("stat " + path, err);
+  }
+  bool pipe = S_ISFIFO(st.st_mode);
+  if (!S_ISREG(st.st_mode) && !(pipe && options.allow_pipe)) {
+    ::close(fd);
+    const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                       : pipe                 ? "a FIFO"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "a device";
+    return Fail(ErrorCode::kInvalidInput, path + " is " + kind + ", not a regular file; refused");
+  }
+  if (pipe) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);  // wait for the writer
   std::string out;
   char buf[65536];
   for (;;) {
@@ -25,6 +41,12 @@ Result<std::string> ReadFile(const std::string& path) {
       return FailErrno("read " + path, err);
     }
     if (n == 0) break;
+    if (out.size() + static_cast<size_t>(n) > options.max_bytes) {
+      ::close(fd);
+      return Fail(
+          ErrorCode::kInvalidInput,
+          path + " is larger than " + std::to_string(options.max_bytes) + " bytes; refused");
+    }
     out.append(buf, static_cast<size_t>(n));
   }
   ::close(fd);

@@ -10,7 +10,15 @@
 
 namespace kite {
 
-Result<std::string> ReadFile(const std::string& path);
+// Reads a whole regular file. Anything else (a FIFO, a device, a directory) is refused without
+// blocking, so a daemon never hangs on a path a user named. `allow_pipe`: a FIFO or pipe is read
+// to its end too (a CLI reading `kite submit <(generate)`; it may block until the writer ends).
+// At most `max_bytes` are read; a longer file fails with kInvalidInput.
+struct ReadFileOptions {
+  bool allow_pipe = false;
+  size_t max_bytes = size_t{1} << 30;
+};
+Result<std::string> ReadFile(const std::string& path, ReadFileOptions options = {});
 
 // Writes `data` to `path` atomically: a temporary file in the same directory, fsync, rename,
 // fsync of the directory. `mode` applies to the new file from its creation (never wider).

@@ -11,10 +11,12 @@ namespace kite::credentials {
 
 namespace {
 
+constexpr size_t kMaxPassphrase = 4096;
+
 std::string ReadLineFd(int fd) {
   std::string line;
   char c;
-  while (::read(fd, &c, 1) == 1 && c != '\n') line += c;
+  while (line.size() < kMaxPassphrase && ::read(fd, &c, 1) == 1 && c != '\n') line += c;
   if (!line.empty() && line.back() == '\r') line.pop_back();
   return line;
 }
@@ -23,10 +25,22 @@ std::string ReadLineFd(int fd) {
 
 Result<std::string> ReadPassphrase(const std::string& prompt, bool from_stdin) {
   if (from_stdin) {
+    // One line, bounded: a pass phrase is short, and a file fed by mistake must not be swallowed.
     std::string line;
-    if (!std::getline(std::cin, line)) {
-      return Fail(ErrorCode::kInvalidInput, "no passphrase on standard input");
+    char c;
+    bool any = false;
+    while (std::cin.get(c)) {
+      any = true;
+      if (c == '\n') break;
+      if (line.size() == kMaxPassphrase) {
+        return Fail(ErrorCode::kInvalidInput, "the pass phrase on standard input is longer than " +
+                                                  std::to_string(kMaxPassphrase) +
+                                                  " bytes; refused");
+      }
+      line += c;
     }
+    if (!any)
+      return Fail(ErrorCode::kInvalidInput, "no passphrase on standard input (it is empty)");
     if (!line.empty() && line.back() == '\r') line.pop_back();
     return line;
   }

@@ -89,9 +89,21 @@ ErrorCode CodeOfStatus(long status) {
   }
 }
 
+// A handshake that the peer's process ended (it was killed, it is restarting) is not a refusal:
+// curl reports it as CURLE_SSL_CONNECT_ERROR with the socket's own words.
+bool TransportFailure(std::string_view detail) {
+  for (std::string_view words :
+       {"reset by peer", "Connection refused", "timed out", "Broken pipe", "unexpected eof",
+        "SSL_ERROR_SYSCALL", "Recv failure", "Send failure"}) {
+    if (detail.find(words) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 ErrorCode CodeOfCurl(CURLcode rc, std::string_view detail) {
   switch (rc) {
     case CURLE_SSL_CONNECT_ERROR:
+      return TransportFailure(detail) ? ErrorCode::kUnavailable : ErrorCode::kAuthFailed;
     case CURLE_PEER_FAILED_VERIFICATION:
     case CURLE_SSL_CERTPROBLEM:
     case CURLE_SSL_CIPHER:

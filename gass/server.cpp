@@ -8,6 +8,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 
+#include "common/accept_loop.h"
 #include "gass/session.h"
 
 namespace kite::gass {
@@ -59,34 +60,35 @@ class Listener : public std::enable_shared_from_this<Listener> {
   }
   uint16_t port() const { return acceptor_.local_endpoint().port(); }
 
-  void DoAccept() {
-    acceptor_.async_accept(
-        asio::make_strand(io_),
-        [self = shared_from_this()](auto ec, tcp::socket s) { self->OnAccept(ec, std::move(s)); });
+  void Start() {
+    loop_ = std::make_shared<AcceptLoop<tcp>>(
+        acceptor_, "gass",
+        AcceptLoop<tcp>::Limits{.per_peer = state_->options.max_connections_per_peer},
+        [weak = weak_from_this()](tcp::socket s, PeerLimit::Slot slot) {
+          if (auto self = weak.lock()) self->OnAccept(std::move(s), std::move(slot));
+        },
+        [&io = io_] { return asio::any_io_executor(asio::make_strand(io)); });
+    loop_->Start();
   }
 
   void Close() {
     asio::post(acceptor_.get_executor(), [self = shared_from_this()] {
+      if (self->loop_) self->loop_->Stop();
       boost::system::error_code ec;
       self->acceptor_.close(ec);
     });
   }
 
  private:
-  void OnAccept(boost::system::error_code ec, tcp::socket socket) {
-    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
-    if (!ec) {
-      ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
-      socket.set_option(tcp::no_delay(true), ec);
-      auto session = std::make_shared<Session>(std::move(socket), state_);
-      if (Register(session)) {
-        state_->connections.fetch_add(1, std::memory_order_relaxed);
-        session->Start();
-      }
-    } else {
-      spdlog::warn("gass: accept: {}", ec.message());  // e.g. out of file descriptors
+  void OnAccept(tcp::socket socket, PeerLimit::Slot slot) {
+    boost::system::error_code ec;
+    ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
+    socket.set_option(tcp::no_delay(true), ec);
+    auto session = std::make_shared<Session>(std::move(socket), state_, std::move(slot));
+    if (Register(session)) {
+      state_->connections.fetch_add(1, std::memory_order_relaxed);
+      session->Start();
     }
-    DoAccept();
   }
 
   bool Register(const std::shared_ptr<Session>& session) {
@@ -100,6 +102,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
   asio::io_context& io_;
   tcp::acceptor acceptor_;
   std::shared_ptr<GassServer::State> state_;
+  std::shared_ptr<AcceptLoop<tcp>> loop_;
 };
 
 Result<std::unique_ptr<GassServer>> GassServer::Create(asio::io_context& io,
@@ -117,7 +120,7 @@ Result<std::unique_ptr<GassServer>> GassServer::Create(asio::io_context& io,
   state->port = state->listener->port();
   std::string host = ep->address().to_string();
   state->host = ep->address().is_v6() ? "[" + host + "]" : host;
-  state->listener->DoAccept();
+  state->listener->Start();
   spdlog::info("gass: serving on https://{}:{}", state->host, state->port);
   return std::unique_ptr<GassServer>(new GassServer(std::move(state)));
 }

@@ -31,6 +31,9 @@ struct GassServerOptions {
   // fdatasync a written file before acknowledging the PUT, so an acknowledged offset survives a
   // crash of this machine (DESIGN rule 4). Off only for benchmarks.
   bool sync_writes = true;
+  // Open connections one client address may hold (0: no limit); more are closed at once. Every
+  // job manager of a site connects from the site's address, so the default is generous.
+  size_t max_connections_per_peer = 512;
 };
 
 struct GassServerStats {

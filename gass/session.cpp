@@ -50,13 +50,15 @@ Status WriteAt(int fd, const char* data, size_t n, uint64_t offset) {
 
 }  // namespace
 
-Session::Session(asio::ip::tcp::socket socket, std::shared_ptr<GassServer::State> state)
+Session::Session(asio::ip::tcp::socket socket, std::shared_ptr<GassServer::State> state,
+                 PeerLimit::Slot slot)
     : ssl_([&] {
         std::lock_guard lock(state->mu);
         return state->ssl_now;
       }()),
       stream_(std::move(socket), *ssl_),
-      state_(std::move(state)) {}
+      state_(std::move(state)),
+      slot_(std::move(slot)) {}
 
 void Session::Start() {
   asio::dispatch(stream_.get_executor(), [self = shared_from_this()] {

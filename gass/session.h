@@ -16,6 +16,7 @@
 #include <optional>
 #include <vector>
 
+#include "common/accept_guard.h"
 #include "credentials/tls.h"
 #include "gass/request.h"
 #include "gass/server.h"
@@ -44,7 +45,9 @@ struct GassServer::State {
 // Every member except Start and Stop runs on the session's strand (the socket's executor).
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(boost::asio::ip::tcp::socket socket, std::shared_ptr<GassServer::State> state);
+  // `slot`: this connection's share of its peer's connection limit, held while the session lives.
+  Session(boost::asio::ip::tcp::socket socket, std::shared_ptr<GassServer::State> state,
+          PeerLimit::Slot slot = nullptr);
   void Start();  // any thread
   void Stop();   // any thread: closes the connection on the strand
 
@@ -74,6 +77,7 @@ class Session : public std::enable_shared_from_this<Session> {
   credentials::SslContextPtr ssl_;  // kept while the connection lives (SetCredential may swap)
   Stream stream_;
   std::shared_ptr<GassServer::State> state_;
+  PeerLimit::Slot slot_;
   std::string identity_;  // the peer's end-entity subject, set after the handshake
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::buffer_body>> parser_;

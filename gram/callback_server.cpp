@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/accept_loop.h"
 #include "credentials/tls.h"
 
 namespace kite::gram {
@@ -26,8 +27,12 @@ constexpr auto kTimeout = std::chrono::seconds(60);
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, credentials::SslContextPtr ctx, const CallbackServerOptions& options)
-      : ctx_(std::move(ctx)), stream_(std::move(socket), *ctx_), options_(options) {}
+  Session(tcp::socket socket, credentials::SslContextPtr ctx, const CallbackServerOptions& options,
+          PeerLimit::Slot slot)
+      : ctx_(std::move(ctx)),
+        stream_(std::move(socket), *ctx_),
+        options_(options),
+        slot_(std::move(slot)) {}
 
   void Run() {
     beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(10));
@@ -83,6 +88,7 @@ class Session : public std::enable_shared_from_this<Session> {
   credentials::SslContextPtr ctx_;  // kept while the connection lives
   beast::ssl_stream<beast::tcp_stream> stream_;
   const CallbackServerOptions& options_;
+  PeerLimit::Slot slot_;  // this connection's share of its peer's limit
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::string_body>> res_;
@@ -94,12 +100,16 @@ class Session : public std::enable_shared_from_this<Session> {
 struct CallbackServer::Impl {
   explicit Impl(CallbackServerOptions o) : options(std::move(o)), acceptor(io) {}
 
-  void DoAccept() {
-    acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket s) {
-      if (ec == asio::error::operation_aborted) return;
-      if (!ec) std::make_shared<Session>(std::move(s), CurrentContext(), options)->Run();
-      DoAccept();
-    });
+  void StartAccepting() {
+    accept_loop = std::make_shared<AcceptLoop<tcp>>(
+        acceptor, "callback server",
+        AcceptLoop<tcp>::Limits{.per_peer = options.max_connections_per_peer},
+        [this](tcp::socket s, PeerLimit::Slot slot) {
+          std::make_shared<Session>(std::move(s), CurrentContext(), options, std::move(slot))
+              ->Run();
+        },
+        [this] { return asio::any_io_executor(asio::make_strand(io)); });
+    accept_loop->Start();
   }
 
   credentials::SslContextPtr CurrentContext() {
@@ -112,6 +122,7 @@ struct CallbackServer::Impl {
   std::mutex mu;
   credentials::SslContextPtr ctx;  // guarded by mu; what new connections use
   tcp::acceptor acceptor;
+  std::shared_ptr<AcceptLoop<tcp>> accept_loop;
   std::thread thread;
 };
 
@@ -136,7 +147,7 @@ Result<std::unique_ptr<CallbackServer>> CallbackServer::Start(CallbackServerOpti
   if (!ec) impl->acceptor.bind(ep, ec);
   if (!ec) impl->acceptor.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return Fail(ErrorCode::kIo, "callback server listen: " + ec.message());
-  impl->DoAccept();
+  impl->StartAccepting();
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] { raw->io.run(); });
   return std::unique_ptr<CallbackServer>(new CallbackServer(std::move(impl)));

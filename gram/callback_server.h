@@ -25,6 +25,8 @@ struct CallbackServerOptions {
   std::string accepted_identity;  // empty: any verified identity
   // Called with each well-formed callback; `path` is the URL path it was posted to.
   std::function<void(const std::string& path, const JobStatus& status)> handler;
+  // Open connections one job manager host may hold (0: no limit); more are closed at once.
+  size_t max_connections_per_peer = 256;
 };
 
 class CallbackServer {

@@ -19,12 +19,15 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
 
+#include "common/accept_loop.h"
 #include "common/files.h"
 #include "common/spawn.h"
+#include "common/unix_socket_path.h"
 #include "credentials/gridmap.h"
 #include "credentials/tls.h"
 #include "gram/batch/batch_adapter.h"
@@ -62,17 +65,20 @@ struct Gatekeeper::Impl {
            (options.contact_host.empty() ? options.listen_host : options.contact_host) + ":" +
            std::to_string(acceptor.local_endpoint().port());
   }
-  void DoAccept();
+  void StartAccepting();
 
   GatekeeperOptions options;
   asio::io_context io;
   credentials::SslContextPtr ctx;
   tcp::acceptor acceptor;
+  std::shared_ptr<AcceptLoop<tcp>> accept_loop;
   std::vector<std::thread> threads;
 
   std::mutex gridmap_mu;
-  credentials::GridMap gridmap;  // guarded by gridmap_mu
-  struct timespec gridmap_mtime {};
+  credentials::GridMap gridmap;      // guarded by gridmap_mu
+  struct timespec gridmap_mtime {};  // guarded by gridmap_mu, as the two below
+  ino_t gridmap_ino = 0;
+  off_t gridmap_size = -1;
 
   std::mutex jm_mu;
   std::map<std::string, std::chrono::steady_clock::time_point> jm_started;  // guarded by jm_mu
@@ -83,8 +89,9 @@ namespace {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(Gatekeeper::Impl& gk, tcp::socket socket)
+  Session(Gatekeeper::Impl& gk, tcp::socket socket, PeerLimit::Slot slot)
       : gk_(gk),
+        slot_(std::move(slot)),
         stream_(std::move(socket), *gk.ctx),
         upstream_(stream_.get_executor()),
         retry_(stream_.get_executor()) {}
@@ -107,24 +114,44 @@ class Session : public std::enable_shared_from_this<Session> {
       refusal_ = id.error();
     } else {
       identity_ = id->subject;
+      not_after_ = id->not_after;
       expires_ = std::to_string(
           std::chrono::duration_cast<std::chrono::seconds>(id->not_after.time_since_epoch())
               .count());
-      auto account = gk_.MapAccount(identity_);
-      if (account) {
-        account_ = *account;
-      } else {
-        refusal_ = account.error();
-      }
     }
     DoRead();
+  }
+
+  // Every request is authorised anew: the identity must still be within its validity and still
+  // mapped by the grid-mapfile as it is now. A connection outlives neither.
+  Status Authorise() {
+    if (!refusal_.message().empty()) return Fail(refusal_);
+    if (std::chrono::system_clock::now() >= not_after_) {
+      return Fail(ErrorCode::kProxyExpired,
+                  "the credential of " + identity_ + " expired during this connection");
+    }
+    auto account = gk_.MapAccount(identity_);
+    if (!account) return Fail(account.error());
+    if (*account != account_) {
+      upstream_.close();  // mapped to another account now: talk to that one's job manager
+      account_ = *account;
+    }
+    return {};
   }
 
   void DoRead() {
     parser_.emplace();
     parser_->header_limit(16 * 1024);
     parser_->body_limit(kMaxBodyBytes);
-    beast::get_lowest_layer(stream_).expires_after(gk_.options.idle_timeout);
+    // An idle connection is closed when its identity expires, if that comes first.
+    auto idle =
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(gk_.options.idle_timeout);
+    if (refusal_.message().empty()) {
+      auto left = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          not_after_ - std::chrono::system_clock::now());
+      idle = std::clamp(left, std::chrono::steady_clock::duration(0), idle);
+    }
+    beast::get_lowest_layer(stream_).expires_after(idle);
     http::async_read(stream_, buffer_, *parser_,
                      [self = shared_from_this()](auto ec, size_t) { self->OnRead(ec); });
   }
@@ -151,9 +178,10 @@ class Session : public std::enable_shared_from_this<Session> {
                        std::to_string(kProtocolVersion) + ", the request says '" + version + "'",
                    false);
     }
-    if (!refusal_.message().empty()) {
-      return Reply(static_cast<http::status>(HttpStatusFor(refusal_.code())), refusal_.code(),
-                   refusal_.message(), false);
+    if (auto st = Authorise(); !st) {
+      bool close = st.error().code() != ErrorCode::kUnavailable;
+      return Reply(static_cast<http::status>(HttpStatusFor(st.error().code())), st.error().code(),
+                   st.error().message(), close);
     }
     if (FaultFires("gatekeeper-drop-before-forward")) return Close();
     // The identity headers are ours alone: drop any the client sent.
@@ -170,9 +198,18 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void ConnectUpstream() {
+    auto addr = UnixSocketPath::For(gk_.SocketPath(account_));
+    if (!addr) {
+      return Reply(http::status::internal_server_error, ErrorCode::kInternal,
+                   addr.error().message(), false);
+    }
+    asio::local::stream_protocol::endpoint ep(addr->address());
+    auto held = std::make_shared<UnixSocketPath>(std::move(*addr));
     upstream_.expires_after(std::chrono::seconds(5));
-    upstream_.async_connect(asio::local::stream_protocol::endpoint(gk_.SocketPath(account_)),
-                            [self = shared_from_this()](auto ec) { self->OnConnect(ec); });
+    upstream_.async_connect(ep, [self = shared_from_this(), held](auto ec) {
+      (void)held;  // the address's directory stays open until connected
+      self->OnConnect(ec);
+    });
   }
 
   void OnConnect(beast::error_code ec) {
@@ -256,6 +293,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   Gatekeeper::Impl& gk_;
+  PeerLimit::Slot slot_;  // this connection's share of its peer's limit
   beast::ssl_stream<beast::tcp_stream> stream_;
   Upstream upstream_;
   asio::steady_timer retry_;
@@ -265,6 +303,7 @@ class Session : public std::enable_shared_from_this<Session> {
   http::request<http::string_body> req_;
   std::optional<http::response<http::string_body>> res_;
   std::string identity_, account_, expires_;
+  std::chrono::system_clock::time_point not_after_{};
   Error refusal_{ErrorCode::kOk, ""};
   bool keep_alive_ = true;
   bool resent_ = false;
@@ -273,26 +312,31 @@ class Session : public std::enable_shared_from_this<Session> {
 
 }  // namespace
 
-void Gatekeeper::Impl::DoAccept() {
-  acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket s) {
-    if (ec == asio::error::operation_aborted) return;
-    if (!ec) {
-      s.set_option(tcp::no_delay(true), ec);
-      std::make_shared<Session>(*this, std::move(s))->Run();
-    }
-    DoAccept();
-  });
+void Gatekeeper::Impl::StartAccepting() {
+  accept_loop = std::make_shared<AcceptLoop<tcp>>(
+      acceptor, "gatekeeper", AcceptLoop<tcp>::Limits{.per_peer = options.max_connections_per_peer},
+      [this](tcp::socket s, PeerLimit::Slot slot) {
+        beast::error_code ec;
+        s.set_option(tcp::no_delay(true), ec);
+        std::make_shared<Session>(*this, std::move(s), std::move(slot))->Run();
+      },
+      [this] { return asio::any_io_executor(asio::make_strand(io)); });
+  accept_loop->Start();
 }
 
 Result<std::string> Gatekeeper::Impl::MapAccount(const std::string& subject) {
   std::lock_guard lock(gridmap_mu);
   struct stat st {};
+  // Replaced (a new inode, as an editor or a rename writes it) or changed in place: read again.
   if (::stat(options.gridmap_path.c_str(), &st) == 0 &&
-      (st.st_mtim.tv_sec != gridmap_mtime.tv_sec || st.st_mtim.tv_nsec != gridmap_mtime.tv_nsec)) {
+      (st.st_ino != gridmap_ino || st.st_size != gridmap_size ||
+       st.st_mtim.tv_sec != gridmap_mtime.tv_sec || st.st_mtim.tv_nsec != gridmap_mtime.tv_nsec)) {
     auto map = credentials::GridMap::Load(options.gridmap_path);
     if (map) {
       gridmap = std::move(*map);
       gridmap_mtime = st.st_mtim;
+      gridmap_ino = st.st_ino;
+      gridmap_size = st.st_size;
     } else {
       spdlog::error("grid-mapfile: {} (keeping the previous one)", map.error().ToString());
     }
@@ -370,7 +414,12 @@ Result<pid_t> Gatekeeper::Impl::SpawnJobManager(const std::string& account) {
   std::vector<char> buf(16384);
   passwd pw{};
   passwd* found = nullptr;
-  if (::getpwnam_r(account.c_str(), &pw, buf.data(), buf.size(), &found) != 0 || !found) {
+  if (int err = ::getpwnam_r(account.c_str(), &pw, buf.data(), buf.size(), &found); err != 0) {
+    // Out of file descriptors or memory, say: a shortage, not a refusal.
+    return Fail(ErrorCode::kUnavailable,
+                "cannot look up account '" + account + "' now: " + std::strerror(err));
+  }
+  if (!found) {
     return Fail(ErrorCode::kAuthFailed, "the grid-mapfile maps to account '" + account +
                                             "', which does not exist at this site");
   }
@@ -463,7 +512,7 @@ Status Gatekeeper::Start() {
     return Fail(ErrorCode::kIo, "listen on " + i.options.listen_host + ":" +
                                     std::to_string(i.options.port) + ": " + ec.message());
   }
-  i.DoAccept();
+  i.StartAccepting();
   for (int t = 0; t < std::max(1, i.options.threads); ++t) {
     i.threads.emplace_back([&i] { i.io.run(); });
   }

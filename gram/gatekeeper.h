@@ -29,6 +29,9 @@ struct GatekeeperOptions {
   int threads = 2;
   std::chrono::seconds commit_timeout{600};  // passed to job managers
   std::chrono::seconds idle_timeout{120};    // a kept-alive connection idle this long is closed
+  // Open connections one client address may hold (0: no limit); more are closed at once. A
+  // gridmanager uses at most its max_requests_per_resource.
+  size_t max_connections_per_peer = 256;
   std::string jobmanager_log_level = "info";
   // Passed to job managers: how often they ask the batch system's daemons about jobs.
   std::chrono::milliseconds batch_poll_interval{1000};

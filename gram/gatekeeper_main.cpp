@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "common/accept_guard.h"
 #include "common/log.h"
 #include "common/paths.h"
 #include "credentials/certificate.h"
@@ -33,11 +34,14 @@ int main(int argc, char** argv) {
   app.add_option("--threads", o.threads, "I/O threads (default 2)");
   app.add_option("--commit-timeout", commit_timeout,
                  "seconds a submitted job waits for its commit before the site forgets it");
+  app.add_option("--max-connections-per-peer", o.max_connections_per_peer,
+                 "open connections one client address may hold (0: no limit; default 256)");
   app.add_option("--port-file", port_file, "write the port listened on to this file");
   app.add_option("--log", log_file, "log file (default: stderr)");
   app.add_option("--log-level", log_level, "debug, info, warn, error");
   CLI11_PARSE(app, argc, argv);
   kite::InitLogging("kite-gatekeeper", log_file, log_level);
+  spdlog::info("open-file limit {}", kite::RaiseOpenFileLimit());
   auto colon = listen.rfind(':');
   if (colon == std::string::npos) {
     std::fprintf(stderr, "kite-gatekeeper: --listen wants ADDR:PORT\n");

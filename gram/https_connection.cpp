@@ -123,7 +123,8 @@ Result<std::unique_ptr<HttpsConnection>> HttpsConnection::Open(credentials::SslC
   if (ec) {
     std::string why = credentials::PeerVerifyError(impl->stream.native_handle());
     if (!why.empty()) return Fail(ErrorCode::kAuthFailed, where + " not trusted: " + why);
-    if (ec.category() == asio::error::get_ssl_category()) return Fail(TlsError(ec, where));
+    // An alert is the peer's refusal; an end of stream or a reset is a peer that went away.
+    if (IsTlsRefusal(ec)) return Fail(TlsError(ec, where));
     return Fail(ErrorCode::kUnavailable, "TLS handshake with " + where + ": " + ec.message());
   }
   if (check) {

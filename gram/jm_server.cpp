@@ -5,8 +5,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <charconv>
+#include <chrono>
+
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+
+#include "common/accept_loop.h"
+#include "common/unix_socket_path.h"
 
 namespace kite::gram {
 namespace {
@@ -16,6 +22,21 @@ namespace http = beast::http;
 using Stream = beast::basic_stream<boost::asio::local::stream_protocol>;
 
 constexpr auto kIdleTimeout = std::chrono::seconds(600);
+
+// The gatekeeper says until when the identity it verified is valid: no request is served past
+// it, whatever path it took to get here.
+Status CheckIdentityExpiry(std::string_view header) {
+  if (header.empty()) return {};
+  int64_t until = 0;
+  auto [end, ec] = std::from_chars(header.data(), header.data() + header.size(), until);
+  if (ec != std::errc() || end != header.data() + header.size())
+    return Fail(ErrorCode::kInvalidInput, "malformed " + std::string(kIdentityExpiresHeader));
+  auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+  if (now >= until) return Fail(ErrorCode::kProxyExpired, "the client's credential has expired");
+  return {};
+}
 
 class JmSession : public std::enable_shared_from_this<JmSession> {
  public:
@@ -40,6 +61,11 @@ class JmSession : public std::enable_shared_from_this<JmSession> {
       return;
     }
     auto req = parser_->release();
+    if (auto st = CheckIdentityExpiry(req[kIdentityExpiresHeader]); !st) {
+      Write(static_cast<http::status>(HttpStatusFor(st.error().code())),
+            ToJson(ErrorReply{st.error().code(), st.error().message()}), false);
+      return;
+    }
     Request r;
     r.method = std::string(req.method_string());
     r.target = std::string(req.target());
@@ -81,8 +107,10 @@ JmServer::JmServer(boost::asio::io_context& io, JobManager& jm) : jm_(jm), accep
 
 Status JmServer::Listen(const std::string& path) {
   ::unlink(path.c_str());
+  auto addr = UnixSocketPath::For(path);
+  if (!addr) return Fail(addr.error());
   boost::system::error_code ec;
-  boost::asio::local::stream_protocol::endpoint ep(path);
+  boost::asio::local::stream_protocol::endpoint ep(addr->address());
   mode_t old = ::umask(0077);  // the socket is the account's (and root's) alone
   acceptor_.open(ep.protocol(), ec);
   if (!ec) acceptor_.bind(ep, ec);
@@ -95,20 +123,20 @@ Status JmServer::Listen(const std::string& path) {
 }
 
 void JmServer::Close() {
+  if (loop_) loop_->Stop();
   boost::system::error_code ec;
   acceptor_.close(ec);
 }
 
 void JmServer::DoAccept() {
-  acceptor_.async_accept(
-      [this](boost::system::error_code ec, boost::asio::local::stream_protocol::socket s) {
-        if (ec == boost::asio::error::operation_aborted) return;
-        if (!ec) {
-          ::fcntl(s.native_handle(), F_SETFD, FD_CLOEXEC);
-          std::make_shared<JmSession>(jm_, std::move(s))->DoRead();
-        }
-        DoAccept();
+  JobManager& jm = jm_;
+  loop_ = std::make_shared<AcceptLoop<boost::asio::local::stream_protocol>>(
+      acceptor_, "job manager", AcceptLoop<boost::asio::local::stream_protocol>::Limits{},
+      [&jm](boost::asio::local::stream_protocol::socket s, PeerLimit::Slot) {
+        ::fcntl(s.native_handle(), F_SETFD, FD_CLOEXEC);
+        std::make_shared<JmSession>(jm, std::move(s))->DoRead();
       });
+  loop_->Start();
 }
 
 }  // namespace kite::gram

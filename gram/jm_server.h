@@ -4,10 +4,16 @@
 #pragma once
 
 #include <boost/asio/local/stream_protocol.hpp>
+#include <memory>
 #include <string>
 
 #include "common/error.h"
 #include "gram/job_manager.h"
+
+namespace kite {
+template <typename Protocol>
+class AcceptLoop;
+}  // namespace kite
 
 namespace kite::gram {
 
@@ -22,6 +28,7 @@ class JmServer {
 
   JobManager& jm_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
+  std::shared_ptr<AcceptLoop<boost::asio::local::stream_protocol>> loop_;
 };
 
 }  // namespace kite::gram

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <functional>
 
+#include "common/accept_guard.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "common/paths.h"
@@ -40,6 +41,7 @@ int main(int argc, char** argv) {
   o.batch_poll_interval = std::chrono::milliseconds(static_cast<int64_t>(batch_poll * 1000));
   o.exec_path = kite::ProgramPath("kite-exec");
   kite::InitLogging("kite-jobmanager", log_file, log_level);
+  kite::RaiseOpenFileLimit();  // connections are bounded per peer, not by the default 1,024
   ::signal(SIGPIPE, SIG_IGN);
   ::signal(SIGCHLD, SIG_DFL);  // the fork adapter reaps its wrappers itself
 

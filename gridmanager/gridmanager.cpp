@@ -420,6 +420,17 @@ void GridManager::Impl::OnPoll(Result<json::object> reply) {
     generation = o.at("generation").to_number<int64_t>();
     for (auto& v : o.at("jobs").as_array()) {
       const auto& e = v.as_object();
+      if (e.at("status").to_number<int64_t>() == 0) {
+        // Left the queue without our word (removed before it reached a site, rm --forcex):
+        // whatever is still under way for it stops. Nothing of it runs: it was never committed,
+        // or the user chose not to wait for the site.
+        if (auto it = jobs.find(std::string(e.at("id").as_string())); it != jobs.end()) {
+          spdlog::info("gridmanager: job {} left the queue", it->first);
+          Forget(it->second);
+        }
+        ++seen;
+        continue;
+      }
       Learn(std::string(e.at("id").as_string()),
             static_cast<int>(e.at("status").to_number<int64_t>()),
             std::string(e.at("ad").as_string()));

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "common/accept_guard.h"
 #include "common/log.h"
 #include "common/paths.h"
 #include "gridmanager/gridmanager.h"
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "debug, info, warn, error");
   CLI11_PARSE(app, argc, argv);
   kite::InitLogging("kite-gridmanager", log_file, log_level);
+  kite::RaiseOpenFileLimit();  // connections are bounded per peer, not by the default 1,024
   ::signal(SIGPIPE, SIG_IGN);
   kite::gridmanager::GridManager gm(o);
   if (auto st = gm.Start(); !st) {

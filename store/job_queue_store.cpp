@@ -190,15 +190,18 @@ Result<std::vector<EventRecord>> JobQueueStore::Events(JobKey job) {
 }
 
 Status JobQueueStore::History(int cluster, int proc, size_t limit,
-                              const std::function<bool(const HistoryRecord&)>& each) {
-  std::string sql = "SELECT cluster, proc, completion, ad FROM history";
-  if (cluster >= 0) sql += proc >= 0 ? " WHERE cluster = ?1 AND proc = ?2" : " WHERE cluster = ?1";
+                              const std::function<bool(const HistoryRecord&)>& each,
+                              const HistoryRecord* after) {
+  std::string sql = "SELECT cluster, proc, completion, ad FROM history WHERE 1";
+  if (cluster >= 0) sql += proc >= 0 ? " AND cluster = ?1 AND proc = ?2" : " AND cluster = ?1";
+  if (after) sql += " AND (completion, cluster, proc) < (?3, ?4, ?5)";
   sql += " ORDER BY completion DESC, cluster DESC, proc DESC";
   if (limit) sql += " LIMIT " + std::to_string(limit);
   auto st = db_->Prepare(sql);
   if (!st) return Fail(st.error());
   if (cluster >= 0) st->Bind(1, cluster);
   if (cluster >= 0 && proc >= 0) st->Bind(2, proc);
+  if (after) st->Bind(3, after->completion).Bind(4, after->job.cluster).Bind(5, after->job.proc);
   for (;;) {
     auto row = st->Step();
     if (!row) return Fail(row.error());

@@ -68,9 +68,11 @@ class JobQueueStore {
 
   // Reads.
   Result<std::vector<EventRecord>> Events(JobKey job);
-  // History, newest first; `cluster` < 0 means all; at most `limit` rows (0 = no limit).
+  // History, newest first; `cluster` < 0 means all; at most `limit` rows (0 = no limit). With
+  // `after`, only the rows that come after it in that order (the next page of a scan).
   Status History(int cluster, int proc, size_t limit,
-                 const std::function<bool(const HistoryRecord&)>& each);
+                 const std::function<bool(const HistoryRecord&)>& each,
+                 const HistoryRecord* after = nullptr);
 
   Db& db() { return *db_; }
 

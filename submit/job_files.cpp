@@ -24,7 +24,10 @@ bool IsUrl(std::string_view path) {
 // A problem with `path` as a file the job reads, or "" when it is fine.
 std::string ReadProblem(const std::string& path, bool allow_dir) {
   struct stat sb;
-  if (::stat(path.c_str(), &sb) != 0) return path + " does not exist";
+  if (::stat(path.c_str(), &sb) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return path + " does not exist";
+    return path + " cannot be read: " + std::strerror(errno);
+  }
   if (!allow_dir && S_ISDIR(sb.st_mode)) return path + " is a directory";
   if (::access(path.c_str(), R_OK) != 0) return path + " is not readable";
   return "";
@@ -33,9 +36,11 @@ std::string ReadProblem(const std::string& path, bool allow_dir) {
 // A problem with `dir` as the directory that will hold a file the job writes, or "".
 std::string WriteProblem(const std::string& dir) {
   struct stat sb;
-  if (::stat(dir.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode)) {
-    return "directory " + dir + " does not exist";
+  if (::stat(dir.c_str(), &sb) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return "directory " + dir + " does not exist";
+    return "directory " + dir + " cannot be reached: " + std::strerror(errno);
   }
+  if (!S_ISDIR(sb.st_mode)) return dir + " is not a directory";
   if (::access(dir.c_str(), W_OK) != 0) return "directory " + dir + " is not writable";
   return "";
 }

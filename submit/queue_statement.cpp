@@ -204,7 +204,7 @@ Result<std::vector<std::string>> QueueParser::ReadItemFile(std::string_view name
     return Fail(Bad("queue ... from a command ('|') is not supported; use a file"));
   }
   std::string path = JoinPath(ctx_.list_dir, std::string(name));
-  auto text = ReadFile(path);
+  auto text = ReadFile(path, {.allow_pipe = true});
   if (!text) return Fail(Bad("cannot read item file " + path + ": " + text.error().message()));
   std::vector<std::string> out;
   for (const auto& line : Split(*text, '\n')) {

@@ -16,6 +16,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "classad/parser.h"
 #include "common/files.h"
 #include "common/strings.h"
 #include "submit/job_attrs.h"
@@ -135,6 +136,9 @@ Status SubmitParser::Custom(std::string_view name, std::string_view value, int l
   if (!IsIdentifier(name, false)) {
     return Fail(Bad(line, "'" + std::string(name) + "' is not a valid attribute name"));
   }
+  // Reserved words and over-long names, which a job ad could not hold.
+  if (auto st = classad::CheckAttributeName(name); !st)
+    return Fail(Bad(line, st.error().message()));
   if (IsReservedAttr(name)) {
     return Fail(Bad(line, "attribute " + std::string(name) +
                               " is set by Kite and cannot be set "
@@ -326,7 +330,7 @@ Result<ParsedCluster> ParseSubmitText(std::string_view text, const std::string& 
 }
 
 Result<ParsedCluster> ParseSubmitFile(const std::string& path, const SubmitOptions& options) {
-  auto text = ReadFile(path);
+  auto text = ReadFile(path, {.allow_pipe = true});
   if (!text) return Fail(text.error().Wrap("cannot read submit file"));
   return ParseSubmitText(*text, path, options);
 }

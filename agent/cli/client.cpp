@@ -4,6 +4,8 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
+#include "common/unix_socket_path.h"
+
 namespace kite::cli {
 
 namespace http = boost::beast::http;
@@ -13,8 +15,10 @@ Result<std::unique_ptr<AgentClient>> AgentClient::Connect(const std::string& hom
   std::unique_ptr<AgentClient> c(new AgentClient());
   c->path_ = home + "/agent.sock";
   c->socket_ = std::make_unique<boost::asio::local::stream_protocol::socket>(c->io_);
+  auto addr = UnixSocketPath::For(c->path_);
+  if (!addr) return Fail(addr.error());
   boost::system::error_code ec;
-  c->socket_->connect(boost::asio::local::stream_protocol::endpoint(c->path_), ec);
+  c->socket_->connect(boost::asio::local::stream_protocol::endpoint(addr->address()), ec);
   if (ec) {
     return Fail(ErrorCode::kUnavailable,
                 "no kite-agent is running for " + home + " (start it with: kite agent start)");

@@ -1,6 +1,7 @@
 // `kite agent start|stop|status`.
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -67,6 +68,10 @@ void Start(bool foreground, const std::string& rest) {
     if (auto a = agent::ParseListenAddress(rest, options->rest_allow_remote); !a)
       Die("--rest " + rest + ": " + a.error().message());
   }
+  // agent.out is appended to: only what this start adds to it is its reason for failing.
+  struct stat out_before {};
+  off_t out_offset =
+      ::stat((home + "/agent.out").c_str(), &out_before) == 0 ? out_before.st_size : 0;
   SpawnOptions so;
   so.program = ProgramPath("kite-agent");
   so.argv = {so.program, "--home", home};
@@ -103,7 +108,10 @@ void Start(bool foreground, const std::string& rest) {
       15);
   if (!up || ended) {
     auto out = ReadFile(home + "/agent.out");
-    std::string why = out && !out->empty() ? ": " + std::string(Trim(*out)) : "";
+    std::string added = out && out->size() > static_cast<size_t>(out_offset)
+                            ? out->substr(static_cast<size_t>(out_offset))
+                            : "";
+    std::string why = Trim(added).empty() ? "" : ": " + std::string(Trim(added));
     Die("kite-agent did not start" + why);
   }
   std::printf("kite-agent started (pid %d) for %s\n", *pid, home.c_str());

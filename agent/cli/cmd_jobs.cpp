@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "agent/agent.h"
 #include "agent/cli/commands.h"
 #include "agent/cli/util.h"
 #include "agent/userlog.h"
@@ -135,6 +136,9 @@ void Wait(const std::vector<std::string>& ids, double timeout) {
 }
 
 void Log(const std::string& id) {
+  auto job = agent::ParseJobSelector(id);
+  if (!job) Die(job.error());
+  if (job->proc < 0) Die("kite log needs one job id, C.P");
   auto client = ConnectOrDie();
   json::object body;
   body["id"] = id;
@@ -142,8 +146,7 @@ void Log(const std::string& id) {
   if (!r) Die(r.error());
   if (r->status != 200) Die(AgentError(*r));
   auto sel = json::parse(r->body).as_array();
-  auto dot = id.find('.');
-  int cluster = std::stoi(id.substr(0, dot)), proc = std::stoi(id.substr(dot + 1));
+  int cluster = job->cluster, proc = job->proc;
   for (auto& e : sel) {
     auto& o = e.as_object();
     std::string text =

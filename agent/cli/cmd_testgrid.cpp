@@ -94,10 +94,12 @@ void EnsureIssued(cred::TestCa& ca, bool host, const std::string& name, const st
   if (ec) Die("cannot place " + cert + ": " + ec.message());
 }
 
-// The proxy jobs will use: the default proxy when it is valid under the test CA for an hour,
-// otherwise a fresh one — at the default path when nothing is there, else in the testgrid dir so
-// that a real proxy from another CA is never overwritten.
-std::string EnsureProxy(const Paths& p, const std::string& ca_dir, std::string* note) {
+// The proxy jobs will use: the default proxy when it speaks for `subject` (the identity the test
+// grid's grid-mapfile maps) under the test CA for another hour, otherwise a fresh one — at the
+// default path when nothing is there, else in the testgrid dir so that a proxy of another
+// identity or CA is never overwritten (the note then says which proxy to name).
+std::string EnsureProxy(const Paths& p, const std::string& ca_dir, const std::string& subject,
+                        std::string* note) {
   auto verifier = cred::Verifier::Create({.ca_dir = ca_dir});
   if (!verifier) Die(verifier.error());
   std::string def = DefaultProxyPath();
@@ -105,7 +107,11 @@ std::string EnsureProxy(const Paths& p, const std::string& ca_dir, std::string* 
     auto existing = cred::LoadProxyFile(path);
     if (!existing) continue;
     auto id = (*verifier)->Verify(existing->chain);
-    if (id && id->not_after > std::chrono::system_clock::now() + std::chrono::hours(1)) return path;
+    if (id && id->subject == subject &&
+        id->not_after > std::chrono::system_clock::now() + std::chrono::hours(1)) {
+      if (path != def) *note = "x509userproxy = " + path;
+      return path;
+    }
   }
   auto user = cred::LoadCertificateAndKey(p.user_cert, p.user_key);
   if (!user) Die(user.error());
@@ -206,7 +212,7 @@ void Up(const UpOptions& o) {
   std::string gridmap = "# Written by kite testgrid up.\n\"" + subject + "\" " + Account() + "\n";
   if (auto st = WriteFileAtomic(p.gridmap, gridmap, 0644); !st) Die(st.error());
   std::string note;
-  std::string proxy = EnsureProxy(p, ca.trusted_dir(), &note);
+  std::string proxy = EnsureProxy(p, ca.trusted_dir(), subject, &note);
   pid_t pid = StartGatekeeper(p, ca.trusted_dir(), o);
   std::printf("kite-gatekeeper (pid %d) serves %s with the %s adapter\n", pid, subject.c_str(),
               o.batch.c_str());

@@ -40,3 +40,13 @@ expect_fail "subject outside the CA namespace" "outside this CA's namespace" \
   "$KITE" ca issue-user "/O=Elsewhere/CN=Eve" --out "$T/eve"
 expect_fail "second ca init" "already exists" "$KITE" ca init
 expect_fail "bad --valid" "is not a duration" bash -c "echo pass1234 | '$KITE' proxy init --pwstdin --valid soon"
+
+# What a pass phrase on standard input may be: not a file fed by mistake, and an empty stdin is
+# said to be empty (a 10 MB pass phrase was once answered "no passphrase on standard input").
+head -c 10000000 /dev/zero | tr '\0' 'x' > "$T/huge"
+expect_fail "10 MB pass phrase" "longer than 4096 bytes" \
+  bash -c "'$KITE' proxy init --pwstdin -q < '$T/huge'"
+expect_fail "empty stdin" "it is empty" bash -c "'$KITE' proxy init --pwstdin -q < /dev/null"
+# A FIFO named as the proxy is refused at once, not waited on.
+mkfifo "$T/fifo"
+expect_fail "proxy file is a FIFO" "not a regular file" timeout 10 "$KITE" proxy info -f "$T/fifo"

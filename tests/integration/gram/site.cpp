@@ -92,6 +92,10 @@ void Site::StartGatekeeper() {
                                    options_.batch,
                                    "--batch-poll-interval",
                                    std::to_string(options_.batch_poll_interval)};
+  if (options_.nofile > 0) {
+    std::string n = std::to_string(options_.nofile);
+    argv.insert(argv.begin(), {"/usr/bin/prlimit", "--nofile=" + n + ":" + n});
+  }
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e) {
     if (!std::string_view(*e).starts_with("KITE_FAULT_DIR=")) env.emplace_back(*e);
@@ -111,6 +115,12 @@ void Site::StartGatekeeper() {
   ASSERT_TRUE(WaitUntil([&] { return FileExists(port_file); }, 10))
       << kite::testing::ReadFileOr(dir_ + "/gatekeeper.log");
   port_ = static_cast<uint16_t>(std::atoi(ReadFile(port_file)->c_str()));
+}
+
+void Site::WriteGridMap(const std::string& text) {
+  std::string path = dir_ + "/grid-mapfile";
+  kite::testing::WriteFile(path + ".new", text);
+  ::rename((path + ".new").c_str(), path.c_str());
 }
 
 void Site::StopGatekeeper() {

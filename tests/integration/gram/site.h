@@ -25,6 +25,9 @@ struct SiteOptions {
   // "NAME=value" set in the gatekeeper's environment, replacing the test's own (e.g. SLURM_CONF,
   // PATH); the gatekeeper passes PATH and SLURM_CONF on to its job managers.
   std::vector<std::string> env;
+  // Open files the gatekeeper may hold, soft and hard (0: as the test's own): as on an account
+  // with a small limit, which the gatekeeper cannot raise.
+  int nofile = 0;
 };
 
 class Site {
@@ -42,6 +45,9 @@ class Site {
   std::string account_dir() const { return state_dir() + "/users/" + options_.account; }
 
   void StartGatekeeper();
+  pid_t gatekeeper_pid() const { return gatekeeper_; }
+  // Rewrites the grid-mapfile (the gatekeeper re-reads it when it changes).
+  void WriteGridMap(const std::string& text);
   void StopGatekeeper();
   // The running job manager's pid (0 when none is running).
   pid_t JobManagerPid() const;

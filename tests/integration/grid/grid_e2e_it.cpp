@@ -336,5 +336,21 @@ TEST_F(GridE2E, MyProxyRenewsTheProxyBeforeItRunsOutAndTheJobRunsOn) {
       << ReadFileOr(env_.dir() + "/job.log");
 }
 
+// A job removed before it reached its site (the site never answers) leaves the queue at once; its
+// gridmanager hears of it, stops retrying the submit, and exits like any with no jobs left.
+TEST_F(GridE2E, AGridManagerDoesNotLingerForJobsRemovedBeforeTheyReachedASite) {
+  int c = env_.Submit(
+      "universe = grid\ngrid_resource = kite 127.0.0.1:1/fork\n"
+      "executable = /bin/true\nqueue 3\n");
+  auto gridmanager = [&] {
+    return RunCommand({"pgrep", "-f", "kite-gridmanager --home " + env_.home()}).exit_code == 0;
+  };
+  ASSERT_TRUE(WaitUntil(gridmanager, 20)) << "no gridmanager started";
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // its submits fail and back off
+  ASSERT_EQ(env_.Kite({"rm", std::to_string(c)}).exit_code, 0);
+  EXPECT_TRUE(WaitUntil([&] { return !gridmanager(); }, 20))
+      << ReadFileOr(env_.home() + "/gridmanager.log");
+}
+
 }  // namespace
 }  // namespace kite::testing

@@ -5,7 +5,9 @@
 #include <regex>
 #include <string>
 
+#include "credentials/ca.h"
 #include "credentials/certificate.h"
+#include "credentials/proxy.h"
 #include "credentials/verify.h"
 #include "gram/client.h"
 #include "tests/fixtures/kite_env.h"
@@ -100,6 +102,45 @@ TEST(Testgrid, BatchSystemsAreCheckedBeforeTheGridComesUp) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("already up"), std::string::npos) << r.out;
   EXPECT_EQ(env.Kite({"testgrid", "down"}).exit_code, 0);
+}
+
+// A default proxy that the test CA trusts but that speaks for someone its grid-mapfile does not
+// map is not reused: the test grid makes its own and says to name it, and the first grid job
+// runs instead of being held "not in this site's grid-mapfile".
+TEST(Testgrid, ADefaultProxyOfAnotherIdentityIsNotUsed) {
+  KiteEnv env("testgrid-other");
+  std::string def = env.dir() + "/x509up";
+  env.AddEnv("X509_USER_PROXY=" + def);
+  env.AddEnv("X509_CERT_DIR=" + env.home() + "/ca/certificates");
+  ASSERT_EQ(env.Kite({"testgrid", "up"}).exit_code, 0);
+  ASSERT_EQ(env.Kite({"testgrid", "down"}).exit_code, 0);
+  auto ca = credentials::TestCa::Open(env.home() + "/ca");
+  ASSERT_TRUE(ca) << ca.error().ToString();
+  auto other =
+      ca->IssueUserCredential("CN=Somebody Else", {.key = {credentials::KeyAlgorithm::kEcP256}});
+  ASSERT_TRUE(other);
+  auto proxy = credentials::CreateProxy(*other, {});
+  ASSERT_TRUE(proxy);
+  ASSERT_TRUE(credentials::SaveProxyFile(def, proxy->credential));
+
+  auto r = env.Kite({"testgrid", "up"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string own = env.home() + "/testgrid/proxy.pem";
+  EXPECT_NE(r.out.find("x509userproxy = " + own), std::string::npos) << r.out;
+  auto still = credentials::LoadProxyFile(def);  // the user's proxy is left as it was
+  ASSERT_TRUE(still);
+  EXPECT_EQ(still->chain.front().Subject(), proxy->credential.chain.front().Subject());
+
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("grid_resource = [^\n]*")));
+  env.StartAgent();
+  int c = env.Submit("universe = grid\n" + m.str() + "\nx509userproxy = " + own +
+                     "\nexecutable = /bin/true\nqueue\n");
+  ASSERT_GT(c, 0);
+  EXPECT_TRUE(WaitUntil([&] { return env.JobStatus(std::to_string(c) + ".0") == 4; }, 60))
+      << env.Kite({"q", std::to_string(c), "-json"}).out;
+  env.StopAgent();
+  env.Kite({"testgrid", "down"});
 }
 
 }  // namespace

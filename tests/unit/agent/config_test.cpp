@@ -47,6 +47,14 @@ TEST(AgentConfig, BadValuesNameKeyAndLine) {
       {"[weird]\nx = 1\n", "config.toml:1: weird: unknown section"},
       {"[agent\n", "config.toml:1:"},
       {"[agent]\nkill_grace = \n", "config.toml:2:"},
+      // Numbers that made the agent spin: not a number, infinite, or far past any sane value.
+      {"[agent]\nperiodic_interval = nan\n", "agent.periodic_interval: must be at least 0.1"},
+      {"[agent]\nperiodic_interval = inf\n", "agent.periodic_interval: must be at least 0.1"},
+      {"[agent]\nperiodic_interval = 1e10\n", "and at most 86400"},
+      {"[agent]\nkill_grace = -inf\n", "agent.kill_grace: must be at least 0"},
+      {"[agent]\ncommit_delay_ms = 1000000000\n", "agent.commit_delay_ms: out of range (0 to"},
+      {"[grid]\nprobe_interval = nan\n", "grid.probe_interval: must be at least"},
+      {"[grid]\nmax_requests_per_resource = 100000\n", "out of range (1 to 1024)"},
   };
   for (auto& c : cases) {
     auto o = ParseAgentOptions("/h", c.text, "config.toml");

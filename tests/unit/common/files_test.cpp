@@ -38,6 +38,32 @@ TEST(Files, ReadMissingIsNotFound) {
   EXPECT_EQ(got.error().code(), ErrorCode::kNotFound);
 }
 
+TEST(Files, ReadRefusesAFifoWithoutBlocking) {
+  auto dir = TempDir();
+  std::string fifo = dir + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  auto got = ReadFile(fifo);  // no writer: a blocking open would hang here
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().code(), ErrorCode::kInvalidInput);
+  EXPECT_NE(got.error().message().find("a FIFO, not a regular file"), std::string::npos)
+      << got.error().message();
+  auto d = ReadFile(dir);
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().message().find("a directory"), std::string::npos);
+  auto dev = ReadFile("/dev/zero");  // endless: refused, not read until memory runs out
+  ASSERT_FALSE(dev);
+  EXPECT_NE(dev.error().message().find("a device"), std::string::npos);
+}
+
+TEST(Files, ReadStopsAtItsLimit) {
+  auto dir = TempDir();
+  ASSERT_TRUE(WriteFileAtomic(dir + "/big", std::string(5000, 'x'), 0600));
+  auto got = ReadFile(dir + "/big", {.max_bytes = 4096});
+  ASSERT_FALSE(got);
+  EXPECT_NE(got.error().message().find("larger than 4096 bytes"), std::string::npos);
+  EXPECT_TRUE(ReadFile(dir + "/big", {.max_bytes = 5000}));
+}
+
 TEST(Files, MakeDirsAndPaths) {
   auto dir = TempDir();
   ASSERT_TRUE(MakeDirs(dir + "/x/y/z"));

@@ -1,10 +1,13 @@
 // What the GASS server refuses, and that it keeps serving afterwards: other identities, names
 // and jobs not registered, path tricks, symlinks swapped in, malformed and oversized requests.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <boost/asio/ip/tcp.hpp>
+#include <thread>
 
 #include "gass/protocol.h"
 #include "gass_world.h"
@@ -205,6 +208,39 @@ TEST_F(Refusal, NoServerIsUnavailable) {
   GassClient c({.base_url = "https://127.0.0.1:" + std::to_string(port),
                 .tls = {w->jane_proxy, w->verifier}});
   auto got = c.Size(MakeTarget("J", "input"));
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.error().code(), ErrorCode::kUnavailable) << got.error().ToString();
+}
+
+// A server whose process dies during the handshake (the gridmanager killed, say) resets the
+// connection: that is "try again later", never a refusal of the client's identity, or a job
+// manager would fail a job that ran and get it run a second time.
+TEST_F(Refusal, AConnectionResetDuringTheHandshakeIsUnavailable) {
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof sa;
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&sa), len), 0);
+  ASSERT_EQ(::listen(listener, 8), 0);
+  ::getsockname(listener, reinterpret_cast<sockaddr*>(&sa), &len);
+  std::thread resetter([listener] {
+    for (int i = 0; i < 2; ++i) {
+      int s = ::accept(listener, nullptr, nullptr);
+      if (s < 0) return;
+      char buf[512];
+      (void)!::read(s, buf, sizeof buf);  // the ClientHello
+      linger l{1, 0};                     // close with RST, as a killed process's socket does
+      ::setsockopt(s, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+      ::close(s);
+    }
+  });
+  GassClient c({.base_url = "https://127.0.0.1:" + std::to_string(ntohs(sa.sin_port)),
+                .tls = {w->jane_proxy, w->verifier}});
+  auto got = c.Size(MakeTarget("J", "input"));
+  ::shutdown(listener, SHUT_RDWR);
+  ::close(listener);
+  resetter.join();
   ASSERT_FALSE(got);
   EXPECT_EQ(got.error().code(), ErrorCode::kUnavailable) << got.error().ToString();
 }
