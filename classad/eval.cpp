@@ -327,8 +327,17 @@ Value Evaluator::EvalSelect(const SelectExpr& sel, const Frame& f) {
 namespace {
 // Expressions whose value may be a record or list with a lexical scope.
 bool MayYieldRecord(const Expr& e) {
-  return e.kind() == ExprKind::kRecord || e.kind() == ExprKind::kAttrRef ||
-         e.kind() == ExprKind::kSelect || e.kind() == ExprKind::kList;
+  switch (e.kind()) {
+    case ExprKind::kRecord:
+    case ExprKind::kAttrRef:
+    case ExprKind::kSelect:
+    case ExprKind::kList:
+      return true;
+    case ExprKind::kBinary:
+      return static_cast<const BinaryExpr&>(e).op() == Op::kSubscript;
+    default:
+      return false;
+  }
 }
 }  // namespace
 
@@ -419,6 +428,11 @@ Value Evaluator::EvalWithScope(const Expr& e, const Frame& f, Lexical* scope) {
     }
     case ExprKind::kSelect:
       return ScopedSelect(static_cast<const SelectExpr&>(e), f, scope);
+    case ExprKind::kBinary: {
+      const auto& b = static_cast<const BinaryExpr&>(e);
+      if (b.op() == Op::kSubscript) return ScopedSubscript(b, f, scope);
+      return Eval(e, f);
+    }
     default:
       return Eval(e, f);
   }
@@ -446,16 +460,19 @@ Value Evaluator::EvalLogical(const BinaryExpr& b, const Frame& f) {
 Value Evaluator::EvalSubscript(const BinaryExpr& b, const Frame& f) {
   size_t mark = scopes_.size();
   Lexical scope;
-  Value base = MayYieldRecord(*b.lhs) ? EvalWithScope(*b.lhs, f, &scope) : Eval(*b.lhs, f);
-  Value s2;
-  const Value& index = Peek(*b.rhs, f, s2);
-  Value out = Subscript(base, index, scope.list == nullptr ? scope.frame : nullptr, f);
+  Value out = ScopedSubscript(b, f, &scope);
   scopes_.resize(mark);
   return out;
 }
 
-Value Evaluator::Subscript(const Value& base, const Value& index, const Frame* scope,
-                           const Frame& f) {
+// x[i] of a list, x["name"] of an ad (the ad's own attribute only, as HTCondor looks it up; the
+// result keeps its lexical scope for a selection that follows).
+Value Evaluator::ScopedSubscript(const BinaryExpr& b, const Frame& f, Lexical* scope) {
+  *scope = Lexical{};
+  Lexical base_scope;
+  Value base = MayYieldRecord(*b.lhs) ? EvalWithScope(*b.lhs, f, &base_scope) : Eval(*b.lhs, f);
+  Value s2;
+  const Value& index = Peek(*b.rhs, f, s2);
   if (base.IsError() || index.IsError()) return Value::Error();
   if (base.IsUndefined() || index.IsUndefined()) return Value();
   if (base.IsList() && index.IsInteger()) {
@@ -466,11 +483,12 @@ Value Evaluator::Subscript(const Value& base, const Value& index, const Frame* s
   }
   if (base.IsClassAd() && index.IsString()) {
     auto key = FindNameKey(index.AsString());
-    if (!key) return Value();
-    const Expr* member = base.AsClassAd()->FindKey(*key);
+    const Expr* member = key ? base.AsClassAd()->FindKey(*key) : nullptr;
     if (member == nullptr) return Value();
-    Frame frame = scope != nullptr ? *scope : Frame{base.AsClassAd(), f.target, &f};
-    return EvalAttribute(*member, frame);
+    const Frame& frame = base_scope.frame != nullptr && base_scope.list == nullptr
+                             ? *base_scope.frame
+                             : scopes_.emplace_back(Frame{base.AsClassAd(), f.target, &f});
+    return ScopedAttribute(*member, frame, scope);
   }
   return Value::Error();
 }

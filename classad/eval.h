@@ -70,7 +70,7 @@ class Evaluator {
   Value EvalBinary(const BinaryExpr& b, const Frame& f);
   Value EvalLogical(const BinaryExpr& b, const Frame& f);
   Value EvalSubscript(const BinaryExpr& b, const Frame& f);
-  Value Subscript(const Value& base, const Value& index, const Frame* scope, const Frame& f);
+  Value ScopedSubscript(const BinaryExpr& b, const Frame& f, Lexical* scope);
   Value EvalTernary(const TernaryExpr& t, const Frame& f);
   Value EvalList(const ListExpr& l, const Frame& f);
 

@@ -156,6 +156,27 @@ TEST(ClassAdEval, NestedRecordsSeeTheirEnclosingAd) {
             &ad);
 }
 
+// HTCondor scopes a record by where it is written: names it lacks are looked up in the ads
+// around it there, however the record was reached.
+TEST(ClassAdEval, NestedRecordsAreScopedWhereTheyAreWritten) {
+  ClassAd ad =
+      Ad("Machines = [ RAM = 6000; Box = [ Need = RAM ] ]\n"
+         "Jobs = [ RAM = 1; Pick = Machines.Box ]\n"
+         "Alias = Machines.Box\n"
+         "Outer = 7\n"
+         "List = { [ a = 1 ], [ a = 2 ] }\n"
+         "Loop = Loop.x\n");
+  ExpectAll({{"Machines.Box.Need", "6000"},
+             {"Jobs.Pick.Need", "6000"},  // Box's enclosing ad is Machines, not Jobs
+             {"Alias.Need", "6000"},
+             {"Machines.Box.Outer", "7"},  // selection falls back to the enclosing ads
+             {"List.Outer", "{ 7, 7 }"},
+             {"List.a", "{ 1, 2 }"},
+             {"Machines[\"Box\"].Need", "6000"},
+             {"Loop", "error"}},
+            &ad);
+}
+
 TEST(ClassAdEval, SelfReferenceIsErrorNotACrash) {
   ClassAd ad = Ad("A = B + 1\nB = A + 1\nC = C\n");
   EXPECT_EQ(ad.Evaluate("A").ToString(), "error");

@@ -158,6 +158,30 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"quantize(3, {2, 4, 8})", "4"}, Case{"quantize(9, {2, 4})", "12"},
                       Case{"quantize(3, 0)", "3"}, Case{"quantize(\"a\", 2)", "error"}));
 
+TEST(ClassAdFunctionsExpressions, EvalUnparseUnresolved) {
+  ClassAd ad = testing::Ad(
+      "A = 1\nB = 2\nC = eval(\"A + B\")\nRequestCpus = 1\n"
+      "Requirements = OpSys == \"LINUX\" && TARGET.Arch == \"ARM\" && Cpus >= RequestCpus\n"
+      "Loop = eval(\"Loop\")\n");
+  const Case cases[] = {
+      {"C", "3"},
+      {"eval(\"1 +\")", "error"},
+      {"eval(x)", "error"},
+      {"eval(strcat(\"A\", \"+\", 41))", "42"},
+      {"Loop", "error"},
+      {"unparse(Requirements)",
+       R"("OpSys == \"LINUX\" && TARGET.Arch == \"ARM\" && Cpus >= RequestCpus")"},
+      {"unparse(Nothing)", "\"\""},
+      {"unparse(1)", "error"},
+      {"unresolved(Requirements)", "\"Arch,Cpus,OpSys\""},
+      {"unresolved(Requirements, \"^opsys\")", "true"},
+      {"unresolved(Requirements, \"OpSys.+\")", "false"},
+      {"unresolved(Nothing)", "undefined"},
+      {"unresolved(\"Requirements\")", "error"},
+  };
+  for (const auto& c : cases) EXPECT_EQ(EvalText(c.input, &ad), c.expected) << c.input;
+}
+
 TEST(ClassAdFunctionsTime, TimeIsNow) {
   auto e = ParseExpr("time()");
   ASSERT_TRUE(e.has_value());
