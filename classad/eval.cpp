@@ -320,7 +320,7 @@ Value Evaluator::EvalSelect(const SelectExpr& sel, const Frame& f) {
   size_t mark = scopes_.size();
   Lexical scope;
   Value v = ScopedSelect(sel, f, &scope);
-  scopes_.resize(mark);  // no frame outlives the selection that made it
+  scopes_.Truncate(mark);  // no frame outlives the selection that made it
   return v;
 }
 
@@ -348,7 +348,7 @@ Value Evaluator::ScopedAttribute(const Expr& bound, const Frame& frame, Lexical*
     if (expr == &bound && my == frame.my) return Value::Error();
   }
   active_.emplace_back(&bound, frame.my);
-  const Frame& stored = scopes_.emplace_back(frame);
+  const Frame& stored = scopes_.Push(frame);
   Value v = EvalWithScope(bound, stored, scope);
   active_.pop_back();
   return v;
@@ -380,7 +380,7 @@ Value Evaluator::SelectFromList(const Value& list, const Lexical& where, uint32_
         static_cast<const RecordExpr*>(written)->ad.get() == ad) {
       Lexical ignored;
       out.push_back(
-          ScopedMember(key, scopes_.emplace_back(Frame{ad, f.target, where.frame}), &ignored));
+          ScopedMember(key, scopes_.Push(Frame{ad, f.target, where.frame}), &ignored));
     } else {
       out.push_back(EvalMember(*this, *ad, key, f));
     }
@@ -400,7 +400,7 @@ Value Evaluator::ScopedSelect(const SelectExpr& sel, const Frame& f, Lexical* sc
     }
     const Expr* member = ad->FindKey(sel.name.key);
     if (member == nullptr) return Value();
-    return ScopedAttribute(*member, scopes_.emplace_back(Frame{ad, f.target, &f}), scope);
+    return ScopedAttribute(*member, scopes_.Push(Frame{ad, f.target, &f}), scope);
   }
   if (base.IsList()) return SelectFromList(base, base_scope, sel.name.key, f);
   return Value::Error();
@@ -413,7 +413,7 @@ Value Evaluator::EvalWithScope(const Expr& e, const Frame& f, Lexical* scope) {
   switch (e.kind()) {
     case ExprKind::kRecord: {
       const auto& r = static_cast<const RecordExpr&>(e);
-      scope->frame = &scopes_.emplace_back(Frame{r.ad.get(), f.target, &f});
+      scope->frame = &scopes_.Push(Frame{r.ad.get(), f.target, &f});
       return Value::Ad(r.ad);
     }
     case ExprKind::kList:
@@ -461,7 +461,7 @@ Value Evaluator::EvalSubscript(const BinaryExpr& b, const Frame& f) {
   size_t mark = scopes_.size();
   Lexical scope;
   Value out = ScopedSubscript(b, f, &scope);
-  scopes_.resize(mark);
+  scopes_.Truncate(mark);
   return out;
 }
 
@@ -487,7 +487,7 @@ Value Evaluator::ScopedSubscript(const BinaryExpr& b, const Frame& f, Lexical* s
     if (member == nullptr) return Value();
     const Frame& frame = base_scope.frame != nullptr && base_scope.list == nullptr
                              ? *base_scope.frame
-                             : scopes_.emplace_back(Frame{base.AsClassAd(), f.target, &f});
+                             : scopes_.Push(Frame{base.AsClassAd(), f.target, &f});
     return ScopedAttribute(*member, frame, scope);
   }
   return Value::Error();

@@ -1,7 +1,7 @@
 // The expression evaluator (library-internal): scopes, attribute resolution, operators.
 #pragma once
 
-#include <deque>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -21,6 +21,28 @@ struct Frame {
   const ClassAd* my = nullptr;
   const ClassAd* target = nullptr;
   const Frame* outer = nullptr;
+};
+
+// A stack of frames whose addresses stay put while it grows (frames point at each other). It
+// allocates nothing until the first push, so the common evaluation that selects from no nested
+// record pays nothing for it.
+class FrameStack {
+ public:
+  size_t size() const { return size_; }
+  const Frame& Push(const Frame& f) {
+    if (size_ / kChunk == chunks_.size()) chunks_.push_back(std::make_unique<Frame[]>(kChunk));
+    Frame& slot = chunks_[size_ / kChunk][size_ % kChunk];
+    slot = f;
+    ++size_;
+    return slot;
+  }
+  // Drops the frames above `n` (their memory is kept for reuse). REQUIRES: n <= size().
+  void Truncate(size_t n) { size_ = n; }
+
+ private:
+  static constexpr size_t kChunk = 16;
+  std::vector<std::unique_ptr<Frame[]>> chunks_;
+  size_t size_ = 0;
 };
 
 class Evaluator {
@@ -79,7 +101,7 @@ class Evaluator {
   std::vector<std::pair<const Expr*, const ClassAd*>> active_;
   // Frames of nested records reached by selection. Frames link to their enclosing frame by
   // pointer, so they live here (stable addresses) until the outermost selection returns.
-  std::deque<Frame> scopes_;
+  FrameStack scopes_;
 };
 
 // Evaluates attribute `key` of `ad` (following its parents) as a nested-record member, with the

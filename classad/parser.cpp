@@ -309,11 +309,11 @@ void Parser::LexOperator() {
   // Longest first, so "=?=" wins over "=" and ">>>" over ">>".
   static constexpr OpTok kOps[] = {
       {">>>", Tok::kUShr},  {"=?=", Tok::kMetaEq}, {"=!=", Tok::kMetaNe}, {"||", Tok::kOrOr},
-      {"?:", Tok::kElvis},  {"&&", Tok::kAndAnd},  {"==", Tok::kEqEq},    {"!=", Tok::kNotEq},
-      {"<=", Tok::kLe},     {">=", Tok::kGe},      {"<<", Tok::kShl},     {">>", Tok::kShr},
-      {"(", Tok::kLParen},  {")", Tok::kRParen},   {"[", Tok::kLBracket}, {"]", Tok::kRBracket},
-      {"{", Tok::kLBrace},  {"}", Tok::kRBrace},   {",", Tok::kComma},    {";", Tok::kSemi},
-      {".", Tok::kDot},     {"=", Tok::kAssign},   {"?", Tok::kQuestion}, {":", Tok::kColon},
+      {"&&", Tok::kAndAnd}, {"==", Tok::kEqEq},    {"!=", Tok::kNotEq},   {"<=", Tok::kLe},
+      {">=", Tok::kGe},     {"<<", Tok::kShl},     {">>", Tok::kShr},     {"(", Tok::kLParen},
+      {")", Tok::kRParen},  {"[", Tok::kLBracket}, {"]", Tok::kRBracket}, {"{", Tok::kLBrace},
+      {"}", Tok::kRBrace},  {",", Tok::kComma},    {";", Tok::kSemi},     {".", Tok::kDot},
+      {"=", Tok::kAssign},  {"?:", Tok::kElvis},   {"?", Tok::kQuestion}, {":", Tok::kColon},
       {"!", Tok::kBang},    {"~", Tok::kTilde},    {"<", Tok::kLt},       {">", Tok::kGt},
       {"+", Tok::kPlus},    {"-", Tok::kMinus},    {"*", Tok::kStar},     {"/", Tok::kSlash},
       {"%", Tok::kPercent}, {"&", Tok::kAmp},      {"|", Tok::kPipe},     {"^", Tok::kCaret},
