@@ -105,7 +105,7 @@ int64_t ShiftRight(int64_t x, int64_t n) {
 int64_t ShiftRightUnsigned(int64_t x, int64_t n) {
   if (x >= 0) return x >> (n & 63);
   auto half = static_cast<uint64_t>(x) >> 1;  // the sign bit cleared
-  return static_cast<int64_t>(half >> ((n - 1) & 63));
+  return static_cast<int64_t>(half >> ((static_cast<uint64_t>(n) - 1) & 63));
 }
 
 }  // namespace

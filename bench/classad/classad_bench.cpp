@@ -121,6 +121,22 @@ void BM_EvalRegexpCachedPattern(benchmark::State& state) {
   EvaluateExpression(state, "regexp(\"^slot[0-9]+@node[0-9]+\\\\.example\\\\.org$\", TARGET.Name)");
 }
 BENCHMARK(BM_EvalRegexpCachedPattern);
+// The worst case of one regexp(): a backtracking pattern that exhausts the per-match budget and
+// gives ERROR (issue 12; glibc's regex.h took ~70 s on this kind of input).
+void BM_RegexpBudgetExhausted(benchmark::State& state) {
+  std::string text = "regexp(\"(a|aa)+c\", \"" + std::string(60, 'a') + "bc\")";
+  auto e = ParseExpr(text);
+  bool all = true;
+  for (auto _ : state) {
+    Value v = EvaluateExpr(**e, nullptr, nullptr);
+    all = all && v.IsError();
+    benchmark::DoNotOptimize(v);
+  }
+  if (!all) state.SkipWithError("did not end in ERROR");
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RegexpBudgetExhausted)->Unit(benchmark::kMillisecond);
+
 void BM_EvalStringFunctions(benchmark::State& state) {
   EvaluateExpression(state,
                      "stringListIMember(\"alice\", \"bob, carol, alice\") && "
