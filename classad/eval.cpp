@@ -108,6 +108,14 @@ int64_t ShiftRightUnsigned(int64_t x, int64_t n) {
   return static_cast<int64_t>(half >> ((static_cast<uint64_t>(n) - 1) & 63));
 }
 
+// Instants compare with instants only, by the moment (not the zone they are shown in). Kept out
+// of line: Compare is on every hot path and instants are rare.
+[[gnu::noinline, gnu::cold]] Value CompareTimes(Op op, const Value& a, const Value& b) {
+  if (!a.IsAbsTime() || !b.IsAbsTime()) return Value::Error();
+  int64_t x = a.AsAbsTimeSeconds(), y = b.AsAbsTimeSeconds();
+  return Value::Bool(CompareResult(op, x < y ? -1 : (x > y ? 1 : 0)));
+}
+
 }  // namespace
 
 Value Evaluator::Compare(Op op, const Value& a, const Value& b) {
@@ -127,12 +135,7 @@ Value Evaluator::Compare(Op op, const Value& a, const Value& b) {
   if (IntLike(a, &i) && IntLike(b, &j)) {
     return Value::Bool(CompareResult(op, i < j ? -1 : (i > j ? 1 : 0)));
   }
-  if (a.IsAbsTime() || b.IsAbsTime()) {
-    // Instants compare with instants only, by the moment (not the zone they are shown in).
-    if (!a.IsAbsTime() || !b.IsAbsTime()) return Value::Error();
-    int64_t x = a.AsAbsTimeSeconds(), y = b.AsAbsTimeSeconds();
-    return Value::Bool(CompareResult(op, x < y ? -1 : (x > y ? 1 : 0)));
-  }
+  if (a.IsAbsTime() || b.IsAbsTime()) return CompareTimes(op, a, b);
   if (NumberLike(a) && NumberLike(b)) {
     double x = AsDouble(a), y = AsDouble(b);
     switch (op) {
@@ -379,8 +382,7 @@ Value Evaluator::SelectFromList(const Value& list, const Lexical& where, uint32_
     if (written != nullptr && written->kind() == ExprKind::kRecord &&
         static_cast<const RecordExpr*>(written)->ad.get() == ad) {
       Lexical ignored;
-      out.push_back(
-          ScopedMember(key, scopes_.Push(Frame{ad, f.target, where.frame}), &ignored));
+      out.push_back(ScopedMember(key, scopes_.Push(Frame{ad, f.target, where.frame}), &ignored));
     } else {
       out.push_back(EvalMember(*this, *ad, key, f));
     }

@@ -175,28 +175,32 @@ Value StringListStat(Evaluator& ev, const CallExpr& c, const Frame& f) {
 }
 
 // The (item, list [, separators]) arguments of stringListMember and stringListSubsetMatch:
-// strings or UNDEFINED (which counts as ""); UNDEFINED when both are UNDEFINED.
-bool MemberArgs(Evaluator& ev, const CallExpr& c, const Frame& f, std::string* item,
-                std::string* list, std::string* seps, Value* out) {
+// strings or UNDEFINED (which counts as ""); UNDEFINED when both are UNDEFINED. On success the
+// three texts are views into `args`.
+struct MemberTexts {
+  Value args[3];
+  std::string_view item, list, seps = ", \t\r\n";
+};
+
+bool MemberArgs(Evaluator& ev, const CallExpr& c, const Frame& f, MemberTexts* t, Value* out) {
   if (c.args.size() != 2 && c.args.size() != 3) {
     *out = Value::Error();
     return false;
   }
-  Value a = Arg(ev, c, f, 0), b = Arg(ev, c, f, 1);
-  Value s = c.args.size() == 3 ? Arg(ev, c, f, 2) : Value::String(", \t\r\n");
-  for (const Value* v : {&a, &b, &s}) {
-    if (!v->IsUndefined() && !v->IsString()) {
+  for (size_t i = 0; i < c.args.size(); ++i) {
+    t->args[i] = Arg(ev, c, f, i);
+    if (!t->args[i].IsUndefined() && !t->args[i].IsString()) {
       *out = Value::Error();
       return false;
     }
   }
-  if (a.IsUndefined() && b.IsUndefined()) {
+  if (t->args[0].IsUndefined() && t->args[1].IsUndefined()) {
     *out = Value();
     return false;
   }
-  if (a.IsString()) *item = a.AsString();
-  if (b.IsString()) *list = b.AsString();
-  *seps = s.IsString() ? std::string(s.AsString()) : ", \t\r\n";
+  if (t->args[0].IsString()) t->item = t->args[0].AsString();
+  if (t->args[1].IsString()) t->list = t->args[1].AsString();
+  if (t->args[2].IsString()) t->seps = t->args[2].AsString();
   return true;
 }
 
@@ -204,35 +208,32 @@ bool Same(std::string_view a, std::string_view b, bool ignore_case) {
   return ignore_case ? kite::EqualsIgnoreCase(a, b) : a == b;
 }
 
-bool Contains(const std::vector<std::string_view>& items, std::string_view x, bool ignore_case) {
-  for (auto item : items) {
-    if (Same(item, x, ignore_case)) return true;
-  }
-  return false;
+bool InList(std::string_view list, std::string_view seps, std::string_view x, bool ignore_case) {
+  return AnyItem(list, seps, true,
+                 [&](std::string_view item) { return Same(item, x, ignore_case); });
 }
 
 // stringListMember(x, list [, seps]) / stringListIMember: whether x is an item of list (items
 // trimmed of blanks; default separators: comma and blanks).
 template <bool kIgnoreCase>
 Value StringListMember(Evaluator& ev, const CallExpr& c, const Frame& f) {
-  std::string item, list, seps;
+  MemberTexts t;
   Value out;
-  if (!MemberArgs(ev, c, f, &item, &list, &seps, &out)) return out;
-  return Value::Bool(Contains(SplitTrimmed(list, seps), item, kIgnoreCase));
+  if (!MemberArgs(ev, c, f, &t, &out)) return out;
+  return Value::Bool(InList(t.list, t.seps, t.item, kIgnoreCase));
 }
 
 // stringListSubsetMatch(a, b [, seps]) / stringListISubsetMatch: whether every item of a is an
 // item of b; true when a is empty.
 template <bool kIgnoreCase>
 Value StringListSubsetMatch(Evaluator& ev, const CallExpr& c, const Frame& f) {
-  std::string items, list, seps;
+  MemberTexts t;
   Value out;
-  if (!MemberArgs(ev, c, f, &items, &list, &seps, &out)) return out;
-  auto set = SplitTrimmed(list, seps);
-  for (auto item : SplitTrimmed(items, seps)) {
-    if (!Contains(set, item, kIgnoreCase)) return Value::Bool(false);
-  }
-  return Value::Bool(true);
+  if (!MemberArgs(ev, c, f, &t, &out)) return out;
+  bool missing = AnyItem(t.item, t.seps, true, [&](std::string_view item) {
+    return !InList(t.list, t.seps, item, kIgnoreCase);
+  });
+  return Value::Bool(!missing);
 }
 
 // stringListsIntersect(a, b [, seps]): whether the lists share an item (default separators:

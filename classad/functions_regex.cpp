@@ -107,28 +107,37 @@ Value MatchValue(const Compiled& re, std::string_view subject) {
   return rc == PCRE2_ERROR_NOMATCH ? Value::Bool(false) : Value::Error();
 }
 
-// The (pattern, target [, options]) arguments shared by regexp and regexpMember: ERROR beats
-// UNDEFINED, then the options must be a string. False with *out set otherwise.
-bool PatternArgs(Evaluator& ev, const CallExpr& c, const Frame& f, size_t fixed,
-                 std::vector<Value>* args, Value* out) {
+// Up to four evaluated arguments, without a heap allocation (regexp() is on hot paths).
+struct Args {
+  Value v[4];
+  size_t n = 0;
+  Value& operator[](size_t i) { return v[i]; }
+  size_t size() const { return n; }
+};
+
+// The (pattern, target, ... [, options]) arguments of the regexp family: `fixed` of them and an
+// optional options string. ERROR beats UNDEFINED, then the options must be a string. False with
+// *out set otherwise.
+bool PatternArgs(Evaluator& ev, const CallExpr& c, const Frame& f, size_t fixed, Args* a,
+                 Value* out) {
   if (c.args.size() != fixed && c.args.size() != fixed + 1) {
     *out = Value::Error();
     return false;
   }
-  for (size_t i = 0; i < c.args.size(); ++i) args->push_back(Arg(ev, c, f, i));
-  for (const Value& v : *args) {
-    if (v.IsError()) {
-      *out = v;
+  for (a->n = 0; a->n < c.args.size(); ++a->n) a->v[a->n] = Arg(ev, c, f, a->n);
+  for (size_t i = 0; i < a->n; ++i) {
+    if (a->v[i].IsError()) {
+      *out = a->v[i];
       return false;
     }
   }
-  for (const Value& v : *args) {
-    if (v.IsUndefined()) {
-      *out = v;
+  for (size_t i = 0; i < a->n; ++i) {
+    if (a->v[i].IsUndefined()) {
+      *out = a->v[i];
       return false;
     }
   }
-  if (args->size() == fixed + 1 && !args->back().IsString()) {
+  if (a->n == fixed + 1 && !a->v[fixed].IsString()) {
     *out = Value::Error();
     return false;
   }
@@ -137,7 +146,7 @@ bool PatternArgs(Evaluator& ev, const CallExpr& c, const Frame& f, size_t fixed,
 
 // regexp(pattern, target [, options]).
 Value RegExp(Evaluator& ev, const CallExpr& c, const Frame& f) {
-  std::vector<Value> a;
+  Args a;
   Value out;
   if (!PatternArgs(ev, c, f, 2, &a, &out)) return out;
   if (!a[0].IsString() || !a[1].IsString()) return Value::Error();
@@ -148,7 +157,7 @@ Value RegExp(Evaluator& ev, const CallExpr& c, const Frame& f) {
 // regexpMember(pattern, list [, options]): whether some string of the list matches. A
 // non-string item is ERROR, except UNDEFINED items, which make a "no match" UNDEFINED.
 Value RegExpMember(Evaluator& ev, const CallExpr& c, const Frame& f) {
-  std::vector<Value> a;
+  Args a;
   Value out;
   if (!PatternArgs(ev, c, f, 2, &a, &out)) return out;
   if (!a[0].IsString() || !a[1].IsList()) return Value::Error();
@@ -223,7 +232,7 @@ enum class SubstMode { kRegexps, kReplace, kReplaceAll };
 // replace(...) is regexps with f, replaceAll(...) with f and g.
 template <SubstMode kMode>
 Value Subst(Evaluator& ev, const CallExpr& c, const Frame& f) {
-  std::vector<Value> a;
+  Args a;
   Value out;
   if (!PatternArgs(ev, c, f, 3, &a, &out)) return out;
   std::string opts(a.size() == 4 ? a[3].AsString() : std::string_view());

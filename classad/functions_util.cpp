@@ -181,24 +181,10 @@ Value ToIntegerValue(const Value& v) {
 
 std::vector<std::string_view> SplitStringList(std::string_view s, std::string_view separators) {
   std::vector<std::string_view> out;
-  size_t i = 0;
-  while (i < s.size()) {
-    size_t start = s.find_first_not_of(separators, i);
-    if (start == std::string_view::npos) break;
-    size_t end = s.find_first_of(separators, start);
-    if (end == std::string_view::npos) end = s.size();
-    out.push_back(s.substr(start, end - start));
-    i = end;
-  }
-  return out;
-}
-
-std::vector<std::string_view> SplitTrimmed(std::string_view s, std::string_view separators) {
-  std::vector<std::string_view> out;
-  for (auto piece : SplitStringList(s, separators)) {
-    piece = kite::Trim(piece);
-    if (!piece.empty()) out.push_back(piece);
-  }
+  AnyItem(s, separators, false, [&](std::string_view item) {
+    out.push_back(item);
+    return false;
+  });
   return out;
 }
 

@@ -55,10 +55,32 @@ Value ToIntegerValue(const Value& v);
 
 // ---- string lists ----
 
+// Calls fn(item) for each non-empty piece of `s` between any of the `separators` (with blanks
+// trimmed from each piece, and pieces left empty skipped, when `trim`), until fn returns true.
+// Returns whether it did. Allocates nothing.
+template <typename Fn>
+bool AnyItem(std::string_view s, std::string_view separators, bool trim, Fn&& fn) {
+  constexpr std::string_view kBlanks = " \t\n\r\f\v";
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t start = s.find_first_not_of(separators, i);
+    if (start == std::string_view::npos) break;
+    size_t end = s.find_first_of(separators, start);
+    if (end == std::string_view::npos) end = s.size();
+    std::string_view item = s.substr(start, end - start);
+    i = end;
+    if (trim) {
+      size_t a = item.find_first_not_of(kBlanks);
+      if (a == std::string_view::npos) continue;
+      item = item.substr(a, item.find_last_not_of(kBlanks) - a + 1);
+    }
+    if (fn(item)) return true;
+  }
+  return false;
+}
+
 // The non-empty pieces of `s` between any of the `separators`.
 std::vector<std::string_view> SplitStringList(std::string_view s, std::string_view separators);
-// As SplitStringList, with blanks trimmed from each piece and pieces left empty dropped.
-std::vector<std::string_view> SplitTrimmed(std::string_view s, std::string_view separators);
 
 // ---- regular expressions (functions_regex.cpp) ----
 

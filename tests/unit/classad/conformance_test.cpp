@@ -42,8 +42,9 @@ struct KnownDifference {
 };
 constexpr KnownDifference kKnownDifferences[] = {
     {"htc-test-00441",
-     "ad[\"name\"].attr: HTCondor's subscript hands back a copied (self-contained) ad that its "
-     "selection does not look into, so it answers UNDEFINED; Kite selects from the ad (1900)"},
+     "ad[\"name\"].attr: HTCondor answers UNDEFINED (its subscript seems to hand back a copied "
+     "ad that the selection does not search); Kite selects from the ad, as ad.name.attr does, "
+     "and answers 1900"},
 };
 
 constexpr double kMinAgreement = 0.99;
