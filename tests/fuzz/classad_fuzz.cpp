@@ -28,10 +28,9 @@ void ExerciseExpr(const ExprPtr& e, const ClassAd& my, const ClassAd& target) {
   Check(Unparse(**again) == text);  // ... to the same text
   Check(SameExpr(*e, **again));     // ... and the same tree
   (void)EvaluateExpr(*e, &my, &target).ToString();
+  // Wrapped, the text may pass the parser's nesting limit; what parses is evaluated.
   for (const std::string& wrapped : {"string((" + text + "))", "[ v = (" + text + ") ].v"}) {
-    auto w = ParseExpr(wrapped);
-    Check(w.has_value());
-    (void)EvaluateExpr(**w, &my, &target);
+    if (auto w = ParseExpr(wrapped)) (void)EvaluateExpr(**w, &my, &target);
   }
   std::string json;
   AppendJsonValue(json, *e);
