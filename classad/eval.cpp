@@ -91,6 +91,31 @@ Value IntArithmetic(Op op, int64_t a, int64_t b) {
   }
 }
 
+// Shifts as HTCondor computes them on x86-64, where a shift count is taken modulo 64
+// (1 << 64 is 1), except that >> of a negative number by 64 or more gives -1. Written without
+// undefined behaviour.
+int64_t ShiftLeft(int64_t x, int64_t n) {
+  return static_cast<int64_t>(static_cast<uint64_t>(x) << (n & 63));
+}
+int64_t ShiftRight(int64_t x, int64_t n) {
+  if (x >= 0) return x >> (n & 63);
+  if (n <= 0) return x;  // HTCondor shifts a negative number n times, one bit at a time
+  return n >= 64 ? -1 : x >> n;
+}
+int64_t ShiftRightUnsigned(int64_t x, int64_t n) {
+  if (x >= 0) return x >> (n & 63);
+  auto half = static_cast<uint64_t>(x) >> 1;  // the sign bit cleared
+  return static_cast<int64_t>(half >> ((static_cast<uint64_t>(n) - 1) & 63));
+}
+
+// Instants compare with instants only, by the moment (not the zone they are shown in). Kept out
+// of line: Compare is on every hot path and instants are rare.
+[[gnu::noinline, gnu::cold]] Value CompareTimes(Op op, const Value& a, const Value& b) {
+  if (!a.IsAbsTime() || !b.IsAbsTime()) return Value::Error();
+  int64_t x = a.AsAbsTimeSeconds(), y = b.AsAbsTimeSeconds();
+  return Value::Bool(CompareResult(op, x < y ? -1 : (x > y ? 1 : 0)));
+}
+
 }  // namespace
 
 Value Evaluator::Compare(Op op, const Value& a, const Value& b) {
@@ -110,6 +135,7 @@ Value Evaluator::Compare(Op op, const Value& a, const Value& b) {
   if (IntLike(a, &i) && IntLike(b, &j)) {
     return Value::Bool(CompareResult(op, i < j ? -1 : (i > j ? 1 : 0)));
   }
+  if (a.IsAbsTime() || b.IsAbsTime()) return CompareTimes(op, a, b);
   if (NumberLike(a) && NumberLike(b)) {
     double x = AsDouble(a), y = AsDouble(b);
     switch (op) {
@@ -137,20 +163,28 @@ Value Evaluator::Arithmetic(Op op, const Value& a, const Value& b) {
   if (a.IsUndefined() || b.IsUndefined()) return Value::Undefined();
   int64_t i = 0, j = 0;
   if (IntLike(a, &i) && IntLike(b, &j)) return IntArithmetic(op, i, j);
+  if (a.IsAbsTime() || b.IsAbsTime()) return TimeArithmetic(op, a, b);
   if (!NumberLike(a) || !NumberLike(b)) return Value::Error();
-  double x = AsDouble(a), y = AsDouble(b);
+  double x = AsDouble(a), y = AsDouble(b), r = 0;
   switch (op) {
     case Op::kAdd:
-      return Value::Real(x + y);
+      r = x + y;
+      break;
     case Op::kSub:
-      return Value::Real(x - y);
+      r = x - y;
+      break;
     case Op::kMul:
-      return Value::Real(x * y);
+      r = x * y;
+      break;
     case Op::kDiv:
-      return y == 0.0 ? Value::Error() : Value::Real(x / y);
+      r = x / y;
+      break;
     default:
       return Value::Error();  // % is defined on integers only
   }
+  // HTCondor's rule: a result of +infinity (overflow, or x / 0.0 with x > 0) is ERROR;
+  // -infinity and NaN are values.
+  return r == std::numeric_limits<double>::infinity() ? Value::Error() : Value::Real(r);
 }
 
 Value Evaluator::Bitwise(Op op, const Value& a, const Value& b) {
@@ -158,8 +192,6 @@ Value Evaluator::Bitwise(Op op, const Value& a, const Value& b) {
   if (a.IsUndefined() || b.IsUndefined()) return Value::Undefined();
   if (!a.IsInteger() || !b.IsInteger()) return Value::Error();
   int64_t x = a.AsInteger(), y = b.AsInteger();
-  auto ux = static_cast<uint64_t>(x);
-  bool wide = y < 0 || y >= 64;  // shift counts outside 0..63 are defined here, not UB
   switch (op) {
     case Op::kBitAnd:
       return Value::Integer(x & y);
@@ -168,14 +200,42 @@ Value Evaluator::Bitwise(Op op, const Value& a, const Value& b) {
     case Op::kBitXor:
       return Value::Integer(x ^ y);
     case Op::kShl:
-      return Value::Integer(wide ? 0 : static_cast<int64_t>(ux << y));
+      return Value::Integer(ShiftLeft(x, y));
     case Op::kShr:
-      return Value::Integer(wide ? (x < 0 ? -1 : 0) : (x >> y));
+      return Value::Integer(ShiftRight(x, y));
     case Op::kUShr:
-      return Value::Integer(wide ? 0 : static_cast<int64_t>(ux >> y));
+      return Value::Integer(ShiftRightUnsigned(x, y));
     default:
       return Value::Error();
   }
+}
+
+// Instant +/- seconds is an instant (in the same zone); instant - instant is the seconds between
+// them (a real, as relTime values are). Nothing else is defined on instants.
+Value Evaluator::TimeArithmetic(Op op, const Value& a, const Value& b) {
+  auto seconds = [](const Value& v, int64_t* s) {
+    if (!v.IsNumber()) return false;
+    double d = v.AsNumber();
+    if (!(d > -9.2e18 && d < 9.2e18)) return false;
+    *s = static_cast<int64_t>(d);
+    return true;
+  };
+  auto shifted = [](const Value& t, int64_t by) {
+    return Value::AbsTime(static_cast<int64_t>(static_cast<uint64_t>(t.AsAbsTimeSeconds()) +
+                                               static_cast<uint64_t>(by)),
+                          t.AsAbsTimeOffset());
+  };
+  int64_t n = 0;
+  if (a.IsAbsTime() && b.IsAbsTime()) {
+    if (op != Op::kSub) return Value::Error();
+    return Value::Real(static_cast<double>(a.AsAbsTimeSeconds()) -
+                       static_cast<double>(b.AsAbsTimeSeconds()));
+  }
+  if (a.IsAbsTime() && seconds(b, &n) && (op == Op::kAdd || op == Op::kSub)) {
+    return shifted(a, op == Op::kAdd ? n : static_cast<int64_t>(0 - static_cast<uint64_t>(n)));
+  }
+  if (b.IsAbsTime() && seconds(a, &n) && op == Op::kAdd) return shifted(b, n);
+  return Value::Error();
 }
 
 Value Evaluator::UnaryOp(Op op, const Value& a) {
@@ -260,20 +320,124 @@ Value Evaluator::EvalAttribute(const Expr& bound, const Frame& f) {
 }
 
 Value Evaluator::EvalSelect(const SelectExpr& sel, const Frame& f) {
-  Value base = Eval(*sel.base, f);
-  if (base.IsExceptional()) return base;
-  if (base.IsClassAd()) return EvalMember(*this, *base.AsClassAd(), sel.name.key, f);
-  if (base.IsList()) {
-    // HTCondor applies a selection to every ad in a list.
-    std::vector<Value> out;
-    out.reserve(base.AsList().size());
-    for (const Value& item : base.AsList()) {
-      if (!item.IsClassAd()) return Value::Error();
-      out.push_back(EvalMember(*this, *item.AsClassAd(), sel.name.key, f));
-    }
-    return Value::List(std::move(out));
+  size_t mark = scopes_.size();
+  Lexical scope;
+  Value v = ScopedSelect(sel, f, &scope);
+  scopes_.Truncate(mark);  // no frame outlives the selection that made it
+  return v;
+}
+
+namespace {
+// Expressions whose value may be a record or list with a lexical scope.
+bool MayYieldRecord(const Expr& e) {
+  switch (e.kind()) {
+    case ExprKind::kRecord:
+    case ExprKind::kAttrRef:
+    case ExprKind::kSelect:
+    case ExprKind::kList:
+      return true;
+    case ExprKind::kBinary:
+      return static_cast<const BinaryExpr&>(e).op() == Op::kSubscript;
+    default:
+      return false;
   }
+}
+}  // namespace
+
+Value Evaluator::ScopedAttribute(const Expr& bound, const Frame& frame, Lexical* scope) {
+  *scope = Lexical{};
+  if (!MayYieldRecord(bound)) return EvalAttribute(bound, frame);
+  for (const auto& [expr, my] : active_) {
+    if (expr == &bound && my == frame.my) return Value::Error();
+  }
+  active_.emplace_back(&bound, frame.my);
+  const Frame& stored = scopes_.Push(frame);
+  Value v = EvalWithScope(bound, stored, scope);
+  active_.pop_back();
+  return v;
+}
+
+Value Evaluator::ScopedMember(uint32_t key, const Frame& record, Lexical* scope) {
+  for (const Frame* fr = &record; fr != nullptr; fr = fr->outer) {
+    if (fr->my == nullptr) continue;
+    if (const Expr* e = fr->my->FindKey(key)) return ScopedAttribute(*e, *fr, scope);
+  }
+  *scope = Lexical{};
+  return Value();
+}
+
+// HTCondor applies a selection to every ad in a list; ads written in the list literal keep
+// their lexical scope.
+Value Evaluator::SelectFromList(const Value& list, const Lexical& where, uint32_t key,
+                                const Frame& f) {
+  const auto& items = list.AsList();
+  std::vector<Value> out;
+  out.reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (!items[i].IsClassAd()) return Value::Error();
+    const ClassAd* ad = items[i].AsClassAd();
+    const Expr* written = where.list != nullptr && i < where.list->items.size()
+                              ? where.list->items[i].get()
+                              : nullptr;
+    if (written != nullptr && written->kind() == ExprKind::kRecord &&
+        static_cast<const RecordExpr*>(written)->ad.get() == ad) {
+      Lexical ignored;
+      out.push_back(ScopedMember(key, scopes_.Push(Frame{ad, f.target, where.frame}), &ignored));
+    } else {
+      out.push_back(EvalMember(*this, *ad, key, f));
+    }
+  }
+  return Value::List(std::move(out));
+}
+
+Value Evaluator::ScopedSelect(const SelectExpr& sel, const Frame& f, Lexical* scope) {
+  *scope = Lexical{};
+  Lexical base_scope;
+  Value base = EvalWithScope(*sel.base, f, &base_scope);
+  if (base.IsExceptional()) return base;
+  if (base.IsClassAd()) {
+    const ClassAd* ad = base.AsClassAd();
+    if (base_scope.frame != nullptr && base_scope.list == nullptr) {
+      return ScopedMember(sel.name.key, *base_scope.frame, scope);
+    }
+    const Expr* member = ad->FindKey(sel.name.key);
+    if (member == nullptr) return Value();
+    return ScopedAttribute(*member, scopes_.Push(Frame{ad, f.target, &f}), scope);
+  }
+  if (base.IsList()) return SelectFromList(base, base_scope, sel.name.key, f);
   return Value::Error();
+}
+
+Value Evaluator::EvalWithScope(const Expr& e, const Frame& f, Lexical* scope) {
+  *scope = Lexical{};
+  DepthGuard guard(depth_);
+  if (guard.exceeded()) return Value::Error();
+  switch (e.kind()) {
+    case ExprKind::kRecord: {
+      const auto& r = static_cast<const RecordExpr&>(e);
+      scope->frame = &scopes_.Push(Frame{r.ad.get(), f.target, &f});
+      return Value::Ad(r.ad);
+    }
+    case ExprKind::kList:
+      scope->frame = &f;
+      scope->list = &static_cast<const ListExpr&>(e);
+      return EvalList(*scope->list, f);
+    case ExprKind::kAttrRef: {
+      const auto& ref = static_cast<const AttrRefExpr&>(e);
+      Found found;
+      if (!Resolve(ref, f, &found)) return EvalAttrRef(ref, f);
+      return ScopedAttribute(*found.expr, found.frame, scope);
+    }
+    case ExprKind::kSelect:
+      return ScopedSelect(static_cast<const SelectExpr&>(e), f, scope);
+    case ExprKind::kBinary: {
+      const auto& b = static_cast<const BinaryExpr&>(e);
+      if (b.op() == Op::kSubscript) return ScopedSubscript(b, f, scope);
+      return Eval(e, f);
+    }
+    default:
+      return Eval(e, f);
+  }
 }
 
 Value Evaluator::EvalLogical(const BinaryExpr& b, const Frame& f) {
@@ -296,8 +460,20 @@ Value Evaluator::EvalLogical(const BinaryExpr& b, const Frame& f) {
 }
 
 Value Evaluator::EvalSubscript(const BinaryExpr& b, const Frame& f) {
-  Value s1, s2;
-  const Value& base = Peek(*b.lhs, f, s1);
+  size_t mark = scopes_.size();
+  Lexical scope;
+  Value out = ScopedSubscript(b, f, &scope);
+  scopes_.Truncate(mark);
+  return out;
+}
+
+// x[i] of a list, x["name"] of an ad (the ad's own attribute only, as HTCondor looks it up; the
+// result keeps its lexical scope for a selection that follows).
+Value Evaluator::ScopedSubscript(const BinaryExpr& b, const Frame& f, Lexical* scope) {
+  *scope = Lexical{};
+  Lexical base_scope;
+  Value base = MayYieldRecord(*b.lhs) ? EvalWithScope(*b.lhs, f, &base_scope) : Eval(*b.lhs, f);
+  Value s2;
   const Value& index = Peek(*b.rhs, f, s2);
   if (base.IsError() || index.IsError()) return Value::Error();
   if (base.IsUndefined() || index.IsUndefined()) return Value();
@@ -309,8 +485,12 @@ Value Evaluator::EvalSubscript(const BinaryExpr& b, const Frame& f) {
   }
   if (base.IsClassAd() && index.IsString()) {
     auto key = FindNameKey(index.AsString());
-    if (!key) return Value();
-    return EvalMember(*this, *base.AsClassAd(), *key, f);
+    const Expr* member = key ? base.AsClassAd()->FindKey(*key) : nullptr;
+    if (member == nullptr) return Value();
+    const Frame& frame = base_scope.frame != nullptr && base_scope.list == nullptr
+                             ? *base_scope.frame
+                             : scopes_.Push(Frame{base.AsClassAd(), f.target, &f});
+    return ScopedAttribute(*member, frame, scope);
   }
   return Value::Error();
 }

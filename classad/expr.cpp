@@ -95,14 +95,20 @@ void EmitInner(std::string& out, const Expr& e) {
         out.push_back(']');
         return;
       }
+      if (b.op() == Op::kElvis) {
+        // x ?: y binds like a postfix operator: its left side is a postfix chain, and its right
+        // side may itself be a defaulting chain (a ?: b ?: c is a ?: (b ?: c)).
+        Emit(out, *b.lhs, kPostfixPrecedence);
+        out += " ?: ";
+        Emit(out, *b.rhs, kElvisPrecedence);
+        return;
+      }
       // Left-associative: an equal-precedence operator needs parentheses only on the right.
-      // The defaulting operator nests like the conditional: its right side may be another one.
-      bool right_assoc = b.op() == Op::kElvis;
-      Emit(out, *b.lhs, right_assoc ? prec + 1 : prec);
+      Emit(out, *b.lhs, prec);
       out.push_back(' ');
       out += OpText(b.op());
       out.push_back(' ');
-      Emit(out, *b.rhs, right_assoc ? prec : prec + 1);
+      Emit(out, *b.rhs, prec + 1);
       return;
     }
     case ExprKind::kTernary: {
@@ -234,7 +240,7 @@ std::string_view OpText(Op op) {
 int OpPrecedence(Op op) {
   switch (op) {
     case Op::kElvis:
-      return kTernaryPrecedence;
+      return kElvisPrecedence;
     case Op::kOr:
       return 2;
     case Op::kAnd:

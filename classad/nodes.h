@@ -63,11 +63,14 @@ inline bool IsBitwise(Op op) {
 
 // Operator text as written in canonical unparse ("&&", "=?=", ...).
 std::string_view OpText(Op op);
-// Binding strength for unparse/parse: higher binds tighter. Ternary is 1, unary 12, postfix 13.
+// Binding strength for unparse/parse: higher binds tighter. Ternary is 1, unary 12, the
+// defaulting operator x ?: y 13 (HTCondor parses it among the postfix operators: its left side
+// is the postfix chain before it, its right side a whole postfix expression), postfix 14.
 int OpPrecedence(Op op);
 inline constexpr int kTernaryPrecedence = 1;
 inline constexpr int kUnaryPrecedence = 12;
-inline constexpr int kPostfixPrecedence = 13;
+inline constexpr int kElvisPrecedence = 13;
+inline constexpr int kPostfixPrecedence = 14;
 
 // Where an attribute reference looks.
 enum class Scope : uint8_t {

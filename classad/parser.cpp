@@ -186,11 +186,19 @@ void Parser::Advance() {
     return;
   }
   if (c == '"' || c == '\'') {
-    if (LexString(c)) {
-      tok_.kind = c == '"' ? Tok::kString : Tok::kIdent;
-      tok_.quoted = c == '\'';
-      if (tok_.quoted) tok_.text = tok_.str;
+    if (!LexString(c)) return;
+    // Literals with the same quote separated only by blanks join into one, as in HTCondor:
+    // "a" "b" is "ab".
+    for (;;) {
+      size_t next = pos_;
+      while (next < text_.size() && std::isspace(static_cast<unsigned char>(text_[next]))) ++next;
+      if (next >= text_.size() || text_[next] != c) break;
+      pos_ = next;
+      if (!LexString(c, true)) return;
     }
+    tok_.kind = c == '"' ? Tok::kString : Tok::kIdent;
+    tok_.quoted = c == '\'';
+    if (tok_.quoted) tok_.text = tok_.str;
     return;
   }
   LexOperator();
@@ -218,6 +226,11 @@ bool Parser::LexNumber() {
     SetError("malformed number", start);
     return false;
   }
+  if (!real && pos_ - start > 1 && text_[start] == '0') {
+    // HTCondor's old-ClassAd lexer (the one its daemons use) refuses octal-looking integers.
+    SetError("integer literal with a leading zero", start);
+    return false;
+  }
   const char* b = text_.data() + start;
   const char* e = text_.data() + pos_;
   if (real) {
@@ -238,63 +251,53 @@ bool Parser::LexNumber() {
   return true;
 }
 
-// Decodes a "string" or a 'quoted name' into tok_.str.
-bool Parser::LexString(char quote) {
+// Decodes a "string" or a 'quoted name' into tok_.str (appending to it when `append`).
+bool Parser::LexString(char quote, bool append) {
   size_t start = pos_++;
-  tok_.str.clear();
+  if (!append) tok_.str.clear();
   while (pos_ < text_.size() && text_[pos_] != quote) {
     char c = text_[pos_++];
-    if (c != '\\') {
+    if (c != '\\' || pos_ >= text_.size()) {
       tok_.str.push_back(c);
       continue;
     }
-    if (pos_ >= text_.size()) break;
-    char e = text_[pos_++];
-    switch (e) {
-      case 'n':
-        tok_.str.push_back('\n');
-        break;
-      case 't':
-        tok_.str.push_back('\t');
-        break;
-      case 'r':
-        tok_.str.push_back('\r');
-        break;
-      case 'b':
-        tok_.str.push_back('\b');
-        break;
-      case 'f':
-        tok_.str.push_back('\f');
-        break;
-      case '"':
-      case '\'':
-      case '\\':
-      case '/':
-        tok_.str.push_back(e);
-        break;
-      default:
-        if (e >= '0' && e <= '7') {
-          int v = e - '0';
-          for (int k = 0; k < 2 && pos_ < text_.size() && text_[pos_] >= '0' &&
-                          text_[pos_] <= '7' && v * 8 + (text_[pos_] - '0') < 256;
-               ++k) {
-            v = v * 8 + (text_[pos_++] - '0');
-          }
-          tok_.str.push_back(static_cast<char>(v));
-        } else if (options_.lenient_escapes) {
-          tok_.str.push_back('\\');
-          --pos_;  // the character after the backslash is ordinary text
-        } else {
-          SetError(std::string("bad escape '\\") + e + "' in string", pos_ - 2);
-          return false;
-        }
-    }
+    if (!LexEscape()) return false;
   }
   if (pos_ >= text_.size()) {
     SetError(quote == '"' ? "unterminated string" : "unterminated quoted name", start);
     return false;
   }
   ++pos_;  // closing quote
+  return true;
+}
+
+// Decodes the escape whose backslash was just consumed. HTCondor's escapes: \a \b \f \n \r \t
+// \v \\ \? \' \" and octal (\0 to \377, up to three digits); before any other character the
+// backslash is dropped ("a\.b" is "a.b"), or kept in lenient (old-syntax) mode.
+bool Parser::LexEscape() {
+  static constexpr std::string_view kFrom = "abfnrtv\\?'\"/";
+  static constexpr std::string_view kTo = "\a\b\f\n\r\t\v\\?'\"/";
+  char e = text_[pos_++];
+  if (size_t k = kFrom.find(e); k != std::string_view::npos) {
+    tok_.str.push_back(kTo[k]);
+    return true;
+  }
+  if (e >= '0' && e <= '7') {
+    int v = e - '0';
+    int max_digits = e <= '3' ? 3 : 2;
+    for (int k = 1;
+         k < max_digits && pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '7'; ++k) {
+      v = v * 8 + (text_[pos_++] - '0');
+    }
+    if (v == 0) {
+      SetError("NUL character in string", pos_ - 2);
+      return false;
+    }
+    tok_.str.push_back(static_cast<char>(v));
+    return true;
+  }
+  if (options_.lenient_escapes) tok_.str.push_back('\\');
+  tok_.str.push_back(e);
   return true;
 }
 
@@ -310,10 +313,10 @@ void Parser::LexOperator() {
       {">=", Tok::kGe},     {"<<", Tok::kShl},     {">>", Tok::kShr},     {"(", Tok::kLParen},
       {")", Tok::kRParen},  {"[", Tok::kLBracket}, {"]", Tok::kRBracket}, {"{", Tok::kLBrace},
       {"}", Tok::kRBrace},  {",", Tok::kComma},    {";", Tok::kSemi},     {".", Tok::kDot},
-      {"=", Tok::kAssign},  {"?", Tok::kQuestion}, {":", Tok::kColon},    {"!", Tok::kBang},
-      {"~", Tok::kTilde},   {"<", Tok::kLt},       {">", Tok::kGt},       {"+", Tok::kPlus},
-      {"-", Tok::kMinus},   {"*", Tok::kStar},     {"/", Tok::kSlash},    {"%", Tok::kPercent},
-      {"&", Tok::kAmp},     {"|", Tok::kPipe},     {"^", Tok::kCaret},
+      {"=", Tok::kAssign},  {"?:", Tok::kElvis},   {"?", Tok::kQuestion}, {":", Tok::kColon},
+      {"!", Tok::kBang},    {"~", Tok::kTilde},    {"<", Tok::kLt},       {">", Tok::kGt},
+      {"+", Tok::kPlus},    {"-", Tok::kMinus},    {"*", Tok::kStar},     {"/", Tok::kSlash},
+      {"%", Tok::kPercent}, {"&", Tok::kAmp},      {"|", Tok::kPipe},     {"^", Tok::kCaret},
   };
   std::string_view rest = text_.substr(pos_);
   for (const auto& o : kOps) {
@@ -421,17 +424,8 @@ ExprPtr Parser::ParseUnary() {
       !PostfixFollowsNumber()) {
     // A negative number is one literal, so "-5" unparses and reparses as itself. Not when a
     // postfix operator follows: "-0.V" is -(0.V), since selection binds tighter than minus.
-    ExprPtr lit;
-    if (tok_.kind == Tok::kReal) {
-      lit = MakeReal(-tok_.real);
-    } else if (tok_.integer <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) + 1) {
-      lit = MakeInteger(static_cast<int64_t>(0 - tok_.integer));
-    } else {
-      SetError("integer literal out of range", tok_.pos);
-      return nullptr;
-    }
-    Advance();
-    return ParsePostfix(std::move(lit));
+    ExprPtr lit = TakeNegatedNumber();
+    return lit ? ParsePostfix(std::move(lit)) : nullptr;
   }
   NestGuard guard(nesting_);
   if (guard.too_deep()) {
@@ -455,11 +449,49 @@ ExprPtr Parser::ParsePostfix(ExprPtr base) {
       if (failed_) return nullptr;
       base =
           Checked(std::make_shared<BinaryExpr>(Op::kSubscript, std::move(base), std::move(index)));
+    } else if (Accept(Tok::kElvis)) {
+      ExprPtr rhs = ParseElvisOperand();
+      if (failed_) return nullptr;
+      base = Checked(std::make_shared<BinaryExpr>(Op::kElvis, std::move(base), std::move(rhs)));
     } else {
       break;
     }
   }
   return failed_ ? nullptr : base;
+}
+
+ExprPtr Parser::TakeNegatedNumber() {
+  ExprPtr lit;
+  if (tok_.kind == Tok::kReal) {
+    lit = MakeReal(-tok_.real);
+  } else if (tok_.integer <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) + 1) {
+    lit = MakeInteger(static_cast<int64_t>(0 - tok_.integer));
+  } else {
+    SetError("integer literal out of range", tok_.pos);
+    return nullptr;
+  }
+  Advance();
+  return lit;
+}
+
+// The right side of x ?: y: a postfix expression, or a negative number (HTCondor's lexer reads
+// "-1" as one token there; any other unary operator is refused, as HTCondor does).
+ExprPtr Parser::ParseElvisOperand() {
+  NestGuard guard(nesting_);
+  if (guard.too_deep()) {
+    SetError("expression nested more than " + std::to_string(kMaxExprDepth) + " levels", tok_.pos);
+    return nullptr;
+  }
+  if (tok_.kind == Tok::kMinus) {
+    Parser ahead = *this;
+    ahead.Advance();
+    if (ahead.tok_.kind == Tok::kInt || ahead.tok_.kind == Tok::kReal) {
+      Advance();
+      ExprPtr lit = TakeNegatedNumber();
+      return lit ? ParsePostfix(std::move(lit)) : nullptr;
+    }
+  }
+  return ParsePostfix(ParsePrimary());
 }
 
 bool Parser::ParseName(NameId* name) {
@@ -601,6 +633,7 @@ ExprPtr Parser::ParseList() {
 bool Parser::ParseRecordBody(ClassAd* ad, int* depth) {
   *depth = 1;
   while (!failed_ && tok_.kind != Tok::kRBracket) {
+    if (Accept(Tok::kSemi)) continue;  // empty statements, as HTCondor allows: [ ;; a = 3;; ]
     NameId name;
     if (!ParseName(&name)) return false;
     Expect(Tok::kAssign, "'=' after attribute name");

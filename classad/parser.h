@@ -33,6 +33,7 @@ enum class Tok : uint8_t {
   kDot,
   kAssign,
   kQuestion,
+  kElvis,  // "?:" written as one token
   kColon,
   kOrOr,
   kAndAnd,
@@ -93,7 +94,9 @@ class Parser {
   void Advance();
   bool SkipBlanksAndComments();
   bool LexNumber();
-  bool LexString(char quote);
+  // Decodes a quoted literal into tok_.str (appending when `append`).
+  bool LexString(char quote, bool append = false);
+  bool LexEscape();
   void LexOperator();
   std::string Where(size_t pos) const;
   void SetError(std::string what, size_t pos);
@@ -108,6 +111,10 @@ class Parser {
   ExprPtr ParseBinary(int min_prec);
   ExprPtr ParseUnary();
   ExprPtr ParsePostfix(ExprPtr base);
+  ExprPtr ParseElvisOperand();
+  // The negation of the current number token, which it consumes; nullptr (error set) when the
+  // magnitude does not fit.
+  ExprPtr TakeNegatedNumber();
   ExprPtr ParsePrimary();
   ExprPtr ParseNameOrCall();
   ExprPtr ParseList();

@@ -4,7 +4,9 @@
 #include <atomic>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <new>
 
 #include "classad/classad.h"
@@ -89,6 +91,8 @@ std::string_view ValueTypeName(ValueType type) {
       return "list";
     case ValueType::kClassAd:
       return "classad";
+    case ValueType::kAbsTime:
+      return "abstime";
   }
   return "unknown";
 }
@@ -220,6 +224,14 @@ Value Value::AdRef(const ClassAd* ad) {
   return v;
 }
 
+Value Value::AbsTime(int64_t seconds, int32_t zone_offset) {
+  Value v;
+  v.t_.type = ValueType::kAbsTime;
+  v.t_.offset = zone_offset;
+  v.t_.seconds = seconds;
+  return v;
+}
+
 bool Value::BoolEquivalent(bool* b) const {
   switch (type()) {
     case ValueType::kBool:
@@ -285,6 +297,8 @@ bool Value::IdenticalTo(const Value& other) const {
     }
     case ValueType::kClassAd:
       return AsClassAd() == other.AsClassAd();
+    case ValueType::kAbsTime:
+      return t_.seconds == other.t_.seconds && t_.offset == other.t_.offset;
   }
   return false;
 }
@@ -313,6 +327,22 @@ void AppendQuotedString(std::string& out, std::string_view s) {
     }
   }
   out.push_back('"');
+}
+
+void AppendAbsTimeText(std::string& out, int64_t seconds, int32_t zone_offset) {
+  time_t wall = static_cast<time_t>(seconds + zone_offset);
+  struct tm tm {};
+  char buf[64];
+  if (gmtime_r(&wall, &tm) == nullptr ||
+      std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm) == 0) {
+    out += "0000-00-00T00:00:00";
+  } else {
+    out += buf;
+  }
+  int32_t off = zone_offset > 0 ? zone_offset : -zone_offset;
+  std::snprintf(buf, sizeof(buf), "%c%02d:%02d", zone_offset > 0 ? '+' : '-', off / 3600,
+                (off / 60) % 60);
+  out += buf;
 }
 
 void AppendReal(std::string& out, double r) {
@@ -370,6 +400,11 @@ void Value::AppendTo(std::string& out) const {
     }
     case ValueType::kClassAd:
       internal::AppendNewSyntax(out, *AsClassAd());
+      return;
+    case ValueType::kAbsTime:
+      out += "absTime(\"";
+      AppendAbsTimeText(out, t_.seconds, t_.offset);
+      out += "\")";
       return;
   }
 }

@@ -1,9 +1,10 @@
 // kite::classad::Value: the result of evaluating a ClassAd expression.
 //
 // A Value is 16 bytes: a type tag and either an inline scalar, an inline short string (up to 13
-// bytes), or a pointer to an immutable, reference-counted heap object (longer string, list,
-// nested ClassAd). Copies share the heap object, so copying a Value never copies long string
-// bytes. Values are immutable once built and safe to share between threads.
+// bytes), an absolute time (seconds and zone offset), or a pointer to an immutable,
+// reference-counted heap object (longer string, list, nested ClassAd). Copies share the heap
+// object, so copying a Value never copies long string bytes. Values are immutable once built and
+// safe to share between threads.
 #pragma once
 
 #include <cstdint>
@@ -25,9 +26,13 @@ enum class ValueType : uint8_t {
   kString,
   kList,
   kClassAd,
+  // An instant: seconds since the epoch (UTC) and the zone offset it is shown in (seconds east
+  // of Greenwich), as absTime() makes it. There is no relative-time type: relTime() gives seconds
+  // as a real, as the HTCondor build Kite's conformance answers come from does.
+  kAbsTime,
 };
 
-// "undefined", "error", "boolean", "integer", "real", "string", "list", "classad".
+// "undefined", "error", "boolean", "integer", "real", "string", "list", "classad", "abstime".
 std::string_view ValueTypeName(ValueType type);
 
 namespace internal {
@@ -54,6 +59,7 @@ class Value {
   static Value Ad(std::shared_ptr<const ClassAd> ad);
   // A non-owning reference: `ad` must outlive the Value (used for MY and TARGET).
   static Value AdRef(const ClassAd* ad);
+  static Value AbsTime(int64_t seconds, int32_t zone_offset);
 
   ValueType type() const { return p_.type; }
   bool IsUndefined() const { return type() == ValueType::kUndefined; }
@@ -66,6 +72,7 @@ class Value {
   bool IsString() const { return type() == ValueType::kString; }
   bool IsList() const { return type() == ValueType::kList; }
   bool IsClassAd() const { return type() == ValueType::kClassAd; }
+  bool IsAbsTime() const { return type() == ValueType::kAbsTime; }
 
   // HTCondor's boolean equivalence: true for `true` and for a non-zero integer or real.
   // UNDEFINED, ERROR, strings, lists and ads are not true.
@@ -86,14 +93,19 @@ class Value {
   const char* AsCString() const;
   const std::vector<Value>& AsList() const;
   const ClassAd* AsClassAd() const;
+  // REQUIRES: IsAbsTime().
+  int64_t AsAbsTimeSeconds() const { return t_.seconds; }
+  int32_t AsAbsTimeOffset() const { return t_.offset; }
 
-  // The value as ClassAd literal text: 42, 2.5, "a \"b\"", true, undefined, { 1, 2 }, [ a = 1 ].
+  // The value as ClassAd literal text: 42, 2.5, "a \"b\"", true, undefined, { 1, 2 }, [ a = 1 ],
+  // absTime("2004-01-01T00:00:00+00:00").
   std::string ToString() const;
   // Appends ToString() to `out`.
   void AppendTo(std::string& out) const;
 
   // The =?= relation: same type and same value; strings compare case-sensitively; UNDEFINED is
-  // identical to UNDEFINED and ERROR to ERROR; 1 and 1.0 are not identical.
+  // identical to UNDEFINED and ERROR to ERROR; 1 and 1.0 are not identical; absolute times
+  // need the same instant and the same zone offset.
   bool IdenticalTo(const Value& other) const;
 
  private:
@@ -123,14 +135,25 @@ class Value {
     uint8_t pad[6];
     Payload u;
   };
+  struct TimeView {
+    ValueType type;
+    uint8_t aux;
+    uint8_t pad[2];
+    int32_t offset;
+    int64_t seconds;
+  };
   union {
     InlineView s_;
     PayloadView p_;
+    TimeView t_;
   };
 };
 
 // Appends `s` as a quoted ClassAd string literal with \" \\ \n \t \r escapes.
 void AppendQuotedString(std::string& out, std::string_view s);
+// Appends an instant as HTCondor writes it: "2004-01-01T00:00:00+01:00", the wall-clock time in
+// its zone followed by the zone offset (a zero offset is written "-00:00", as HTCondor does).
+void AppendAbsTimeText(std::string& out, int64_t seconds, int32_t zone_offset);
 // Appends a real in the shortest text that reads back to the same double; always contains a
 // '.', 'e' or is one of real("INF"), real("-INF"), real("NaN").
 void AppendReal(std::string& out, double r);

@@ -85,6 +85,65 @@ void BM_EvaluateRequirements(benchmark::State& state) {
 }
 BENCHMARK(BM_EvaluateRequirements);
 
+// One expression of each common kind, evaluated job against machine: the evaluator's hot paths.
+void EvaluateExpression(benchmark::State& state, std::string_view text) {
+  ClassAd job = JobAd();
+  ClassAd machine = MachineAd();
+  auto e = ParseExpr(text);
+  if (!e) {
+    state.SkipWithError("does not parse");
+    return;
+  }
+  bool all = true;
+  for (auto _ : state) {
+    Value v = EvaluateExpr(**e, &job, &machine);
+    all = all && !v.IsExceptional();
+    benchmark::DoNotOptimize(v);
+  }
+  if (!all) state.SkipWithError("evaluated to UNDEFINED or ERROR");
+  state.SetItemsProcessed(state.iterations());
+}
+void BM_EvalAttributeLookups(benchmark::State& state) {
+  EvaluateExpression(state, "TARGET.Memory");
+}
+BENCHMARK(BM_EvalAttributeLookups);
+void BM_EvalArithmetic(benchmark::State& state) {
+  EvaluateExpression(state, "(TARGET.Memory * 1024 + TARGET.Disk / 2 - RequestMemory) * 3");
+}
+BENCHMARK(BM_EvalArithmetic);
+void BM_EvalComparisons(benchmark::State& state) {
+  EvaluateExpression(state,
+                     "TARGET.Memory >= RequestMemory && TARGET.Arch == \"X86_64\" && "
+                     "TARGET.LoadAvg < 0.5 && TARGET.Cpus != 0");
+}
+BENCHMARK(BM_EvalComparisons);
+void BM_EvalRegexpCachedPattern(benchmark::State& state) {
+  EvaluateExpression(state, "regexp(\"^slot[0-9]+@node[0-9]+\\\\.example\\\\.org$\", TARGET.Name)");
+}
+BENCHMARK(BM_EvalRegexpCachedPattern);
+// The worst case of one regexp(): a backtracking pattern that exhausts the per-match budget and
+// gives ERROR (issue 12; glibc's regex.h took ~70 s on this kind of input).
+void BM_RegexpBudgetExhausted(benchmark::State& state) {
+  std::string text = "regexp(\"(a|aa)+c\", \"" + std::string(60, 'a') + "bc\")";
+  auto e = ParseExpr(text);
+  bool all = true;
+  for (auto _ : state) {
+    Value v = EvaluateExpr(**e, nullptr, nullptr);
+    all = all && v.IsError();
+    benchmark::DoNotOptimize(v);
+  }
+  if (!all) state.SkipWithError("did not end in ERROR");
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_RegexpBudgetExhausted)->Unit(benchmark::kMillisecond);
+
+void BM_EvalStringFunctions(benchmark::State& state) {
+  EvaluateExpression(state,
+                     "stringListIMember(\"alice\", \"bob, carol, alice\") && "
+                     "strcat(Owner, \"@\", FileSystemDomain) == User");
+}
+BENCHMARK(BM_EvalStringFunctions);
+
 void BM_SymmetricMatch(benchmark::State& state) {
   ClassAd job = JobAd();
   ClassAd machine = MachineAd();

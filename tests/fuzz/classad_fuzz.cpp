@@ -1,5 +1,7 @@
 // libFuzzer target for the ClassAd parsers: parses the input as an expression, an old-syntax
-// ad, a new-syntax ad and a JSON ad; unparses what parsed, reparses it, and evaluates it.
+// ad, a new-syntax ad and a JSON ad; unparses what parsed, reparses it, and evaluates it (also
+// through string(), which prints values as HTCondor does, and inside a nested record, which
+// exercises lexical scoping). Seeds in tests/fuzz/corpus/classad/ call the built-ins.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -26,6 +28,10 @@ void ExerciseExpr(const ExprPtr& e, const ClassAd& my, const ClassAd& target) {
   Check(Unparse(**again) == text);  // ... to the same text
   Check(SameExpr(*e, **again));     // ... and the same tree
   (void)EvaluateExpr(*e, &my, &target).ToString();
+  // Wrapped, the text may pass the parser's nesting limit; what parses is evaluated.
+  for (const std::string& wrapped : {"string((" + text + "))", "[ v = (" + text + ") ].v"}) {
+    if (auto w = ParseExpr(wrapped)) (void)EvaluateExpr(**w, &my, &target);
+  }
   std::string json;
   AppendJsonValue(json, *e);
 }
@@ -53,6 +59,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ad->Assign("Name", "job");
     (void)ad->InsertText("lst", "{ 1, \"two\", 3.0 }");
     (void)ad->InsertText("rec", "[ a = 1; b = x ]");
+    (void)ad->InsertText("nest", "[ inner = [ v = x; w = a ]; l = { [ a = 1 ], [ a = 2 ] } ]");
+    (void)ad->InsertText("when", "absTime(\"2004-01-01T12:00:00+01:00\")");
     return ad;
   }();
   static const ClassAd* target = [] {

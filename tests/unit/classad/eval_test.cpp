@@ -113,7 +113,10 @@ TEST(ClassAdEval, ComparisonAndArithmetic) {
       {"1 << 4", "16"},
       {"-16 >> 2", "-4"},
       {"-1 >>> 60", "15"},
-      {"1 << 64", "0"},
+      {"1 << 64", "1"},  // as HTCondor on x86-64: the count is taken modulo 64
+      {"-8 >> 70", "-1"},
+      {"1.0 / 0", "error"},  // +infinity is ERROR in HTCondor; -infinity is a value
+      {"-1.0 / 0 < 0", "true"},
       {"1.0 & 1", "error"},
       {"{1, 2}[5]", "error"},
       {"{1, 2}[undefined]", "undefined"},
@@ -150,6 +153,27 @@ TEST(ClassAdEval, ScopingMyTargetAndUnscoped) {
 TEST(ClassAdEval, NestedRecordsSeeTheirEnclosingAd) {
   ClassAd ad = Ad("Outer = 10\nR = [ Inner = 1; Sum = Inner + Outer ]\n");
   ExpectAll({{"R.Sum", "11"}, {"R.Inner", "1"}, {"R.Missing", "undefined"}, {"Outer.x", "error"}},
+            &ad);
+}
+
+// HTCondor scopes a record by where it is written: names it lacks are looked up in the ads
+// around it there, however the record was reached.
+TEST(ClassAdEval, NestedRecordsAreScopedWhereTheyAreWritten) {
+  ClassAd ad =
+      Ad("Machines = [ RAM = 6000; Box = [ Need = RAM ] ]\n"
+         "Jobs = [ RAM = 1; Pick = Machines.Box ]\n"
+         "Alias = Machines.Box\n"
+         "Outer = 7\n"
+         "List = { [ a = 1 ], [ a = 2 ] }\n"
+         "Loop = Loop.x\n");
+  ExpectAll({{"Machines.Box.Need", "6000"},
+             {"Jobs.Pick.Need", "6000"},  // Box's enclosing ad is Machines, not Jobs
+             {"Alias.Need", "6000"},
+             {"Machines.Box.Outer", "7"},  // selection falls back to the enclosing ads
+             {"List.Outer", "{ 7, 7 }"},
+             {"List.a", "{ 1, 2 }"},
+             {"Machines[\"Box\"].Need", "6000"},
+             {"Loop", "error"}},
             &ad);
 }
 

@@ -47,7 +47,10 @@ TEST(ClassAdParse, Literals) {
 TEST(ClassAdParse, LiteralValues) {
   EXPECT_EQ(EvalText("\"a\\\"b\""), "\"a\\\"b\"");
   EXPECT_EQ(EvalText("size(\"a\\nb\")"), "3");
-  EXPECT_EQ(EvalText("\"\\101\""), "\"A\"");  // octal escape
+  EXPECT_EQ(EvalText("\"\\101\""), "\"A\"");     // octal escape
+  EXPECT_EQ(EvalText("\"a\\.b\""), "\"a.b\"");   // an unknown escape is the character itself
+  EXPECT_EQ(EvalText("\"a\" \"b\""), "\"ab\"");  // adjacent literals join, as in HTCondor
+  EXPECT_EQ(EvalText("[ ;; a = 3;; b = 4;; ].b"), "4");  // empty statements are allowed
   EXPECT_EQ(EvalText("{1, 2}[1]"), "2");
   EXPECT_EQ(EvalText("[ a = 1; b = a + 1 ].b"), "2");
 }
@@ -72,6 +75,11 @@ TEST(ClassAdParse, PrecedenceMatchesHTCondor) {
       {"false ? 1 : true ? 2 : 3", "2"},
       {"undefined ?: 5", "5"},
       {"3 ?: 5", "3"},
+      {"1 ?: 2 + 3", "4"},  // ?: binds like a postfix operator: (1 ?: 2) + 3
+      {"undefined ?: 2 * 3", "6"},
+      {"x ?: y ?: 7", "7"},
+      {"-x ?: 4", "-4"},
+      {"x ? : 8", "8"},  // "? :" with a blank is the conditional with its middle left out
       {"2 + 3 > 4 && 1 =?= 1", "true"},
       {"~0 & 7", "7"},
   };
@@ -90,6 +98,12 @@ TEST(ClassAdParse, CanonicalForms) {
       {"a[0].b", "a[0].b"},
       {"- -5", "--5"},
       {"c ? a : b ? d : e", "c ? a : b ? d : e"},
+      {"a ?: b + c", "a ?: b + c"},
+      {"(a + b) ?: c", "(a + b) ?: c"},
+      {"a ?: b ?: c", "a ?: b ?: c"},
+      {"(a ?: b) ?: c", "(a ?: b) ?: c"},
+      {"(a ?: b).x", "(a ?: b).x"},
+      {"a ? : b || c", "a ?: (b || c)"},
       {"/* note */ x // trailing", "x"},
   };
   for (const auto& c : cases) EXPECT_EQ(Canonical(c.input), c.expected) << c.input;
@@ -101,7 +115,8 @@ TEST(ClassAdParse, MalformedInputGivesClearErrors) {
       {"(1 + 2", "expected ')' at column 7"},
       {"f(1, 2", "expected ')' after function arguments at column 7"},
       {"1 + 2)", "unexpected text after expression at column 6"},
-      {"\"bad \\q escape\"", "bad escape '\\q' in string at column 6"},
+      {"\"nul \\0 inside\"", "NUL character in string at column 6"},
+      {"007", "integer literal with a leading zero at column 1"},
       {"", "empty expression at column 1"},
       {"   ", "empty expression at column 4"},
       {"1 +", "unexpected end of expression at column 4"},
