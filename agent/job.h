@@ -69,6 +69,7 @@ struct Job {
 
   // Run-time state of a local job; not persisted (the spool directory is the durable record).
   pid_t pid = 0;           // kite-exec wrapper, when our child
+  bool starting = false;   // its wrapper is being spawned (the pid is not known yet)
   bool adopted = false;    // running under a wrapper that survived an agent restart
   bool kill_sent = false;  // SIGTERM sent; SIGKILL follows after kill_grace
   double kill_deadline = 0;

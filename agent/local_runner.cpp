@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <boost/asio/post.hpp>
 #include <cstdio>
 #include <filesystem>
 
@@ -55,8 +56,24 @@ Result<LaunchSpec> BuildLaunchSpec(const Job& job, const std::vector<std::string
   return s;
 }
 
-LocalRunner::LocalRunner(std::string spool_dir, std::string exec_path)
-    : spool_(std::move(spool_dir)), exec_path_(std::move(exec_path)) {}
+LocalRunner::LocalRunner(boost::asio::io_context& io, std::string spool_dir, std::string exec_path)
+    : io_(io), spool_(std::move(spool_dir)), exec_path_(std::move(exec_path)) {}
+
+LocalRunner::~LocalRunner() {
+  workers_.join();
+}
+
+void LocalRunner::StartAsync(JobKey key, LaunchSpec spec, std::function<void(Result<pid_t>)> done) {
+  boost::asio::post(workers_,
+                    [this, key, spec = std::move(spec), done = std::move(done)]() mutable {
+                      auto pid = Start(key, spec);
+                      boost::asio::post(io_, [pid, done = std::move(done)] { done(pid); });
+                    });
+}
+
+void LocalRunner::CleanupAsync(JobKey key) {
+  boost::asio::post(workers_, [this, key] { Cleanup(key); });
+}
 
 std::string LocalRunner::JobDir(JobKey key) const {
   return spool_ + "/" + std::to_string(key.cluster) + "." + std::to_string(key.proc);
