@@ -232,7 +232,22 @@ Status EmitUserLog(JobContext& ctx) {
   return {};
 }
 
-// ExecutableSize and ImageSize (KiB): the executable's size unless image_size says otherwise.
+// memory_usage: MemoryUsage (MiB), which the default RequestMemory reads.
+Status EmitMemoryUsage(JobContext& ctx) {
+  auto v = ctx.Get("memory_usage");
+  if (!v) return Fail(v.error());
+  if (!*v) return {};
+  auto mb = ParseBytes(**v, 1 << 20);
+  if (!mb || *mb < 0) {
+    return Fail(ctx.ErrorAt("memory_usage",
+                            "memory_usage must be a size like 512M or 2GB, not '" + **v + "'"));
+  }
+  ctx.Emit("MemoryUsage", std::to_string(*mb));
+  return {};
+}
+
+// ExecutableSize and ImageSize (KiB): the executable's size unless image_size says otherwise;
+// and MemoryUsage.
 Status EmitSizes(JobContext& ctx) {
   const std::string* cmd = ctx.Emitted("Cmd");
   const std::string* transfer = ctx.Emitted("TransferExecutable");
@@ -245,7 +260,7 @@ Status EmitSizes(JobContext& ctx) {
   if (!image) return Fail(image.error());
   if (!*image) {
     ctx.Emit("ImageSize", std::to_string(exe_kb));
-    return {};
+    return EmitMemoryUsage(ctx);
   }
   auto kb = ParseBytes(**image, 1024);
   if (!kb || *kb < 1) {
@@ -255,7 +270,7 @@ Status EmitSizes(JobContext& ctx) {
                                 **image + "'"));
   }
   ctx.Emit("ImageSize", std::to_string(*kb));
-  return {};
+  return EmitMemoryUsage(ctx);
 }
 
 // The X.509 proxy is not checked here: the agent's credential monitor owns that (and holds the

@@ -2,6 +2,7 @@
 // OnExitRemove as condor_submit does), leave_in_queue, deferral and cron, kill signals, and the
 // commands that shape scheduling (parallel scheduling, accounting groups, materialization).
 #include <csignal>
+#include <utility>
 
 #include "classad/expr.h"
 #include "common/strings.h"
@@ -168,11 +169,13 @@ Status EmitDeferral(JobContext& ctx) {
     }
     ctx.Emit("DeferralTime", **when);
   }
-  static const char* kCron[] = {"CronMinute", "CronHour",      "CronDayOfMonth",
-                                "CronMonth",  "CronDayOfWeek", "DeferralTime"};
-  const char* cause = nullptr;
-  for (const char* a : kCron) {
-    if (cause == nullptr && ctx.Emitted(a) != nullptr) cause = a;
+  static const std::pair<const char*, const char*> kCron[] = {
+      {"CronMinute", "cron_minute"},           {"CronHour", "cron_hour"},
+      {"CronDayOfMonth", "cron_day_of_month"}, {"CronMonth", "cron_month"},
+      {"CronDayOfWeek", "cron_day_of_week"},   {"DeferralTime", "deferral_time"}};
+  const char* cause = nullptr;  // the command that defers the job
+  for (auto [attr, key] : kCron) {
+    if (cause == nullptr && ctx.Emitted(attr) != nullptr) cause = key;
   }
   if (cause == nullptr) return {};
   struct Setting {
@@ -202,10 +205,9 @@ Status EmitDeferral(JobContext& ctx) {
   auto universe = GetUniverse(ctx);
   if (!universe) return Fail(universe.error());
   if (*universe != kVanillaUniverse) {
-    ctx.WarnAt(*when ? "deferral_time" : "cron_minute",
-               std::string(cause) +
-                   " is recorded for HTCondor tools, but Kite starts local and "
-                   "grid jobs at once (it does not defer them)");
+    ctx.WarnAt(cause, std::string(cause) +
+                          " is recorded for HTCondor tools, but Kite starts local and "
+                          "grid jobs at once (it does not defer them)");
   }
   return {};
 }

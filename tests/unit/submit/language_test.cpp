@@ -2,10 +2,13 @@
 // include statements, queue statements with expressions, commands and comments.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "classad/expr.h"
+#include "common/files.h"
 #include "submit/commands.h"
 #include "submit/submit_file.h"
 #include "submit_test_util.h"
@@ -124,6 +127,28 @@ TEST_F(LanguageTest, EveryCommandOfTheTableIsHandled) {
   EXPECT_GT(simple, 50u);
 }
 
+// docs/submit-commands.md lists every command with its attribute and what Kite does with it.
+TEST_F(LanguageTest, TheDocsListTheTable) {
+  auto doc = ReadFile(std::string(KITE_SOURCE_DIR) + "/docs/submit-commands.md");
+  ASSERT_TRUE(doc) << doc.error().message();
+  for (const auto& info : AllCommands()) {
+    std::string row = "\n| `" + std::string(info.key) + "`";
+    size_t at = doc->find(row);
+    ASSERT_NE(at, std::string::npos) << info.key << " is not in docs/submit-commands.md";
+    std::string line = doc->substr(at + 1, doc->find('\n', at + 1) - at - 1);
+    const char* use = info.use == KiteUse::kActs      ? "| acts"
+                      : info.use == KiteUse::kRecords ? "| records"
+                                                      : "| refused";
+    EXPECT_NE(line.find(use), std::string::npos) << line;
+    if (info.attr != nullptr) {
+      EXPECT_NE(line.find("| `" + std::string(info.attr) + "` |"), std::string::npos) << line;
+    }
+    if (info.note[0] != '\0') {
+      EXPECT_NE(line.find(info.note), std::string::npos) << line;
+    }
+  }
+}
+
 TEST_F(LanguageTest, CommandFamilies) {
   const struct {
     const char* lines;
@@ -150,6 +175,30 @@ TEST_F(LanguageTest, MachineCountAloneWarnsThatItDoesNothing) {
   ASSERT_EQ(c.warnings.size(), 1u);
   EXPECT_EQ(c.warnings[0].rfind("job.sub:2: warning: machine_count has no effect", 0), 0u)
       << c.warnings[0];
+}
+
+// A recorded command whose effect the job would expect, and will not get from Kite, warns at its
+// line, naming itself.
+TEST_F(LanguageTest, RecordedCommandsWithoutEffectWarn) {
+  const struct {
+    const char* lines;
+    const char* command;
+  } cases[] = {
+      {"max_idle = 10", "max_idle"},
+      {"max_materialize = 10", "max_materialize"},
+      {"leave_in_queue = true", "leave_in_queue"},
+      {"noop_job = true", "noop_job"},
+      {"universe = local\ncron_hour = 3", "cron_hour"},
+      {"universe = local\ndeferral_time = 1767225600", "deferral_time"},
+  };
+  for (const auto& tc : cases) {
+    SCOPED_TRACE(tc.lines);
+    auto c = MustParse(std::string("executable = prog\n") + tc.lines + "\nqueue\n");
+    int line = 2 + static_cast<int>(std::count(tc.lines, tc.lines + std::strlen(tc.lines), '\n'));
+    ASSERT_EQ(c.warnings.size(), 1u);
+    std::string want = "job.sub:" + std::to_string(line) + ": warning: " + tc.command;
+    EXPECT_EQ(c.warnings[0].rfind(want, 0), 0u) << c.warnings[0];
+  }
 }
 
 TEST_F(LanguageTest, RefusalsNameTheCommand) {

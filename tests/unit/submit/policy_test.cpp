@@ -96,6 +96,7 @@ const struct {
     {"request_memory = 1T", "RequestMemory", "1048576"},
     {"request_disk = 1.5 gb", "RequestDisk", "1572864"},
     {"request_disk = 3KB", "RequestDisk", "3"},
+    {"memory_usage = 2GB", "MemoryUsage", "2048"},
     // Integer commands take expressions.
     {"job_lease_duration = 7*60", "JobLeaseDuration", "7*60"},  // as HTCondor: an expression
     {"priority = 10 - 15", "JobPrio", "-5"},
