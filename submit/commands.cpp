@@ -3,6 +3,8 @@
 #include "submit/commands.h"
 
 #include <algorithm>
+#include <functional>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -328,8 +330,14 @@ bool MatchesFamily(std::string_view family, std::string_view name) {
   return name.size() > suffix.size() && name.ends_with(suffix);
 }
 
+struct NameHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
 struct Index {
-  std::unordered_map<std::string, const CommandInfo*> by_name;  // lower-case names
+  // Lower-case names; found by string_view, so a lookup of a lower-case name allocates nothing.
+  std::unordered_map<std::string, const CommandInfo*, NameHash, std::equal_to<>> by_name;
   std::unordered_map<const CommandInfo*, std::vector<std::string>> names;
   std::vector<const CommandInfo*> families;
 
@@ -373,7 +381,10 @@ std::span<const CommandInfo> AllCommands() {
 
 const CommandInfo* FindCommand(std::string_view name) {
   const Index& index = TheIndex();
-  std::string lower = ToLower(name);
+  bool is_lower =
+      std::none_of(name.begin(), name.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+  std::string folded = is_lower ? std::string() : ToLower(name);
+  std::string_view lower = is_lower ? name : std::string_view(folded);
   if (auto it = index.by_name.find(lower); it != index.by_name.end()) return it->second;
   for (const CommandInfo* family : index.families) {
     if (MatchesFamily(family->key, lower)) return family;

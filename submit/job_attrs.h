@@ -5,6 +5,7 @@
 #include <functional>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -92,8 +93,19 @@ class JobContext {
   Expander& expander_;
   const ParseEnv& env_;
   int queue_line_;
-  std::vector<std::string>* warnings_;          // deduplicated: a warning is given once
-  std::unordered_map<std::string, int> lines_;  // key -> line of the value last read
+  std::vector<std::string>* warnings_;  // deduplicated: a warning is given once
+  // What Get learnt about a command: the names it is read under, the line of the value last
+  // read (0: none), and its value once known to be the same for every proc of the statement
+  // (it read no proc variable).
+  struct Key {
+    std::span<const std::string> names;
+    int line = 0;
+    bool same_for_all = false;
+    std::optional<std::string> value;
+  };
+  Key& KeyOf(const std::string& key);
+  Result<std::optional<std::string>> Lookup(const std::string& key, Key& k);
+  std::unordered_map<std::string, Key> keys_;
   std::unordered_map<std::string, std::string> dir_checks_;
   std::vector<Attr>* out_ = nullptr;
   const std::vector<Attr>* proc_ = nullptr;

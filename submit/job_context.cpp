@@ -11,9 +11,12 @@ namespace kite::submit {
 namespace {
 
 std::optional<bool> ParseBool(std::string_view s) {
-  std::string v = ToLower(s);
-  if (v == "true" || v == "t" || v == "yes" || v == "y" || v == "1") return true;
-  if (v == "false" || v == "f" || v == "no" || v == "n" || v == "0") return false;
+  for (const char* t : {"true", "t", "yes", "y", "1"}) {
+    if (EqualsIgnoreCase(s, t)) return true;
+  }
+  for (const char* f : {"false", "f", "no", "n", "0"}) {
+    if (EqualsIgnoreCase(s, f)) return false;
+  }
   return std::nullopt;
 }
 
@@ -30,14 +33,31 @@ JobContext::JobContext(Expander& expander, const ParseEnv& env, int queue_line,
                        std::vector<std::string>* warnings)
     : expander_(expander), env_(env), queue_line_(queue_line), warnings_(warnings) {}
 
+JobContext::Key& JobContext::KeyOf(const std::string& key) {
+  auto [it, fresh] = keys_.try_emplace(key);
+  if (fresh) it->second.names = NamesOf(key);
+  return it->second;
+}
+
+// Procs of one statement mostly share their values: a value that read no proc variable is
+// looked up once per statement, not once per proc.
 Result<std::optional<std::string>> JobContext::Get(const std::string& key) {
-  auto names = NamesOf(key);
+  Key& k = KeyOf(key);
+  if (k.same_for_all) return k.value;
+  auto outer = expander_.BeginRecording();
+  auto value = Lookup(key, k);
+  auto reads = expander_.EndRecording(outer);
+  if (value && !reads.proc_vars && !reads.path_base) k.same_for_all = true, k.value = *value;
+  return value;
+}
+
+Result<std::optional<std::string>> JobContext::Lookup(const std::string& key, Key& k) {
   std::span<const std::string> only_key(&key, 1);
-  for (const std::string& name : names.empty() ? only_key : names) {
+  for (const std::string& name : k.names.empty() ? only_key : k.names) {
     auto v = expander_.ExpandName(name, queue_line_);
     if (!v) return Fail(v.error());
     if (!*v) continue;
-    lines_[key] = (*v)->line;
+    k.line = (*v)->line;
     std::string_view t = Trim((*v)->text);
     if (t.empty()) continue;  // condor_submit treats an empty value as unset
     return std::optional<std::string>(std::string(t));
@@ -46,7 +66,7 @@ Result<std::optional<std::string>> JobContext::Get(const std::string& key) {
 }
 
 bool JobContext::IsSet(const std::string& key) {
-  auto names = NamesOf(key);
+  auto names = KeyOf(key).names;
   if (names.empty()) return env_.table->Find(key) != nullptr;
   return std::any_of(names.begin(), names.end(),
                      [&](const std::string& n) { return env_.table->Find(n) != nullptr; });
@@ -71,8 +91,9 @@ const std::string& JobContext::CheckDirOnce(const std::string& dir,
 }
 
 Error JobContext::ErrorAt(const std::string& key, std::string_view message) const {
-  auto it = lines_.find(key);
-  return LineError(*env_.map, it == lines_.end() ? queue_line_ : it->second, message);
+  auto it = keys_.find(key);
+  int line = it == keys_.end() || it->second.line == 0 ? queue_line_ : it->second.line;
+  return LineError(*env_.map, line, message);
 }
 
 Error JobContext::ErrorAtLine(int line, std::string_view message) const {
@@ -80,8 +101,8 @@ Error JobContext::ErrorAtLine(int line, std::string_view message) const {
 }
 
 void JobContext::WarnAt(const std::string& key, std::string_view message) {
-  auto it = lines_.find(key);
-  int line = it == lines_.end() ? queue_line_ : it->second;
+  auto it = keys_.find(key);
+  int line = it == keys_.end() || it->second.line == 0 ? queue_line_ : it->second.line;
   std::string w = env_.map->Where(line) + ": warning: " + std::string(message);
   if (std::find(warnings_->begin(), warnings_->end(), w) == warnings_->end()) {
     warnings_->push_back(std::move(w));
@@ -89,7 +110,9 @@ void JobContext::WarnAt(const std::string& key, std::string_view message) {
 }
 
 void JobContext::Emit(std::string name, std::string expr) {
-  if (overridden_ != nullptr && !overridden_->empty() && overridden_->count(ToLower(name)) != 0) {
+  if (overridden_ != nullptr &&
+      std::any_of(overridden_->begin(), overridden_->end(),
+                  [&](const std::string& lower) { return EqualsIgnoreCase(lower, name); })) {
     return;
   }
   out_->push_back(Attr{std::move(name), std::move(expr)});

@@ -227,6 +227,7 @@ Status Expander::FnFilename(std::string& out, std::string_view flags, std::strin
   std::string p(Unquote(Trim(*value)));
   if (f.full && !p.empty() && p[0] != '/' && !full_path_base_.empty()) {
     if (base_per_proc_) touched_ = true;
+    path_base_read_ = true;
     if (p.starts_with("./")) p.erase(0, 2);
     p = full_path_base_ + (full_path_base_.back() == '/' ? "" : "/") + p;
   }

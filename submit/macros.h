@@ -103,6 +103,26 @@ class Expander {
   // Marks what is being computed as differing between procs (it read something that does).
   void Touch() { touched_ = true; }
 
+  // What the expansions since BeginRecording read: proc variables, or $Ff()'s directory (which
+  // the Iwd handler sets). A value that read neither is the same for every proc of a statement.
+  struct Reads {
+    bool proc_vars = false;
+    bool path_base = false;
+  };
+  // Starts recording what one value reads; returns what was recorded so far, for EndRecording
+  // to fold back in (so the caller's own recording goes on).
+  Reads BeginRecording() {
+    Reads outer{touched_, path_base_read_};
+    touched_ = path_base_read_ = false;
+    return outer;
+  }
+  Reads EndRecording(Reads outer) {
+    Reads inner{touched_, path_base_read_};
+    touched_ = touched_ || outer.proc_vars;
+    path_base_read_ = path_base_read_ || outer.path_base;
+    return inner;
+  }
+
  private:
   // A literal value (never expanded further) or a definition to expand.
   struct Lookup {
@@ -146,6 +166,7 @@ class Expander {
   std::vector<const Definition*> stack_;  // definitions being expanded, to catch cycles
   size_t item_depth_ = 0;                 // queue items being expanded (they may nest)
   bool touched_ = false;
+  bool path_base_read_ = false;
 };
 
 // Index of the ')' closing the '(' at `open`, honouring nested parentheses; npos when missing.

@@ -390,7 +390,9 @@ Status SubmitParser::RunProcs(const QueueSpec& spec, int line) {
       vars.step = static_cast<long>(step);
       vars.item_index = spec.foreach ? spec.item_index[r] : 0;
       vars.loop_values = spec.foreach ? &spec.rows[r] : nullptr;
-      std::vector<Attr> proc{Attr{"ProcId", std::to_string(procs_)}};
+      std::vector<Attr> proc;
+      proc.reserve(st.varying.empty() ? 8 : st.varying.front().size());
+      proc.push_back(Attr{"ProcId", std::to_string(procs_)});
       Status s = st.varying.empty() ? RunHandlers(handlers, ctx, st, &varying, proc) : Status{};
       if (s && !st.varying.empty()) {
         ctx.set_output(&proc, &proc, &st.shared);
@@ -480,14 +482,11 @@ ParsedCluster SubmitParser::Merge() {
       if (!is_common(a)) shared_overrides.push_back(a);
     }
     for (auto& proc : st.varying) {
-      std::vector<Attr> o;
-      o.reserve(proc.size() + shared_overrides.size());
-      o.push_back(std::move(proc[0]));
-      o.insert(o.end(), shared_overrides.begin(), shared_overrides.end());
-      for (size_t i = 1; i < proc.size(); ++i) {
-        if (!is_common(proc[i])) o.push_back(std::move(proc[i]));
-      }
-      out.procs.push_back(std::move(o));
+      // In place: ProcId, then the statement's shared overrides, then the proc's own.
+      auto own = std::remove_if(proc.begin() + 1, proc.end(), is_common);
+      proc.erase(own, proc.end());
+      proc.insert(proc.begin() + 1, shared_overrides.begin(), shared_overrides.end());
+      out.procs.push_back(std::move(proc));
     }
   }
   out.warnings = std::move(warnings_);
