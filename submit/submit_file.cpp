@@ -120,7 +120,7 @@ class SubmitParser {
   Status Definition(std::string_view key, std::string_view value, int line);
   Status Custom(std::string_view name, std::string_view value, int line);
   Status Queue(std::string_view args, int line, size_t* next);
-  Status CheckRefused(int queue_line);
+  Status CheckRefused();
   Status RunProcs(const QueueSpec& spec, int line);
   Status RunHandlers(std::vector<Handler>& handlers, JobContext& ctx, StatementProcs& st,
                      std::vector<size_t>* varying, std::vector<Attr>& proc);
@@ -302,7 +302,7 @@ Status SubmitParser::Custom(std::string_view name, std::string_view value, int l
 // A command Kite refuses stops the file at the first queue statement it applies to. A universe
 // Kite does not run is named first: it is the reason its own commands (docker_image, vm_type)
 // are there.
-Status SubmitParser::CheckRefused(int queue_line) {
+Status SubmitParser::CheckRefused() {
   if (const submit::Definition* u = table_.Find("universe")) {
     expander_.SetProc(nullptr);
     auto v = expander_.Expand(u->value, u->line);
@@ -324,7 +324,6 @@ Status SubmitParser::CheckRefused(int queue_line) {
     if (c == nullptr || c->use != KiteUse::kRefused) continue;
     if (first == nullptr || def.line < first->line) first = &def, info = c;
   }
-  (void)queue_line;
   if (first == nullptr) return {};
   return Fail(Bad(first->line, first->name + " is not supported by Kite (" + info->note + ")"));
 }
@@ -332,7 +331,7 @@ Status SubmitParser::CheckRefused(int queue_line) {
 Status SubmitParser::Queue(std::string_view args, int line, size_t* next) {
   last_queue_line_ = line;
   if (auto st = TakeLines(options_.append_lines, "-append"); !st) return st;
-  if (auto st = CheckRefused(line); !st) return st;
+  if (auto st = CheckRefused(); !st) return st;
   expander_.SetProc(nullptr);
   auto expanded = expander_.Expand(args, line);
   if (!expanded) return Fail(expanded.error());
