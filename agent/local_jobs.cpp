@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <chrono>
 
@@ -53,7 +54,8 @@ LocalJobs::LocalJobs(boost::asio::io_context& io, JobQueue& queue, const AgentOp
       runner_(io, options.spool_path(), ProgramPath("kite-exec")),
       base_env_(BaseEnvironment()),
       adopt_timer_(io),
-      kill_timer_(io) {
+      kill_timer_(io),
+      restart_timer_(io) {
   Every(adopt_timer_, 1.0, &LocalJobs::PollAdopted);
   Every(kill_timer_, 1.0, &LocalJobs::EscalateKills);
 }
@@ -92,13 +94,19 @@ void LocalJobs::Schedule() {
 void LocalJobs::StartSlice() {
   std::vector<JobKey> starting;
   int limit = options_.max_local_jobs;
+  double now = queue_.Now(), wake = 0;
   for (auto it = runnable_.begin(); it != runnable_.end() && starting.size() < kSlice;) {
     if (limit > 0 && running_ + static_cast<int>(starting.size()) >= limit) break;
     JobKey key = *it++;
     Job* j = queue_.Find(key);
+    if (j && j->not_before > now) {  // waiting out its restart delay
+      wake = wake == 0 ? j->not_before : std::min(wake, j->not_before);
+      continue;
+    }
     if (!j || !queue_.MarkRunning(*j)) continue;  // MarkRunning takes it out of runnable_
     starting.push_back(key);
   }
+  if (wake > 0) WakeAt(wake);
   if (starting.empty()) return;
   if (auto st = queue_.Flush(); !st) {
     // Not durable: put them back as they were and try later.
@@ -207,8 +215,39 @@ void LocalJobs::HandleExit(Job& job, const Result<ExecStatus>& outcome) {
                       outcome->code);
   } else if (EndRun(queue_, job, *outcome)) {
     hooks_.retire(job);
+  } else if (job.status == kIdle) {
+    DelayRestart(job, *outcome);
   }
   hooks_.commit_soon();
+}
+
+// A job its exit policy runs again: a program that fails at once must not be restarted hundreds
+// of times a second. Short runs back off (1 s, doubling to kMaxRestartDelay); a run of at least
+// kShortRun resets it. The user log says how long the job waits.
+void LocalJobs::DelayRestart(Job& job, const ExecStatus& outcome) {
+  double ran = outcome.end > outcome.start ? outcome.end - outcome.start : 0;
+  job.restart_delay =
+      ran >= kShortRun ? 0 : std::clamp(job.restart_delay * 2, 1.0, kMaxRestartDelay);
+  if (job.restart_delay <= 0) return;
+  job.not_before = queue_.Now() + job.restart_delay;
+  queue_.AddEvent(job, kEventGeneric,
+                  "The job exited after " + std::to_string(static_cast<int>(ran)) +
+                      " s and its exit policy runs it again; it waits " +
+                      std::to_string(static_cast<int>(job.restart_delay)) + " s first.");
+  WakeAt(job.not_before);
+}
+
+// Schedules a start slice at unix time `when`, unless one comes sooner already.
+void LocalJobs::WakeAt(double when) {
+  if (wake_at_ > 0 && wake_at_ <= when) return;
+  wake_at_ = when;
+  double in = std::max(0.0, when - queue_.Now());
+  restart_timer_.expires_after(std::chrono::milliseconds(static_cast<int64_t>(in * 1000) + 5));
+  restart_timer_.async_wait([this](auto ec) {
+    if (ec) return;
+    wake_at_ = 0;
+    Schedule();
+  });
 }
 
 void LocalJobs::Recover() {

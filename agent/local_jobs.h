@@ -31,6 +31,9 @@ class LocalJobs {
  public:
   // Jobs started, or wrapper ends handled, per turn of the event loop.
   static constexpr size_t kSlice = 32;
+  // A run shorter than this that its exit policy runs again waits before its next start.
+  static constexpr double kShortRun = 10;
+  static constexpr double kMaxRestartDelay = 60;
 
   struct Hooks {
     std::function<void()> commit_soon;  // changes are pending: commit them within commit_delay
@@ -65,6 +68,8 @@ class LocalJobs {
   void OnStarted(JobKey key, Result<pid_t> pid);
   void ReapSlice();
   void HandleExit(Job& job, const Result<ExecStatus>& outcome);
+  void DelayRestart(Job& job, const ExecStatus& outcome);
+  void WakeAt(double when);
   void PollAdopted();
   void EscalateKills();
   void Every(boost::asio::steady_timer& t, double seconds, void (LocalJobs::*fn)());
@@ -81,7 +86,8 @@ class LocalJobs {
   std::map<pid_t, int> early_;  // reaped before their start was reported: pid -> wait status
   int running_ = 0;             // wrappers alive or starting
   bool start_posted_ = false, reap_posted_ = false;
-  boost::asio::steady_timer adopt_timer_, kill_timer_;
+  boost::asio::steady_timer adopt_timer_, kill_timer_, restart_timer_;
+  double wake_at_ = 0;  // unix time restart_timer_ fires; 0: not armed
 };
 
 }  // namespace kite::agent

@@ -25,9 +25,7 @@ Result<LaunchSpec> BuildLaunchSpec(const Job& job, const std::vector<std::string
     if (!args) return Fail(args.error().Wrap("Arguments"));
     s.args = std::move(*args);
   } else if (auto old = job.ad.EvaluateString("Args")) {
-    auto args = submit::SplitArguments(*old);
-    if (!args) return Fail(args.error().Wrap("Args"));
-    s.args = std::move(*args);
+    s.args = submit::SplitArgumentsV1Raw(*old);  // condor_submit's V1 raw form
   }
   s.env = base_env;
   std::vector<submit::EnvEntry> env;

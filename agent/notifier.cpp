@@ -71,7 +71,8 @@ MailMessage JobMessage(const classad::ClassAd& ad, JobKey key, const std::string
   m.to = JobRecipients(ad, uid_domain);
   std::string id = JobIdString(key);
   std::string cmd = OneLine(ad.EvaluateString("Cmd").value_or(""));
-  std::string args = OneLine(ad.EvaluateString("Arguments").value_or(""));
+  std::string args =
+      OneLine(ad.EvaluateString("Arguments").value_or(ad.EvaluateString("Args").value_or("")));
   std::string what;
   std::string body;
   if (reason == "completed") {

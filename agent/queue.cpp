@@ -418,6 +418,8 @@ ExecStatus JobQueue::ExitOf(const Job& job) {
 }
 
 void JobQueue::MarkExited(Job& job, const ExecStatus& st) {
+  // Every exit counts, whatever the policy makes of it (max_retries reads it in OnExitRemove).
+  job.ad.Assign("NumJobCompletions", job.ad.EvaluateInt("NumJobCompletions").value_or(0) + 1);
   bool signaled = st.kind == ExecStatus::Kind::kSignaled;
   job.ad.Assign("ExitBySignal", signaled);
   if (signaled) {
