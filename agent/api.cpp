@@ -32,12 +32,7 @@ ApiResponse ErrorReply(http::status status, const std::string& message) {
 }
 
 ApiResponse ErrorReply(const Error& e) {
-  auto status = http::status::bad_request;
-  if (e.code() == ErrorCode::kNotFound) status = http::status::not_found;
-  if (e.code() == ErrorCode::kConflict) status = http::status::conflict;
-  if (e.code() == ErrorCode::kIo || e.code() == ErrorCode::kInternal)
-    status = http::status::internal_server_error;
-  return ErrorReply(status, e.message());
+  return ErrorReply(static_cast<http::status>(HttpStatusFor(e.code())), e.message());
 }
 
 Result<json::object> ParseBody(const ApiRequest& req) {

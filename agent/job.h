@@ -10,38 +10,15 @@
 
 #include "classad/classad.h"
 #include "common/error.h"
+#include "common/htcondor_codes.h"
 #include "store/job_queue_store.h"
 
 namespace kite::agent {
 
 using store::JobKey;
 
-// HTCondor's JobStatus codes.
-enum JobStatus : int {
-  kIdle = 1,
-  kRunning = 2,
-  kRemoved = 3,
-  kCompleted = 4,
-  kHeld = 5,
-};
 const char* StatusLetter(int status);  // "I", "R", "X", "C", "H"
 const char* StatusName(int status);    // "Idle", "Running", ...
-
-// HTCondor's JobUniverse codes.
-enum Universe : int { kUniverseVanilla = 5, kUniverseGrid = 9, kUniverseLocal = 12 };
-
-// HTCondor's HoldReasonCode values Kite uses.
-enum HoldCode : int {
-  kHoldQueueDamage = 0,  // HTCondor's "Unspecified": Kite uses it for a job ad that did not load
-  kHoldUserRequest = 1,
-  kHoldGridError = 2,  // HTCondor's GlobusGramError: the site refused or failed the job
-  kHoldJobPolicy = 3,
-  kHoldFailedToCreateProcess = 6,
-  kHoldUnableToOpenOutput = 7,
-  kHoldUnableToOpenInput = 8,
-  kHoldIwdError = 14,
-  kHoldSubmittedOnHold = 15,
-};
 
 // Limits (docs/api.md, "Limits"). Job ids are ClusterId.ProcId, each from 0 to kMaxJobId
 // (cluster ids from 1); anything larger is refused, never truncated.

@@ -29,8 +29,6 @@ enum Notification : int {
 
 // The attribute the credential monitor puts on the jobs it holds: the proxy file it held them for.
 inline constexpr const char* kCredentialHoldAttr = "CredentialHoldFile";
-// HTCondor's HoldReasonCode for invalid (here: expired or expiring) credentials.
-inline constexpr int kHoldCorruptedCredential = 4;
 
 // What a job's state calls for under its JobNotification (`status` is its JobStatus): "" for no
 // mail. Complete: every completion. Error: completion by a signal or with a non-zero exit code, or

@@ -3,7 +3,7 @@
 // The queue is the single owner of job state. Changes mark jobs dirty and queue events; Flush()
 // writes all of them in one SQLite transaction and then appends the events to the jobs' user
 // logs. Callers that must not act before a change is durable (starting a job, answering the CLI)
-// call Flush() first (DESIGN.md rules 1 and 4).
+// call Flush() first (docs/architecture.md: "Write ahead, then act", "Acknowledged means durable").
 //
 // Not thread-safe: used only on the agent's event-loop thread.
 #pragma once

@@ -11,21 +11,9 @@
 
 #include "common/error.h"
 #include "common/exec_status.h"
+#include "common/htcondor_codes.h"
 
 namespace kite::agent {
-
-enum EventCode {
-  kEventSubmit = 0,
-  kEventExecute = 1,
-  kEventExecutableError = 2,
-  kEventEvicted = 4,
-  kEventTerminated = 5,
-  kEventAborted = 9,
-  kEventHeld = 12,
-  kEventReleased = 13,
-  kEventGridSubmit = 27,
-  kEventGeneric = 8,
-};
 
 // The first line's text for a code ("Job submitted from host: ..." etc.) followed by the body
 // lines; `detail` lines are already tab-indented.

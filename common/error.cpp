@@ -7,36 +7,51 @@
 
 namespace kite {
 
+namespace {
+
+// Every error code's one name (on the wire and in messages) and HTTP status.
+struct CodeRow {
+  ErrorCode code;
+  std::string_view name;
+  unsigned http;
+};
+constexpr CodeRow kCodes[] = {
+    {ErrorCode::kOk, "ok", 200},
+    {ErrorCode::kInvalidInput, "invalid-input", 400},
+    {ErrorCode::kNotFound, "not-found", 404},
+    {ErrorCode::kAlreadyExists, "already-exists", 409},
+    {ErrorCode::kIo, "io", 500},
+    {ErrorCode::kUnavailable, "unavailable", 503},
+    {ErrorCode::kTimeout, "timeout", 504},
+    {ErrorCode::kAuthFailed, "auth-failed", 403},
+    {ErrorCode::kProxyExpired, "proxy-expired", 401},
+    {ErrorCode::kPermission, "permission", 403},
+    {ErrorCode::kConflict, "conflict", 409},
+    {ErrorCode::kInternal, "internal", 500},
+    {ErrorCode::kProtocol, "protocol", 400},
+};
+
+}  // namespace
+
 std::string_view ErrorCodeName(ErrorCode code) {
-  switch (code) {
-    case ErrorCode::kOk:
-      return "ok";
-    case ErrorCode::kInvalidInput:
-      return "invalid-input";
-    case ErrorCode::kNotFound:
-      return "not-found";
-    case ErrorCode::kAlreadyExists:
-      return "already-exists";
-    case ErrorCode::kIo:
-      return "io";
-    case ErrorCode::kUnavailable:
-      return "unavailable";
-    case ErrorCode::kTimeout:
-      return "timeout";
-    case ErrorCode::kAuthFailed:
-      return "auth-failed";
-    case ErrorCode::kProxyExpired:
-      return "proxy-expired";
-    case ErrorCode::kPermission:
-      return "permission";
-    case ErrorCode::kConflict:
-      return "conflict";
-    case ErrorCode::kInternal:
-      return "internal";
-    case ErrorCode::kProtocol:
-      return "protocol";
+  for (const auto& r : kCodes) {
+    if (r.code == code) return r.name;
   }
   return "unknown";
+}
+
+ErrorCode ErrorCodeFromName(std::string_view name) {
+  for (const auto& r : kCodes) {
+    if (r.name == name) return r.code;
+  }
+  return ErrorCode::kInternal;
+}
+
+unsigned HttpStatusFor(ErrorCode code) {
+  for (const auto& r : kCodes) {
+    if (r.code == code) return r.http;
+  }
+  return 500;
 }
 
 std::string Error::ToString() const {

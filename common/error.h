@@ -27,7 +27,11 @@ enum class ErrorCode {
   kProtocol,       // peer spoke the protocol wrongly
 };
 
+// One table gives each code its name (in messages and on the wire, e.g. "auth-failed") and the
+// HTTP status every Kite server answers it with (e.g. 403).
 std::string_view ErrorCodeName(ErrorCode code);
+ErrorCode ErrorCodeFromName(std::string_view name);  // kInternal for a name not in the table
+unsigned HttpStatusFor(ErrorCode code);
 
 class Error {
  public:

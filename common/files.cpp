@@ -110,6 +110,9 @@ Status MakeDirs(const std::string& path, mode_t mode) {
 Status CheckPrivateFile(const std::string& path) {
   struct stat sb;
   if (::stat(path.c_str(), &sb) != 0) return FailErrno("stat " + path);
+  if (!S_ISREG(sb.st_mode)) {
+    return Fail(ErrorCode::kInvalidInput, path + " is not a regular file; refused");
+  }
   if (sb.st_mode & (S_IRWXG | S_IRWXO)) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(sb.st_mode & 07777));

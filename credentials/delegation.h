@@ -1,4 +1,4 @@
-// Delegation by certificate request: keys never travel (DESIGN rule 6).
+// Delegation by certificate request: keys never travel (docs/architecture.md, "Keys never travel").
 //
 //   receiver                                  delegator
 //   DelegationRequest::Create() -> csr_pem ──►  SignDelegation(csr_pem, my proxy, options)

@@ -1,6 +1,6 @@
 // OutputStreamer: how a job manager streams a growing local file (a job's stdout or stderr) to
 // the gridmanager's GASS server, at byte offsets, resuming after a restart without loss or
-// duplication (DESIGN rule 5).
+// duplication (docs/architecture.md, "Offsets, not appends").
 #pragma once
 
 #include <cstdint>

@@ -29,7 +29,8 @@ struct GassServerOptions {
   std::chrono::milliseconds idle_timeout = std::chrono::seconds(60);
   std::chrono::milliseconds io_timeout = std::chrono::seconds(30);
   // fdatasync a written file before acknowledging the PUT, so an acknowledged offset survives a
-  // crash of this machine (DESIGN rule 4). Off only for benchmarks.
+  // crash of this machine (docs/architecture.md, "Acknowledged means durable"). Off only for
+  // benchmarks.
   bool sync_writes = true;
   // Open connections one client address may hold (0: no limit); more are closed at once. Every
   // job manager of a site connects from the site's address, so the default is generous.

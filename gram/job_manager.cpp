@@ -1,5 +1,6 @@
 // JobManager: the protocol's requests. Each mutation is checked, stored with its request id in
-// one transaction, and only then installed in memory and answered (DESIGN rules 1, 2, 7).
+// one transaction, and only then installed in memory and answered (docs/architecture.md: "Write
+// ahead, then act", "Idempotent by request id", "Bad input changes nothing").
 #include "gram/job_manager.h"
 
 #include <spdlog/spdlog.h>

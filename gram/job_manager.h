@@ -69,7 +69,7 @@ class JobManager {
   // Handles one request and calls `reply` with the answer, on the io thread. A mutation is
   // written (with its request id) into the open group-commit transaction and answered only after
   // that transaction commits: every mutation arriving in one turn of the event loop shares one
-  // fsync (DESIGN rule 4, "batch writes, answer after the commit").
+  // fsync (docs/architecture.md, "Acknowledged means durable").
   void Handle(const Request& request, Reply reply);
   // Handle, then commit at once: for tests that drive the engine without an event loop.
   Response HandleNow(const Request& request);

@@ -45,27 +45,6 @@ constexpr std::array<FailureName, 11> kFailureNames = {{
     {FailureCode::kBatchLimitExceeded, "batch-limit-exceeded", false},
 }};
 
-struct ErrorWire {
-  ErrorCode code;
-  std::string_view name;
-  unsigned http;
-};
-constexpr std::array<ErrorWire, 13> kErrorWire = {{
-    {ErrorCode::kOk, "ok", 200},
-    {ErrorCode::kInvalidInput, "invalid-input", 400},
-    {ErrorCode::kNotFound, "not-found", 404},
-    {ErrorCode::kAlreadyExists, "already-exists", 409},
-    {ErrorCode::kIo, "io", 500},
-    {ErrorCode::kUnavailable, "unavailable", 503},
-    {ErrorCode::kTimeout, "timeout", 504},
-    {ErrorCode::kAuthFailed, "auth-failed", 403},
-    {ErrorCode::kProxyExpired, "proxy-expired", 401},
-    {ErrorCode::kPermission, "permission", 403},
-    {ErrorCode::kConflict, "conflict", 409},
-    {ErrorCode::kInternal, "internal", 500},
-    {ErrorCode::kProtocol, "protocol", 400},
-}};
-
 std::unexpected<Error> Bad(std::string_view field, std::string_view what) {
   return Fail(ErrorCode::kInvalidInput, std::string(field) + ": " + std::string(what));
 }
@@ -492,7 +471,7 @@ Result<ErrorReply> ParseErrorReply(std::string_view text) {
   Status st = GetString(e->as_object(), "code", &code, true);
   if (st) st = GetString(e->as_object(), "message", &r.message);
   if (!st) return Fail(st.error());
-  r.code = ParseErrorCodeWireName(code);
+  r.code = ErrorCodeFromName(code);
   return r;
 }
 
@@ -554,13 +533,7 @@ std::string ToJson(const JobStatus& s) {
 
 std::string ToJson(const ErrorReply& e) {
   return json::serialize(json::object{
-      {"error", json::object{{"code", ErrorCodeWireName(e.code)}, {"message", e.message}}}});
-}
-
-unsigned HttpStatusFor(ErrorCode code) {
-  for (const auto& e : kErrorWire)
-    if (e.code == code) return e.http;
-  return 500;
+      {"error", json::object{{"code", ErrorCodeName(e.code)}, {"message", e.message}}}});
 }
 
 ErrorCode ErrorCodeForHttp(unsigned status) {
@@ -584,18 +557,6 @@ ErrorCode ErrorCodeForHttp(unsigned status) {
     default:
       return status >= 200 && status < 300 ? ErrorCode::kOk : ErrorCode::kInternal;
   }
-}
-
-std::string_view ErrorCodeWireName(ErrorCode code) {
-  for (const auto& e : kErrorWire)
-    if (e.code == code) return e.name;
-  return "internal";
-}
-
-ErrorCode ParseErrorCodeWireName(std::string_view name) {
-  for (const auto& e : kErrorWire)
-    if (e.name == name) return e.code;
-  return ErrorCode::kInternal;
 }
 
 }  // namespace kite::gram

@@ -192,11 +192,8 @@ bool ValidBatchName(std::string_view name);
 // A GASS name or staged file name: relative, no "..", no empty or dot-leading component.
 bool ValidRelativeName(std::string_view name);
 
-// HTTP status for an error code, and back (for clients).
-unsigned HttpStatusFor(ErrorCode code);
+// The error code a bare HTTP status stands for (a reply without a Kite error body). The other
+// way, and the codes' wire names, are common/error.h's one table (HttpStatusFor, ErrorCodeName).
 ErrorCode ErrorCodeForHttp(unsigned status);
-// The wire name of an error code ("not-found"), and back (kInternal when unknown).
-std::string_view ErrorCodeWireName(ErrorCode code);
-ErrorCode ParseErrorCodeWireName(std::string_view name);
 
 }  // namespace kite::gram

@@ -4,8 +4,8 @@
 // common to its jobs, one row per job holding only the job's own attributes (ProcId, JobStatus,
 // per-job overrides). The agent keeps the parsed ads in memory; this class only persists them.
 //
-// Writes go through Begin()/Commit() so many changes share one transaction (DESIGN.md rule 4).
-// Not thread-safe: owned by the agent's event-loop thread.
+// Writes go through Begin()/Commit() so many changes share one transaction (docs/architecture.md,
+// "Acknowledged means durable"). Not thread-safe: owned by the agent's event-loop thread.
 #pragma once
 
 #include <cstdint>

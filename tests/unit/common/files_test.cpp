@@ -32,6 +32,14 @@ TEST(Files, WriteAtomicThenRead) {
   EXPECT_NE(st.error().message().find("0644"), std::string::npos);
 }
 
+TEST(Files, APrivateFileThatIsAFifoIsRefusedWhateverItsMode) {
+  std::string path = TempDir() + "/fifo";
+  ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
+  auto st = CheckPrivateFile(path);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message().find("not a regular file"), std::string::npos);
+}
+
 TEST(Files, ReadMissingIsNotFound) {
   auto got = ReadFile("/nonexistent/kite/file");
   ASSERT_FALSE(got);

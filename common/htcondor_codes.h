@@ -1,0 +1,48 @@
+// HTCondor's numbers, as Kite uses them, in one place: JobStatus, JobUniverse, HoldReasonCode and
+// the user log's event codes. Kite's job ads and user logs carry HTCondor's own values so that
+// HTCondor users and tools read them without a dictionary; never renumber one.
+#pragma once
+
+namespace kite {
+
+// JobStatus.
+enum JobStatus : int {
+  kIdle = 1,
+  kRunning = 2,
+  kRemoved = 3,
+  kCompleted = 4,
+  kHeld = 5,
+};
+
+// JobUniverse.
+enum Universe : int { kUniverseVanilla = 5, kUniverseGrid = 9, kUniverseLocal = 12 };
+
+// HoldReasonCode (HTCondor's CONDOR_HOLD_CODE names in the comments).
+enum HoldCode : int {
+  kHoldQueueDamage = 0,            // Unspecified: Kite's code for a job ad that did not load
+  kHoldUserRequest = 1,            // UserRequest
+  kHoldGridError = 2,              // GlobusGramError: the site refused or failed the job
+  kHoldJobPolicy = 3,              // JobPolicy
+  kHoldCorruptedCredential = 4,    // CorruptedCredential: expired, missing or refused proxy
+  kHoldFailedToCreateProcess = 6,  // FailedToCreateProcess
+  kHoldUnableToOpenOutput = 7,     // UnableToOpenOutput
+  kHoldUnableToOpenInput = 8,      // UnableToOpenInput
+  kHoldIwdError = 14,              // IwdError
+  kHoldSubmittedOnHold = 15,       // SubmittedOnHold
+};
+
+// The user log's event numbers (ULOG_*).
+enum EventCode : int {
+  kEventSubmit = 0,
+  kEventExecute = 1,
+  kEventExecutableError = 2,
+  kEventEvicted = 4,
+  kEventTerminated = 5,
+  kEventGeneric = 8,
+  kEventAborted = 9,
+  kEventHeld = 12,
+  kEventReleased = 13,
+  kEventGridSubmit = 27,
+};
+
+}  // namespace kite
