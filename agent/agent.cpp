@@ -797,49 +797,51 @@ void Agent::AnswerGridWaiters() {
   for (auto& w : keep) grid_waiters_.push_back(w);
 }
 
-Result<int> Agent::ApplyGridUpdate(Job& job, const GridUpdate& u) {
-  std::vector<std::pair<std::string, classad::ExprPtr>> set;
-  for (auto& [name, text] : u.set) {
-    if (auto st = classad::CheckAttributeName(name); !st) return Fail(st.error());
-    auto e = classad::ParseExpr(text);
-    if (!e) return Fail(ErrorCode::kInvalidInput, name + ": " + e.error().message());
-    set.emplace_back(name, *e);
-  }
+int Agent::ApplyGridUpdate(Job& job, const grid::GridUpdate& u) {
   JobKey key = job.key;
   in_grid_update_ = true;
-  for (auto& [name, expr] : set) queue_->SetAttr(job, name, expr);
-  if (u.event_code >= 0) queue_->AddEvent(job, u.event_code, u.event_text);
+  for (const auto& c : u.set) {
+    queue_->SetAttr(job, grid::GridAttrName(c.attr), grid::AttrValueExpr(c.value));
+  }
+  if (u.event) queue_->AddEvent(job, u.event->code, u.event->text);
   int status = job.status;
   bool live = status == kIdle || status == kRunning;
-  if (u.action == "running") {
-    if (status == kIdle) queue_->MarkRunning(job);
-  } else if (u.action == "exited") {
-    if (live) {
+  switch (u.action) {
+    case grid::GridAction::kNone:
+      break;
+    case grid::GridAction::kRunning:
       if (status == kIdle) queue_->MarkRunning(job);
-      ExecStatus exit = u.exit;
-      exit.end = queue_->Now();
-      exit.start = static_cast<double>(job.ad.EvaluateInt("JobCurrentStartDate").value_or(0));
-      if (exit.start <= 0) exit.start = exit.end;
-      CompleteRun(job, exit);
-    }
-  } else if (u.action == "idle") {
-    if (status == kRunning) {
-      queue_->SetIdle(job, u.reason);
-    } else if (status == kIdle && !u.reason.empty()) {
-      queue_->AddEvent(job, kEventGeneric, u.reason);
-    }
-  } else if (u.action == "hold") {
-    if (live) queue_->Hold(job, u.reason, u.code, u.subcode);
-  } else if (u.action == "retire") {
-    if (status == kRemoved || status == kCompleted) Finish(job);
-  } else if (!u.action.empty()) {
-    in_grid_update_ = false;
-    return Fail(ErrorCode::kInvalidInput, "unknown action '" + u.action + "'");
+      break;
+    case grid::GridAction::kExited:
+      if (live && u.exit) {
+        if (status == kIdle) queue_->MarkRunning(job);
+        ExecStatus exit;
+        exit.kind = u.exit->signaled ? ExecStatus::Kind::kSignaled : ExecStatus::Kind::kExited;
+        exit.code = u.exit->code;
+        exit.end = queue_->Now();
+        exit.start = static_cast<double>(job.ad.EvaluateInt("JobCurrentStartDate").value_or(0));
+        if (exit.start <= 0) exit.start = exit.end;
+        CompleteRun(job, exit);
+      }
+      break;
+    case grid::GridAction::kIdle:
+      if (status == kRunning) {
+        queue_->SetIdle(job, u.reason);
+      } else if (status == kIdle && !u.reason.empty()) {
+        queue_->AddEvent(job, kEventGeneric, u.reason);
+      }
+      break;
+    case grid::GridAction::kHold:
+      if (live) queue_->Hold(job, u.reason, u.hold_code, u.hold_subcode);
+      break;
+    case grid::GridAction::kRetire:
+      if (status == kRemoved || status == kCompleted) Finish(job);
+      break;
   }
   in_grid_update_ = false;
   grid_check_ = true;
   Job* after = queue_->Find(key);
-  return after ? after->status : 0;
+  return after ? after->status : grid::kStatusLeftQueue;
 }
 
 void Agent::EnsureGridManagers() {

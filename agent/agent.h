@@ -20,6 +20,7 @@
 #include "agent/local_runner.h"
 #include "agent/queue.h"
 #include "common/exec_status.h"
+#include "grid/messages.h"
 #include "store/job_queue_store.h"
 
 namespace kite::agent {
@@ -86,17 +87,9 @@ class Agent {
   // is not this agent's, with every job that needs a gridmanager), or after `timeout`.
   void GridPoll(std::string proxy, uint64_t since, std::string epoch, double timeout,
                 std::function<void(GridPollResult)> reply);
-  // A gridmanager's report on one job. Returns the job's status afterwards (0: left the queue).
-  struct GridUpdate {
-    std::vector<std::pair<std::string, std::string>> set;  // attribute, expression text
-    std::string action;  // "", "running", "exited", "idle", "hold", "retire"
-    std::string reason;
-    int code = 0, subcode = 0;
-    ExecStatus exit;
-    int event_code = -1;
-    std::string event_text;
-  };
-  Result<int> ApplyGridUpdate(Job& job, const GridUpdate& u);
+  // A gridmanager's report on one job (docs/api.md, "The gridmanager's API"). Returns the job's
+  // status afterwards (grid::kStatusLeftQueue: it left the queue).
+  int ApplyGridUpdate(Job& job, const grid::GridUpdate& u);
   // A gridmanager's report on a grid resource ("HOST:PORT"), kept (the latest) for the REST
   // endpoint's /api/v1/resources and /metrics.
   struct GridResourceReport {

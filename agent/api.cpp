@@ -11,6 +11,8 @@
 #include "agent/select.h"
 #include "classad/expr.h"
 #include "classad/io.h"
+#include "grid/codes.h"
+#include "grid/messages.h"
 
 namespace kite::agent {
 namespace {
@@ -300,154 +302,62 @@ ApiResponse HandleEvents(Agent& agent, const json::object& body) {
 
 void HandleGridJobs(Agent& agent, const json::object& body,
                     std::function<void(ApiResponse)> reply) {
-  auto proxy = GetString(body, "proxy");
-  if (!proxy) return reply(ErrorReply(proxy.error()));
-  if (proxy->empty())
-    return reply(ErrorReply(http::status::bad_request, "grid/jobs needs a proxy"));
-  auto epoch = GetString(body, "epoch");
-  if (!epoch) return reply(ErrorReply(epoch.error()));
-  uint64_t since = 0;
-  if (auto* v = body.if_contains("since")) {
-    if (!v->is_int64() || v->as_int64() < 0)
-      return reply(ErrorReply(http::status::bad_request, "since must be a non-negative integer"));
-    since = static_cast<uint64_t>(v->as_int64());
-  }
-  double timeout = 0;
-  if (auto* t = body.if_contains("timeout"); t && t->is_number()) timeout = t->to_number<double>();
-  timeout = std::clamp(timeout, 0.0, 60.0);
-  agent.GridPoll(*proxy, since, *epoch, timeout, [&agent, reply](Agent::GridPollResult r) {
-    json::object o;
-    o["epoch"] = r.epoch;
-    o["generation"] = r.generation;
-    json::array jobs;
-    for (const JobKey& key : r.jobs) {
-      Job* j = agent.queue().Find(key);
-      if (!j) continue;
-      jobs.push_back(json::object{
-          {"id", JobIdString(key)}, {"status", j->status}, {"ad", agent.queue().FlatText(*j)}});
-    }
-    // Jobs that left the queue: status 0, no ad.
-    for (const JobKey& key : r.left)
-      jobs.push_back(json::object{{"id", JobIdString(key)}, {"status", 0}});
-    o["jobs"] = std::move(jobs);
-    reply(Reply(http::status::ok, json::serialize(o) + "\n"));
-  });
+  auto req = grid::ParsePollRequest(body);
+  if (!req) return reply(ErrorReply(req.error()));
+  double timeout = std::clamp(req->timeout, 0.0, 60.0);
+  agent.GridPoll(req->proxy, req->since, req->epoch, timeout,
+                 [&agent, reply](Agent::GridPollResult r) {
+                   grid::PollResponse res{.epoch = r.epoch, .generation = r.generation};
+                   res.jobs.reserve(r.jobs.size() + r.left.size());
+                   for (const JobKey& key : r.jobs) {
+                     Job* j = agent.queue().Find(key);
+                     if (!j) continue;
+                     res.jobs.push_back({JobIdString(key), j->status, agent.queue().FlatText(*j)});
+                   }
+                   for (const JobKey& key : r.left) {
+                     res.jobs.push_back({JobIdString(key), grid::kStatusLeftQueue, ""});
+                   }
+                   reply(Reply(http::status::ok, grid::ToJson(res) + "\n"));
+                 });
 }
 
-Result<Agent::GridUpdate> ParseGridUpdate(const json::object& o) {
-  Agent::GridUpdate u;
-  auto bad = [](const std::string& what) { return Fail(ErrorCode::kInvalidInput, what); };
-  if (auto* set = o.if_contains("set")) {
-    if (!set->is_object()) return bad("set must be an object of expressions");
-    for (auto& [k, v] : set->as_object()) {
-      if (!v.is_string()) return bad("set." + std::string(k) + " must be an expression string");
-      u.set.emplace_back(std::string(k), std::string(v.as_string()));
-    }
+// One update of a grid/update batch: an error for an entry that names no grid job in the queue
+// or is malformed (nothing of it is applied), else the job's status afterwards.
+grid::UpdateResult ApplyOneGridUpdate(Agent& agent, const grid::ParsedUpdate& p) {
+  grid::UpdateResult res{.id = p.id};
+  if (p.id.empty()) {
+    res.error = "each update needs an id";
+    return res;
   }
-  auto action = GetString(o, "action");
-  if (!action) return Fail(action.error());
-  u.action = *action;
-  auto reason = GetString(o, "reason");
-  if (!reason) return Fail(reason.error());
-  u.reason = *reason;
-  if (auto* c = o.if_contains("code"); c && c->is_int64()) u.code = static_cast<int>(c->as_int64());
-  if (auto* c = o.if_contains("subcode"); c && c->is_int64())
-    u.subcode = static_cast<int>(c->as_int64());
-  if (auto* e = o.if_contains("exit")) {
-    if (!e->is_object()) return bad("exit must be an object");
-    auto& eo = e->as_object();
-    auto* code = eo.if_contains("code");
-    auto* sig = eo.if_contains("signaled");
-    if (!code || !code->is_int64() || (sig && !sig->is_bool()))
-      return bad("exit needs an integer code and a boolean signaled");
-    u.exit.kind = sig && sig->as_bool() ? ExecStatus::Kind::kSignaled : ExecStatus::Kind::kExited;
-    u.exit.code = static_cast<int>(code->as_int64());
-    u.exit.end = u.exit.start = 0;
-  } else if (u.action == "exited") {
-    return bad("exited needs exit");
+  auto sel = ParseJobSelector(p.id);
+  Job* j = sel && sel->proc >= 0 ? agent.queue().Find({sel->cluster, sel->proc}) : nullptr;
+  if (!j || j->universe != kUniverseGrid) {
+    res.error = "no grid job " + p.id + " in the queue";
+  } else if (!p.update) {
+    res.error = p.update.error().message();
+  } else {
+    res.status = agent.ApplyGridUpdate(*j, *p.update);
   }
-  if (auto* e = o.if_contains("event")) {
-    if (!e->is_object()) return bad("event must be an object");
-    auto& eo = e->as_object();
-    auto* code = eo.if_contains("code");
-    auto* text = eo.if_contains("text");
-    if (!code || !code->is_int64() || !text || !text->is_string())
-      return bad("event needs an integer code and a text");
-    u.event_code = static_cast<int>(code->as_int64());
-    u.event_text = std::string(text->as_string());
-  }
-  return u;
-}
-
-// grid/update's optional "resources": [{"resource": "HOST:PORT", "reachable": B,
-// "last_contact": T, "last_error": "..."}], kept for the REST endpoint. All or none are taken.
-Status ApplyResourceReports(Agent& agent, const json::value& v) {
-  auto bad = [] {
-    return Fail(ErrorCode::kInvalidInput,
-                "resources must be [{resource, reachable, last_contact, last_error}]");
-  };
-  if (!v.is_array()) return bad();
-  std::vector<std::pair<std::string, Agent::GridResourceReport>> reports;
-  double now = agent.queue().Now();
-  for (auto& e : v.as_array()) {
-    auto* o = e.if_object();
-    if (!o) return bad();
-    auto* name = o->if_contains("resource");
-    auto* up = o->if_contains("reachable");
-    auto* last = o->if_contains("last_contact");
-    auto* why = o->if_contains("last_error");
-    if (!name || !name->is_string() || name->as_string().empty() || !up || !up->is_bool() ||
-        (last && !last->is_number()) || (why && !why->is_string()))
-      return bad();
-    Agent::GridResourceReport r;
-    r.reachable = up->as_bool();
-    r.last_contact = last ? last->to_number<double>() : 0;
-    r.last_error = why ? std::string(why->as_string()) : "";
-    r.reported = now;
-    reports.emplace_back(std::string(name->as_string()), std::move(r));
-  }
-  for (auto& [name, r] : reports) agent.ReportGridResource(name, std::move(r));
-  return {};
+  return res;
 }
 
 ApiResponse HandleGridUpdate(Agent& agent, const json::object& body) {
-  auto* list = body.if_contains("updates");
-  if (!list || !list->is_array())
-    return ErrorReply(http::status::bad_request, "grid/update needs an updates array");
-  if (auto* res = body.if_contains("resources")) {
-    if (auto st = ApplyResourceReports(agent, *res); !st) return ErrorReply(st.error());
+  auto req = grid::ParseUpdateRequest(body);
+  if (!req) return ErrorReply(req.error());
+  // Resource reports (all or none: a malformed one fails the request), kept for the REST endpoint.
+  double now = agent.queue().Now();
+  for (auto& r : req->resources) {
+    agent.ReportGridResource(r.resource, {.reachable = r.reachable,
+                                          .last_contact = r.last_contact,
+                                          .last_error = r.last_error,
+                                          .reported = now});
   }
-  json::array results;
-  for (auto& v : list->as_array()) {
-    json::object res;
-    if (!v.is_object() || !v.as_object().contains("id") || !v.as_object().at("id").is_string()) {
-      res["error"] = "each update needs an id";
-      results.push_back(std::move(res));
-      continue;
-    }
-    std::string id(v.as_object().at("id").as_string());
-    res["id"] = id;
-    auto sel = ParseJobSelector(id);
-    Job* j = sel && sel->proc >= 0 ? agent.queue().Find({sel->cluster, sel->proc}) : nullptr;
-    if (!j || j->universe != kUniverseGrid) {
-      res["error"] = "no grid job " + id + " in the queue";
-      results.push_back(std::move(res));
-      continue;
-    }
-    auto u = ParseGridUpdate(v.as_object());
-    auto status = u ? agent.ApplyGridUpdate(*j, *u) : Result<int>(Fail(u.error()));
-    if (status) {
-      res["status"] = *status;
-    } else {
-      res["error"] = status.error().message();
-    }
-    results.push_back(std::move(res));
-  }
+  grid::UpdateResponse out;
+  out.results.reserve(req->updates.size());
+  for (const auto& p : req->updates) out.results.push_back(ApplyOneGridUpdate(agent, p));
   // Acknowledged means durable: the gridmanager acts on the reply.
   if (auto st = agent.queue().Flush(); !st) return ErrorReply(st.error());
-  json::object o;
-  o["results"] = std::move(results);
-  return Reply(http::status::ok, json::serialize(o) + "\n");
+  return Reply(http::status::ok, grid::ToJson(out) + "\n");
 }
 
 }  // namespace
