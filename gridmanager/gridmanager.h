@@ -3,9 +3,14 @@
 // output through its GASS server, commit-end, resubmission and holds.
 //
 // All it knows lives in the agent's queue: each job's Grid* attributes record how far it got, and
-// every step that the next one depends on is committed there first (DESIGN.md rule 1). Request ids
-// come from (QDate, ClusterId, ProcId, attempt), so a gridmanager restarted at any instruction
-// re-sends the same requests and the sites answer them from their records.
+// every step that the next one depends on is committed there first (docs/architecture.md, "Write
+// ahead, then act"). Request ids come from (QDate, ClusterId, ProcId, attempt), so a gridmanager
+// restarted at any instruction re-sends the same requests and the sites answer them from their
+// records.
+//
+// This is the shell: the lock, the proxy, the servers and the real links. The jobs are the
+// engine's (gridmanager/engine.h), their states the grid job's machine's
+// (gridmanager/grid_machine.h).
 //
 // Threads: one io_context thread owns all state; blocking protocol and agent calls run on a small
 // thread pool and post their results back; the GASS and callback servers have their own threads.
