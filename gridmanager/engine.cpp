@@ -250,13 +250,15 @@ bool Engine::Run(Job& j, GridTask task, const GridState& before, const GridInput
 
 // Takes the job's next step when it has one and its site can take it now.
 void Engine::Drive(Job& j) {
-  if (stopping_ || j.site->Down()) return;  // the site's retry timer drives it again
+  if (stopping_) return;
   bool at_site = j.state.phase == GridPhase::kSubmitted || j.state.phase == GridPhase::kCommitted;
   if (at_site && j.delegation_epoch < j.site->delegation_epoch()) {
     return Feed(j, GridInput{.event = GridEvent::kDelegationLost});
   }
   GridTask next = NextAction(j.state);
-  if (next == GridTask::kNone || !j.site->Ready(next)) return;
+  if (next == GridTask::kNone) return;
+  if (j.site->Down()) return;  // the site's retry timer drives it again
+  if (!j.site->Ready(next)) return;
   Feed(j, GridInput{.event = GridEvent::kDrive});
 }
 
