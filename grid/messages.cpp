@@ -60,6 +60,20 @@ Result<int> GetInt(const json::object& o, std::string_view key, int fallback = 0
   return static_cast<int>(v->as_int64());
 }
 
+// Strings go back out as JSON, which carries only UTF-8 (a ClassAd escape can make any byte).
+bool ValidUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return false;
+    for (size_t k = 1; k < n; ++k) {
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return false;
+    }
+    i += n;
+  }
+  return true;
+}
+
 // `text` as a literal of `attr`'s type, or undefined.
 Result<AttrValue> ParseAttrValue(GridAttr attr, std::string_view text) {
   std::string name(GridAttrName(attr));
@@ -70,6 +84,7 @@ Result<AttrValue> ParseAttrValue(GridAttr attr, std::string_view text) {
   if (v.IsUndefined()) return AttrValue{};
   switch (GridAttrType(attr)) {
     case AttrType::kString:
+      if (v.IsString() && !ValidUtf8(v.AsString())) return Bad("set." + name + " is not UTF-8");
       if (v.IsString()) return AttrValue{std::string(v.AsString())};
       break;
     case AttrType::kInteger:

@@ -121,6 +121,8 @@ TEST(GridMessages, AMalformedUpdateFailsAloneNamingTheField) {
       {R"({"id": "1.0", "set": {"GridAttempt": "\"x\""}})", "set.GridAttempt has the wrong type"},
       {R"({"id": "1.0", "set": {"GridFinal": "1 + 1"}})", "set.GridFinal must be a literal"},
       {R"({"id": "1.0", "set": {"GridJobId": "\"unterminated"}})", "must be a literal"},
+      // An escape that makes a byte JSON cannot carry back.
+      {R"({"id": "1.0", "set": {"GridJobId": "\"a\\333b\""}})", "set.GridJobId is not UTF-8"},
       {R"({"id": "1.0", "action": "explode"})", "unknown action 'explode'"},
       {R"({"id": "1.0", "action": 3})", "action must be a string"},
       {R"({"id": "1.0", "action": "exited"})", "exited needs exit"},
