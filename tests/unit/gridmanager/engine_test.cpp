@@ -217,7 +217,7 @@ TEST_F(EngineTest, RemovalAtEachPhaseNeverLetsTheJobRun) {
     auto sent = site_.Sent(true);
     std::string commit = "commit kite-1700000000-" + id + "-0/commit";
     bool committed = std::find(sent.begin(), sent.end(), commit) != sent.end();
-    EXPECT_EQ(committed, phase == P::kCommitting || phase == P::kCommitted) << PhaseName(phase);
+    EXPECT_EQ(committed, stored) << PhaseName(phase);
     if (stored) {
       EXPECT_EQ(sent.back(), "commit-end kite-1700000000-" + id + "-0/commit-end");
     }
@@ -225,6 +225,33 @@ TEST_F(EngineTest, RemovalAtEachPhaseNeverLetsTheJobRun) {
   // The two never stored stay uncommitted at the site (its commit timeout forgets them).
   EXPECT_EQ(site_.jobs.size(), 2u);
   for (const auto& [sid, j] : site_.jobs) EXPECT_FALSE(j.committed);
+}
+
+// A hold while the job is in each phase: whatever reached the site is cancelled and forgotten
+// there before it is committed (or after, once it runs), and the job stays held, unknown to the
+// gridmanager until released.
+TEST_F(EngineTest, AHoldAtEachPhaseCancelsWhatReachedTheSite) {
+  for (P phase : {P::kSubmitting, P::kSavingContact, P::kCommitting, P::kCommitted}) {
+    std::string id = std::to_string(static_cast<int>(phase) + 20) + ".0";
+    if (phase == P::kSubmitting) site_.hold = {Op::kSubmit};
+    if (phase == P::kCommitting) site_.hold = {Op::kCommit};
+    agent_.hold_updates = phase == P::kSavingContact;
+    agent_.Add(id);
+    ASSERT_TRUE(At(id, phase)) << PhaseName(phase);
+    agent_.SetStatus(id, grid::kStatusHeld);
+    agent_.hold_updates = false;
+    agent_.Commit();
+    site_.hold.clear();
+    site_.Release();
+    ASSERT_TRUE(RunUntil([&] { return !engine_->Find(id); })) << PhaseName(phase);
+    EXPECT_EQ(agent_.jobs.at(id).status, grid::kStatusHeld);
+    EXPECT_TRUE(site_.jobs.empty()) << PhaseName(phase);  // cancelled and forgotten there
+    auto sent = site_.Sent(true);
+    bool committed = std::find(sent.begin(), sent.end(),
+                               "commit kite-1700000000-" + id + "-0/commit") != sent.end();
+    EXPECT_EQ(committed, phase == P::kCommitting || phase == P::kCommitted) << PhaseName(phase);
+    EXPECT_EQ(sent.back(), "commit-end kite-1700000000-" + id + "-0/commit-end");
+  }
 }
 
 TEST_F(EngineTest, AHeldJobIsCancelledAndAReleaseStartsANewAttempt) {
