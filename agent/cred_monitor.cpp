@@ -14,6 +14,7 @@
 #include "agent/notifier.h"
 #include "agent/queue.h"
 #include "classad/expr.h"
+#include "common/clock.h"
 #include "common/files.h"
 #include "credentials/certificate.h"
 #include "credentials/proxy.h"
@@ -23,22 +24,8 @@ namespace {
 
 namespace cred = kite::credentials;
 
-double WallNow() {
-  using namespace std::chrono;
-  return duration<double>(system_clock::now().time_since_epoch()).count();
-}
-
 int64_t Epoch(cred::Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count();
-}
-
-std::string Utc(int64_t t) {
-  std::time_t tt = static_cast<std::time_t>(t);
-  struct tm tm {};
-  gmtime_r(&tt, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
-  return buf;
 }
 
 bool Queued(const Job& j) {
@@ -68,10 +55,10 @@ void JobAlarms(const Job& j, std::vector<int64_t>* out) {
 std::string CredentialHoldReason(const std::string& path, int64_t not_after, int64_t now,
                                  double min_lifetime) {
   if (not_after <= now) {
-    return "The proxy " + path + " expired at " + Utc(not_after) +
+    return "The proxy " + path + " expired at " + FormatUtc(not_after) +
            "; run `kite proxy init` to renew it and the job is released by itself";
   }
-  return "The proxy " + path + " expires at " + Utc(not_after) + ", in " +
+  return "The proxy " + path + " expires at " + FormatUtc(not_after) + ", in " +
          FormatSeconds(not_after - now) + ": too soon for the job, which needs at least " +
          FormatSeconds(static_cast<int64_t>(min_lifetime)) +
          " ([credentials] min_lifetime); run `kite proxy init` to renew it and the job is "
@@ -174,7 +161,7 @@ bool CredentialMonitor::Refresh(ProxyStatus& p) {
     p.alarms_sent.clear();
     p.hold_mailed = false;
     if (p.not_after != 0 && p.valid)
-      spdlog::info("credentials: {} now valid until {}", p.path, Utc(not_after));
+      spdlog::info("credentials: {} now valid until {}", p.path, FormatUtc(not_after));
   }
   p.valid = true;
   p.not_after = not_after;
@@ -231,9 +218,9 @@ void CredentialMonitor::MailAlarm(ProxyStatus& p, const std::vector<Job*>& jobs,
   std::string ids;
   for (Job* j : jobs) ids += (ids.empty() ? "" : " ") + JobIdString(j->key);
   std::string body =
-      "Your proxy " + p.path + " (" + p.identity + ") expires at " + Utc(p.not_after) + ", in " +
-      FormatSeconds(left) + ".\n\n" + std::to_string(jobs.size()) + " job(s) use it: " + ids +
-      "\n\n" + "Renew it before then so they keep running:\n\n    " +
+      "Your proxy " + p.path + " (" + p.identity + ") expires at " + FormatUtc(p.not_after) +
+      ", in " + FormatSeconds(left) + ".\n\n" + std::to_string(jobs.size()) +
+      " job(s) use it: " + ids + "\n\n" + "Renew it before then so they keep running:\n\n    " +
       ProxyInitCommand(p.path, p.not_after - p.not_before) + "\n\n" + "If it has less than " +
       FormatSeconds(static_cast<int64_t>(options_.min_lifetime)) +
       " left, the jobs are held until it is renewed.\n";
@@ -249,8 +236,8 @@ void CredentialMonitor::MailHeld(ProxyStatus& p, const std::vector<Job*>& jobs) 
   std::string body =
       "Your proxy " + p.path + " (" + p.identity + ") " +
       (p.not_after <= now
-           ? "expired at " + Utc(p.not_after)
-           : "expires at " + Utc(p.not_after) + ", in " + FormatSeconds(p.not_after - now)) +
+           ? "expired at " + FormatUtc(p.not_after)
+           : "expires at " + FormatUtc(p.not_after) + ", in " + FormatSeconds(p.not_after - now)) +
       ".\n\nThese jobs are held until it is renewed:\n\n" + list + "\nTo renew it, run:\n\n    " +
       ProxyInitCommand(p.path, p.not_after - p.not_before) +
       "\n\nNothing else is needed: the agent sees the new proxy within " +
@@ -296,7 +283,7 @@ void CredentialMonitor::Check() {
       }
       for (Job* j : held) {
         actions_.release(
-            *j, "The proxy " + path + " was renewed (valid until " + Utc(p.not_after) + ")");
+            *j, "The proxy " + path + " was renewed (valid until " + FormatUtc(p.not_after) + ")");
         if (j->status != kHeld) j->ad.Remove(kCredentialHoldAttr);  // else: still stopping
       }
       if (!held.empty()) {

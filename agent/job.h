@@ -69,10 +69,15 @@ struct Job {
 
   // Run-time state of a local job; not persisted (the spool directory is the durable record).
   pid_t pid = 0;           // kite-exec wrapper, when our child
+  bool starting = false;   // its wrapper is being spawned (the pid is not known yet)
   bool adopted = false;    // running under a wrapper that survived an agent restart
   bool kill_sent = false;  // SIGTERM sent; SIGKILL follows after kill_grace
   double kill_deadline = 0;
   bool dirty = false;  // changed since the last flush
+  // A local job that exits and is run again at once (on_exit_remove false) waits this long
+  // first: 1 s after a short run, doubling up to 60 s while its runs stay short.
+  double not_before = 0;  // unix time
+  double restart_delay = 0;
   // Grid jobs: the agent's change counter when the job last changed in a way its gridmanager
   // must hear of (submitted, removed, held, released). Not persisted.
   uint64_t grid_gen = 0;

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <boost/asio/post.hpp>
 #include <cstdio>
 #include <filesystem>
 
@@ -24,9 +25,7 @@ Result<LaunchSpec> BuildLaunchSpec(const Job& job, const std::vector<std::string
     if (!args) return Fail(args.error().Wrap("Arguments"));
     s.args = std::move(*args);
   } else if (auto old = job.ad.EvaluateString("Args")) {
-    auto args = submit::SplitArguments(*old);
-    if (!args) return Fail(args.error().Wrap("Args"));
-    s.args = std::move(*args);
+    s.args = submit::SplitArgumentsV1Raw(*old);  // condor_submit's V1 raw form
   }
   s.env = base_env;
   std::vector<submit::EnvEntry> env;
@@ -55,8 +54,24 @@ Result<LaunchSpec> BuildLaunchSpec(const Job& job, const std::vector<std::string
   return s;
 }
 
-LocalRunner::LocalRunner(std::string spool_dir, std::string exec_path)
-    : spool_(std::move(spool_dir)), exec_path_(std::move(exec_path)) {}
+LocalRunner::LocalRunner(boost::asio::io_context& io, std::string spool_dir, std::string exec_path)
+    : io_(io), spool_(std::move(spool_dir)), exec_path_(std::move(exec_path)) {}
+
+LocalRunner::~LocalRunner() {
+  workers_.join();
+}
+
+void LocalRunner::StartAsync(JobKey key, LaunchSpec spec, std::function<void(Result<pid_t>)> done) {
+  boost::asio::post(workers_,
+                    [this, key, spec = std::move(spec), done = std::move(done)]() mutable {
+                      auto pid = Start(key, spec);
+                      boost::asio::post(io_, [pid, done = std::move(done)] { done(pid); });
+                    });
+}
+
+void LocalRunner::CleanupAsync(JobKey key) {
+  boost::asio::post(workers_, [this, key] { Cleanup(key); });
+}
 
 std::string LocalRunner::JobDir(JobKey key) const {
   return spool_ + "/" + std::to_string(key.cluster) + "." + std::to_string(key.proc);

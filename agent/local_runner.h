@@ -9,6 +9,9 @@
 
 #include <sys/types.h>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,13 +33,23 @@ struct LaunchSpec {
 // `base_env` is the environment every job starts from.
 Result<LaunchSpec> BuildLaunchSpec(const Job& job, const std::vector<std::string>& base_env);
 
+// The slow half of running a local job — its spool directory, the spawn, the cleanup — is file
+// system work (a few metadata operations each, milliseconds on a busy disk), so it runs on the
+// runner's own threads and the agent's event loop stays free to answer its clients.
 class LocalRunner {
  public:
-  LocalRunner(std::string spool_dir, std::string exec_path);
+  // `io`: where StartAsync's callbacks run (the agent's thread).
+  LocalRunner(boost::asio::io_context& io, std::string spool_dir, std::string exec_path);
+  ~LocalRunner();  // waits for the work already handed to its threads
 
   std::string JobDir(JobKey key) const;
   // Starts the job's wrapper; returns its pid (= its process group id).
   Result<pid_t> Start(JobKey key, const LaunchSpec& spec);
+  // Start on the runner's threads; `done` runs on `io` with the result. The wrapper may have
+  // ended (and been reaped) before `done` runs.
+  void StartAsync(JobKey key, LaunchSpec spec, std::function<void(Result<pid_t>)> done);
+  // Cleanup on the runner's threads.
+  void CleanupAsync(JobKey key);
   // Sends `sig` to the job's whole process group. For an adopted job the pid is read from its
   // spool directory.
   void Signal(const Job& job, int sig) const;
@@ -47,8 +60,10 @@ class LocalRunner {
   void Cleanup(JobKey key) const;
 
  private:
+  boost::asio::io_context& io_;
   std::string spool_;
   std::string exec_path_;
+  boost::asio::thread_pool workers_{2};
 };
 
 }  // namespace kite::agent

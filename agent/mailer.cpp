@@ -13,16 +13,12 @@
 #include <ctime>
 #include <mutex>
 
+#include "common/clock.h"
 #include "common/files.h"
 #include "common/strings.h"
 
 namespace kite::agent {
 namespace {
-
-double WallNow() {
-  using namespace std::chrono;
-  return duration<double>(system_clock::now().time_since_epoch()).count();
-}
 
 std::string RfcDate(double now) {
   std::time_t t = static_cast<std::time_t>(now);

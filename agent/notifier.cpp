@@ -6,19 +6,11 @@
 #include <ctime>
 
 #include "agent/queue.h"
+#include "common/clock.h"
 #include "common/files.h"
 
 namespace kite::agent {
 namespace {
-
-std::string Utc(int64_t t) {
-  std::time_t tt = static_cast<std::time_t>(t);
-  struct tm tm {};
-  gmtime_r(&tt, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
-  return buf;
-}
 
 bool UserHold(int code) {
   return code == kHoldUserRequest || code == kHoldSubmittedOnHold;
@@ -79,7 +71,8 @@ MailMessage JobMessage(const classad::ClassAd& ad, JobKey key, const std::string
   m.to = JobRecipients(ad, uid_domain);
   std::string id = JobIdString(key);
   std::string cmd = OneLine(ad.EvaluateString("Cmd").value_or(""));
-  std::string args = OneLine(ad.EvaluateString("Arguments").value_or(""));
+  std::string args =
+      OneLine(ad.EvaluateString("Arguments").value_or(ad.EvaluateString("Args").value_or("")));
   std::string what;
   std::string body;
   if (reason == "completed") {
@@ -94,7 +87,7 @@ MailMessage JobMessage(const classad::ClassAd& ad, JobKey key, const std::string
       body += "  Exit code:    " + std::to_string(code) + "\n";
     }
     if (auto t = ad.EvaluateInt("CompletionDate"); t && *t > 0)
-      body += "  Completed at: " + Utc(*t) + "\n";
+      body += "  Completed at: " + FormatUtc(*t) + "\n";
     if (auto w = ad.EvaluateReal("RemoteWallClockTime"))
       body += "  Run time:     " + FormatSeconds(static_cast<int64_t>(*w)) + "\n";
   } else {

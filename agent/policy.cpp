@@ -1,6 +1,7 @@
 // Policy evaluation.
 #include "agent/policy.h"
 
+#include "agent/queue.h"
 #include "classad/expr.h"
 
 namespace kite::agent {
@@ -68,6 +69,22 @@ ExitDecision EvaluateOnExit(const Job& job) {
     if (v.BoolEquivalent(&b) && !b) d.action = ExitDecision::Action::kRequeue;
   }
   return d;
+}
+
+bool EndRun(JobQueue& queue, Job& job, const ExecStatus& outcome) {
+  queue.MarkExited(job, outcome);
+  auto d = EvaluateOnExit(job);
+  switch (d.action) {
+    case ExitDecision::Action::kHold:
+      (void)queue.Hold(job, d.reason, kHoldJobPolicy, d.subcode);
+      return false;
+    case ExitDecision::Action::kRequeue:
+      (void)queue.SetIdle(job, "");
+      return false;
+    case ExitDecision::Action::kComplete:
+      return queue.MarkCompleted(job).has_value();
+  }
+  return false;
 }
 
 }  // namespace kite::agent

@@ -5,9 +5,11 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 
+#include "agent/job_transitions.h"
 #include "agent/userlog.h"
 #include "classad/io.h"
 #include "classad/parser.h"
@@ -83,6 +85,34 @@ const char* StatusName(int s) {
 
 std::string JobIdString(JobKey k) {
   return std::to_string(k.cluster) + "." + std::to_string(k.proc);
+}
+
+Result<JobSelector> ParseJobSelector(std::string_view text) {
+  auto bad = [&](const std::string& why) {
+    return Fail(ErrorCode::kInvalidInput, "bad job id '" + std::string(text) + "': " + why);
+  };
+  auto number = [&](std::string_view part, int64_t min) -> Result<int> {
+    int64_t v = 0;
+    auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), v);
+    if (part.empty() || end != part.data() + part.size() ||
+        (ec != std::errc() && ec != std::errc::result_out_of_range))
+      return bad("expected CLUSTER or CLUSTER.PROC");
+    if (ec == std::errc::result_out_of_range || v > kMaxJobId)
+      return bad("ids go up to " + std::to_string(kMaxJobId));
+    if (v < min) return bad(min == 1 ? "cluster ids start at 1" : "ids are not negative");
+    return static_cast<int>(v);
+  };
+  size_t dot = text.find('.');
+  auto cluster = number(text.substr(0, dot), 1);
+  if (!cluster) return Fail(cluster.error());
+  JobSelector s;
+  s.cluster = *cluster;
+  if (dot != std::string_view::npos) {
+    auto proc = number(text.substr(dot + 1), 0);
+    if (!proc) return Fail(proc.error());
+    s.proc = *proc;
+  }
+  return s;
 }
 
 JobQueue::JobQueue(store::JobQueueStore* store, Clock clock, size_t history_max)
@@ -321,9 +351,50 @@ void JobQueue::AddEvent(Job& job, int code, const std::string& body) {
   events_.push_back(std::move(e));
 }
 
-void JobQueue::MarkRunning(Job& job) {
+Status JobQueue::Transition(Job& job, JobEvent event, const Change& change) {
+  auto to = NextJobStatus(job.status, event);
+  if (!to) {
+    return Fail(ErrorCode::kConflict, RefusalReason(JobIdString(job.key), job.status, event));
+  }
+  SetStatus(job, *to);
+  switch (event) {
+    case JobEvent::kStart:
+      RecordStart(job);
+      break;
+    case JobEvent::kRequeue:
+      AddEvent(job, kEventEvicted, EventBody(kEventEvicted, EvictedDetail(nullptr)));
+      if (!change.reason.empty()) AddEvent(job, kEventGeneric, change.reason);
+      break;
+    case JobEvent::kComplete:
+      ++stats_.completed;
+      AddEvent(job, kEventTerminated, EventBody(kEventTerminated, TerminatedDetail(ExitOf(job))));
+      break;
+    case JobEvent::kHold:
+      job.ad.Assign("HoldReason", change.reason);
+      job.ad.Assign("HoldReasonCode", static_cast<int64_t>(change.code));
+      job.ad.Assign("HoldReasonSubCode", static_cast<int64_t>(change.subcode));
+      job.ad.Assign("NumHolds", job.ad.EvaluateInt("NumHolds").value_or(0) + 1);
+      AddEvent(job, kEventHeld,
+               EventBody(kEventHeld, HeldDetail(change.reason, change.code, change.subcode)));
+      break;
+    case JobEvent::kRelease:
+      if (auto r = job.ad.EvaluateString("HoldReason")) job.ad.Assign("LastHoldReason", *r);
+      job.ad.Remove("HoldReason");
+      job.ad.Remove("HoldReasonCode");
+      job.ad.Remove("HoldReasonSubCode");
+      AddEvent(job, kEventReleased, EventBody(kEventReleased, ReleasedDetail(change.reason)));
+      break;
+    case JobEvent::kRemove:
+      ++stats_.removed;
+      job.ad.Assign("RemoveReason", change.reason);
+      AddEvent(job, kEventAborted, EventBody(kEventAborted, AbortedDetail(change.reason)));
+      break;
+  }
+  return {};
+}
+
+void JobQueue::RecordStart(Job& job) {
   double now = clock_();
-  SetStatus(job, kRunning);
   int64_t starts = job.ad.EvaluateInt("NumJobStarts").value_or(0) + 1;
   job.ad.Assign("NumJobStarts", starts);
   job.ad.Assign("JobRunCount", starts);
@@ -332,7 +403,23 @@ void JobQueue::MarkRunning(Job& job) {
   AddEvent(job, kEventExecute, EventBody(kEventExecute, ""));
 }
 
+// The run's end as MarkExited recorded it.
+ExecStatus JobQueue::ExitOf(const Job& job) {
+  ExecStatus st;
+  if (job.ad.EvaluateBool("ExitBySignal").value_or(false)) {
+    st.kind = ExecStatus::Kind::kSignaled;
+    st.code = static_cast<int>(job.ad.EvaluateInt("ExitSignal").value_or(0));
+  } else {
+    st.code = static_cast<int>(job.ad.EvaluateInt("ExitCode").value_or(0));
+  }
+  st.utime = job.ad.EvaluateReal("RemoteUserCpu").value_or(0);
+  st.stime = job.ad.EvaluateReal("RemoteSysCpu").value_or(0);
+  return st;
+}
+
 void JobQueue::MarkExited(Job& job, const ExecStatus& st) {
+  // Every exit counts, whatever the policy makes of it (max_retries reads it in OnExitRemove).
+  job.ad.Assign("NumJobCompletions", job.ad.EvaluateInt("NumJobCompletions").value_or(0) + 1);
   bool signaled = st.kind == ExecStatus::Kind::kSignaled;
   job.ad.Assign("ExitBySignal", signaled);
   if (signaled) {
@@ -351,50 +438,23 @@ void JobQueue::MarkExited(Job& job, const ExecStatus& st) {
   MarkDirty(job);
 }
 
-void JobQueue::SetIdle(Job& job, const std::string& why) {
-  AddEvent(job, kEventEvicted, EventBody(kEventEvicted, EvictedDetail(nullptr)));
-  if (!why.empty()) AddEvent(job, kEventGeneric, why);
-  SetStatus(job, kIdle);
+Status JobQueue::MarkRunning(Job& job) {
+  return Transition(job, JobEvent::kStart);
 }
-
-void JobQueue::Hold(Job& job, const std::string& reason, int code, int subcode) {
-  SetStatus(job, kHeld);
-  job.ad.Assign("HoldReason", reason);
-  job.ad.Assign("HoldReasonCode", static_cast<int64_t>(code));
-  job.ad.Assign("HoldReasonSubCode", static_cast<int64_t>(subcode));
-  job.ad.Assign("NumHolds", job.ad.EvaluateInt("NumHolds").value_or(0) + 1);
-  AddEvent(job, kEventHeld, EventBody(kEventHeld, HeldDetail(reason, code, subcode)));
+Status JobQueue::SetIdle(Job& job, const std::string& why) {
+  return Transition(job, JobEvent::kRequeue, {.reason = why});
 }
-
-void JobQueue::Release(Job& job, const std::string& reason) {
-  if (auto r = job.ad.EvaluateString("HoldReason")) job.ad.Assign("LastHoldReason", *r);
-  job.ad.Remove("HoldReason");
-  job.ad.Remove("HoldReasonCode");
-  job.ad.Remove("HoldReasonSubCode");
-  SetStatus(job, kIdle);
-  AddEvent(job, kEventReleased, EventBody(kEventReleased, ReleasedDetail(reason)));
+Status JobQueue::Hold(Job& job, const std::string& reason, int code, int subcode) {
+  return Transition(job, JobEvent::kHold, {.reason = reason, .code = code, .subcode = subcode});
 }
-
-void JobQueue::MarkRemoved(Job& job, const std::string& reason) {
-  SetStatus(job, kRemoved);
-  ++stats_.removed;
-  job.ad.Assign("RemoveReason", reason);
-  AddEvent(job, kEventAborted, EventBody(kEventAborted, AbortedDetail(reason)));
+Status JobQueue::Release(Job& job, const std::string& reason) {
+  return Transition(job, JobEvent::kRelease, {.reason = reason});
 }
-
-void JobQueue::MarkCompleted(Job& job) {
-  SetStatus(job, kCompleted);
-  ++stats_.completed;
-  ExecStatus st;
-  if (job.ad.EvaluateBool("ExitBySignal").value_or(false)) {
-    st.kind = ExecStatus::Kind::kSignaled;
-    st.code = static_cast<int>(job.ad.EvaluateInt("ExitSignal").value_or(0));
-  } else {
-    st.code = static_cast<int>(job.ad.EvaluateInt("ExitCode").value_or(0));
-  }
-  st.utime = job.ad.EvaluateReal("RemoteUserCpu").value_or(0);
-  st.stime = job.ad.EvaluateReal("RemoteSysCpu").value_or(0);
-  AddEvent(job, kEventTerminated, EventBody(kEventTerminated, TerminatedDetail(st)));
+Status JobQueue::MarkRemoved(Job& job, const std::string& reason) {
+  return Transition(job, JobEvent::kRemove, {.reason = reason});
+}
+Status JobQueue::MarkCompleted(Job& job) {
+  return Transition(job, JobEvent::kComplete);
 }
 
 void JobQueue::Retire(Job& job) {

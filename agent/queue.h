@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "agent/job.h"
+#include "agent/job_transitions.h"
 #include "common/error.h"
 #include "common/exec_status.h"
 #include "store/job_queue_store.h"
@@ -39,6 +40,13 @@ struct SubmitRequest {
 // every line parses back (classad::ParseOldAdSkippingErrors reads it).
 std::string StoredAdText(const classad::ClassAd& ad);
 
+// The details of a status change (JobQueue::Transition).
+struct JobChange {
+  std::string reason;  // hold, release, remove: recorded; requeue: a note in the user log
+  int code = 0;        // hold: HoldReasonCode
+  int subcode = 0;     // hold: HoldReasonSubCode
+};
+
 class JobQueue {
  public:
   using Clock = std::function<double()>;  // seconds since the epoch
@@ -60,14 +68,21 @@ class JobQueue {
   std::map<JobKey, Job>& jobs() { return jobs_; }
   const std::map<int, Cluster>& clusters() const { return clusters_; }
 
-  // State changes. Each sets JobStatus and EnteredCurrentStatus, records an event, marks dirty.
-  void MarkRunning(Job& job);
-  void MarkExited(Job& job, const ExecStatus& st);  // exit attributes only; status unchanged
-  void SetIdle(Job& job, const std::string& why);   // requeue (after a failed or lost run)
-  void Hold(Job& job, const std::string& reason, int code, int subcode = 0);
-  void Release(Job& job, const std::string& reason);
-  void MarkRemoved(Job& job, const std::string& reason);
-  void MarkCompleted(Job& job);
+  // The one place a job's status changes after its submit: checks the table of
+  // agent/job_transitions.h, sets JobStatus and EnteredCurrentStatus, records the event in the
+  // event log and the user log, marks the job dirty. When the table refuses the event, fails
+  // (kConflict, with condor_hold's kind of reason) and changes nothing.
+  using Change = JobChange;
+  Status Transition(Job& job, JobEvent event, const Change& change = {});
+  // Transition, spelt out per event.
+  Status MarkRunning(Job& job);
+  Status SetIdle(Job& job, const std::string& why);  // requeue (after a failed or lost run)
+  Status Hold(Job& job, const std::string& reason, int code, int subcode = 0);
+  Status Release(Job& job, const std::string& reason);
+  Status MarkRemoved(Job& job, const std::string& reason);
+  Status MarkCompleted(Job& job);
+  // The exit attributes of a run that ended; the status is left to Transition.
+  void MarkExited(Job& job, const ExecStatus& st);
   // Moves a Completed or Removed job to history and out of the queue. `job` is invalid after.
   void Retire(Job& job);
   // An event that only goes into the event log and the user log (e.g. a note after a restart).
@@ -111,6 +126,8 @@ class JobQueue {
     bool cluster_gone;
   };
   void SetStatus(Job& job, int status);
+  void RecordStart(Job& job);
+  static ExecStatus ExitOf(const Job& job);
   void MarkDirty(Job& job);
   Job& AddJob(Cluster& c, JobKey key, classad::ClassAd ad);
   void HoldDamaged(Job& job, const std::string& why);

@@ -3,7 +3,6 @@
 #include "agent/rest.h"
 
 #include <fcntl.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 #include "agent/agent.h"
 #include "agent/api.h"
 #include "classad/expr.h"
+#include "common/clock.h"
 
 namespace kite::agent {
 namespace {
@@ -25,11 +25,6 @@ namespace json = boost::json;
 
 constexpr size_t kTokenBytes = 32;
 constexpr int kDefaultHistoryLimit = 1000;
-
-double WallNow() {
-  using namespace std::chrono;
-  return duration<double>(system_clock::now().time_since_epoch()).count();
-}
 
 HttpResponse Text(http::status status, std::string body, const char* type) {
   HttpResponse res{status, 11};
@@ -200,15 +195,7 @@ Result<std::string> LoadOrCreateRestToken(const std::string& path) {
       return text;
     }
     if (errno != ENOENT) return Fail(ErrorCode::kIo, path + ": " + std::strerror(errno));
-    unsigned char raw[kTokenBytes];
-    if (::getrandom(raw, sizeof raw, 0) != static_cast<ssize_t>(sizeof raw))
-      return Fail(ErrorCode::kIo, std::string("getrandom: ") + std::strerror(errno));
-    std::string token;
-    static const char kHex[] = "0123456789abcdef";
-    for (unsigned char b : raw) {
-      token += kHex[b >> 4];
-      token += kHex[b & 15];
-    }
+    std::string token = RandomHex(kTokenBytes);
     // Written whole to a private temporary file, then linked into place: the token file never
     // holds half a token, and link() refuses to replace one another agent made meanwhile.
     std::string tmp = path + ".tmp." + std::to_string(::getpid());

@@ -10,6 +10,7 @@
 #include "agent/agent.h"
 #include "agent/cred_monitor.h"
 #include "agent/rest.h"
+#include "common/clock.h"
 #include "credentials/certificate.h"
 #include "credentials/proxy.h"
 
@@ -20,11 +21,6 @@ namespace http = boost::beast::http;
 namespace json = boost::json;
 
 constexpr size_t kJobIdsListed = 100;  // job ids named per credential; job_count has them all
-
-double WallNow() {
-  using namespace std::chrono;
-  return duration<double>(system_clock::now().time_since_epoch()).count();
-}
 
 HttpResponse Answer(std::string body, const char* type) {
   HttpResponse res{http::status::ok, 11};

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "common/clock.h"
 #include "common/files.h"
 #include "gram/callback_sender.h"
 #include "gram/job_manager.h"
@@ -14,10 +15,6 @@
 
 namespace kite::gram {
 namespace {
-
-double Now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // The environment every job starts from (the job's own variables are added on top).
 std::vector<std::string> BaseEnvironment() {
@@ -115,7 +112,7 @@ void JobManager::Forget(const std::vector<std::string>& ids) {
 
 void JobManager::Drive() {
   CommitBatch();  // act only on what is stored
-  double now = Now();
+  double now = WallNow();
   if (now - last_prune_ > 3600) {  // replies of forgotten jobs are kept for a day
     last_prune_ = now;
     if (auto st = store_->PruneRequests(now - 86400); !st) {

@@ -2,12 +2,12 @@
 // one transaction, and only then installed in memory and answered (DESIGN rules 1, 2, 7).
 #include "gram/job_manager.h"
 
-#include <openssl/rand.h>
 #include <spdlog/spdlog.h>
 
 #include <boost/json.hpp>
 #include <filesystem>
 
+#include "common/clock.h"
 #include "common/files.h"
 #include "common/strings.h"
 #include "gram/callback_sender.h"
@@ -17,10 +17,6 @@
 namespace kite::gram {
 namespace {
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
 Response ErrorResponse(ErrorCode code, std::string message) {
   return {HttpStatusFor(code), ToJson(ErrorReply{code, std::move(message)})};
 }
@@ -29,15 +25,7 @@ Response ErrorResponse(const Error& e) {
 }
 
 std::string NewId() {
-  unsigned char b[16];
-  RAND_bytes(b, sizeof b);
-  static const char* hex = "0123456789abcdef";
-  std::string s;
-  for (unsigned char c : b) {
-    s += hex[c >> 4];
-    s += hex[c & 15];
-  }
-  return s;
+  return RandomHex(16);
 }
 
 }  // namespace
@@ -206,7 +194,7 @@ Status JobManager::Persist(const std::string& owner, const std::string& request_
   auto& db = store_->db();
   if (auto st = db.Exec("SAVEPOINT request"); !st) return st;
   Status st = writes ? writes() : Status{};
-  if (st) st = store_->PutRequest(owner, request_id, reply, Now());
+  if (st) st = store_->PutRequest(owner, request_id, reply, WallNow());
   if (!st) {
     (void)db.Exec("ROLLBACK TO request; RELEASE request");
     return st;
@@ -292,7 +280,7 @@ Response JobManager::SubmitJob(const Request& r) {
   j.desc = d;
   j.gass_url = d.gass_url;
   j.delegation_id = d.delegation_id;
-  j.created = Now();
+  j.created = WallNow();
   j.commit_deadline = j.created + static_cast<double>(options_.commit_timeout.count());
   StoredReply reply{"submit", j.id, 201, ToJson(StatusOf(j))};
   if (auto st = Persist(r.identity, req->request_id, reply, [&] { return store_->PutJob(j); });

@@ -12,6 +12,7 @@
 #include <boost/asio/post.hpp>
 #include <map>
 
+#include "common/clock.h"
 #include "credentials/certificate.h"
 #include "credentials/proxy.h"
 #include "gass/client.h"
@@ -38,10 +39,6 @@ bool JobManager::Streams(const JobRecord& j) const {
 #if KITE_GRAM_HAVE_GASS
 
 namespace {
-
-double NowSeconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // Where a job's files are on GASS: the server's base URL and the job's path prefix.
 struct GassPlace {
@@ -90,7 +87,7 @@ Result<gass::GassClient*> ClientFor(const std::string& base, const std::string& 
 
 void JobManager::StartStageIn(JobRecord& j) {
   auto d = delegations_.find(j.delegation_id);
-  if (d == delegations_.end() || d->second.not_after <= NowSeconds()) {
+  if (d == delegations_.end() || d->second.not_after <= WallNow()) {
     Apply(j, JobEvent::kFailed, FailureCode::kCredentialExpired,
           "the delegated proxy " + j.delegation_id + " has expired or is gone: delegate again");
     return;

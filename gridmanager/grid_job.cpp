@@ -166,9 +166,7 @@ Result<GridJobPlan> PlanGridJob(const classad::ClassAd& ad) {
     if (!args) return Fail(args.error().Wrap("Arguments"));
     p.desc.arguments = std::move(*args);
   } else if (auto old = ad.EvaluateString("Args")) {
-    auto args = submit::SplitArguments(*old);
-    if (!args) return Fail(args.error().Wrap("Args"));
-    p.desc.arguments = std::move(*args);
+    p.desc.arguments = submit::SplitArgumentsV1Raw(*old);  // condor_submit's V1 raw form
   }
   if (auto e = ad.EvaluateString("Environment")) {
     auto env = submit::SplitEnvironmentV2(*e);
@@ -200,22 +198,24 @@ Result<GridJobPlan> PlanGridJob(const classad::ClassAd& ad) {
     p.desc.stream_error = ad.EvaluateBool("StreamErr").value_or(false);
   }
 
-  if (auto list = ad.EvaluateString("TransferInputFiles")) {
+  // HTCondor's name; jobs queued before Kite used it carry TransferInputFiles.
+  const char* inputs = ad.Lookup("TransferInput") ? "TransferInput" : "TransferInputFiles";
+  if (auto list = ad.EvaluateString(inputs)) {
     std::set<std::string> seen;
     for (const auto& raw : Split(*list, ',')) {
       std::string f(Trim(raw));
       if (f.empty()) continue;
       if (f.find("://") != std::string::npos) {
-        return Fail(Bad("TransferInputFiles", "URLs are not supported for grid jobs: " + f));
+        return Fail(Bad(inputs, "URLs are not supported for grid jobs: " + f));
       }
       std::string as = BaseName(f);
       if (as.empty() || as == "." || as == ".." || !seen.insert(as).second) {
-        return Fail(Bad("TransferInputFiles",
-                        "every file needs a distinct name at the site; '" + f + "' clashes"));
+        return Fail(
+            Bad(inputs, "every file needs a distinct name at the site; '" + f + "' clashes"));
       }
       std::string name = "input/" + as;
       if (!gram::ValidRelativeName(name)) {
-        return Fail(Bad("TransferInputFiles", "cannot send a file named '" + as + "'"));
+        return Fail(Bad(inputs, "cannot send a file named '" + as + "'"));
       }
       p.readable.push_back({name, JoinPath(iwd, f)});
       p.desc.stage_in.push_back({name, as});

@@ -35,11 +35,12 @@ struct GridJobPlan {
 };
 
 // Reads GridResource, Cmd, Iwd, TransferExecutable, Arguments/Args, Environment/Env, In, Out,
-// Err, StreamOut, StreamErr, TransferInputFiles and x509userproxy, and what the job asks of the
-// site's batch system: RequestCpus, RequestMemory (MB), MaxWallTime (seconds; when absent,
-// BatchRuntime), BatchQueue and BatchProject into desc.resources. kInvalidInput, naming the
-// attribute, for what cannot be run as described (a relative executable that is not transferred,
-// a URL or a duplicate file name in transfer_input_files, a request that is not a number, ...).
+// Err, StreamOut, StreamErr, TransferInput (TransferInputFiles in jobs queued before) and
+// x509userproxy, and what the job asks of the site's batch system: RequestCpus, RequestMemory (MB),
+// MaxWallTime (seconds; when absent, BatchRuntime), BatchQueue and BatchProject into
+// desc.resources. kInvalidInput, naming the attribute, for what cannot be run as described (a
+// relative executable that is not transferred, a URL or a duplicate file name in
+// transfer_input_files, a request that is not a number, ...).
 Result<GridJobPlan> PlanGridJob(const classad::ClassAd& ad);
 
 // The prefix of every request id of one attempt at running the job: unique per queue entry

@@ -1,31 +1,17 @@
-// Submit-file definitions and $(NAME) expansion.
+// Submit-file definitions and $(NAME) expansion (the macro functions are in macro_functions.cpp).
 #include "submit/macros.h"
 
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
+#include <random>
 
 #include "common/strings.h"
 
 namespace kite::submit {
 namespace {
 
-// Index of the ')' closing the '(' at `open`, honouring nested parentheses; npos when missing.
-size_t FindClose(std::string_view text, size_t open) {
-  int depth = 0;
-  for (size_t i = open; i < text.size(); ++i) {
-    if (text[i] == '(') ++depth;
-    if (text[i] == ')' && --depth == 0) return i;
-  }
-  return std::string_view::npos;
-}
-
 bool IsNameChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
-}
-
-bool IsMacroName(std::string_view name) {
-  return !name.empty() && std::all_of(name.begin(), name.end(), IsNameChar);
 }
 
 // Splits the inside of $(...) into name and optional default ("NAME:default").
@@ -62,19 +48,27 @@ std::string SubstituteSelf(std::string_view value, std::string_view name,
 
 }  // namespace
 
-Error LineError(std::string_view file, int line, std::string_view message) {
-  return Error(ErrorCode::kInvalidInput,
-               std::string(file) + ":" + std::to_string(line) + ": " + std::string(message));
+bool IsMacroName(std::string_view name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), IsNameChar);
 }
 
-void MacroTable::Define(std::string_view name, std::string_view value, int line, bool is_command) {
-  std::string key = ToLower(name);
+size_t FindClose(std::string_view text, size_t open) {
+  int depth = 0;
+  for (size_t i = open; i < text.size(); ++i) {
+    if (text[i] == '(') ++depth;
+    if (text[i] == ')' && --depth == 0) return i;
+  }
+  return std::string_view::npos;
+}
+
+void MacroTable::Define(std::string_view key, std::string_view name, std::string_view value,
+                        int line, bool is_command) {
   auto it = defs_.find(key);
   std::string text(value);
   if (it != defs_.end() && text.find("$(") != std::string::npos) {
     text = SubstituteSelf(text, name, it->second.value);
   }
-  defs_[key] = Definition{std::string(name), std::move(text), line, is_command, false};
+  defs_[std::string(key)] = Definition{std::string(name), std::move(text), line, is_command, false};
 }
 
 const Definition* MacroTable::Find(std::string_view lower_name) const {
@@ -82,35 +76,69 @@ const Definition* MacroTable::Find(std::string_view lower_name) const {
   return it == defs_.end() ? nullptr : &it->second;
 }
 
-Expander::Expander(const MacroTable& table, std::string file, long cluster_id)
-    : table_(table), file_(std::move(file)), cluster_(std::to_string(cluster_id)) {}
+Expander::Expander(const MacroTable& table, const SourceMap& map, BuiltinMacros builtins,
+                   std::function<uint32_t()> random)
+    : table_(table), map_(map), builtins_(std::move(builtins)), random_(std::move(random)) {}
 
+uint32_t Expander::Random() {
+  touched_ = true;  // a random value is drawn again for every proc
+  if (random_) return random_();
+  static thread_local std::mt19937 gen{std::random_device{}()};
+  return static_cast<uint32_t>(gen());
+}
+
+// Proc variables come first, then the file's definitions, then condor_submit's built-ins; only
+// Cluster and Process cannot be redefined (as in HTCondor, which sets them live per job).
 Expander::Lookup Expander::Find(const std::string& name) {
   if (proc_ != nullptr && proc_->loop_names != nullptr) {
     for (size_t i = 0; i < proc_->loop_names->size(); ++i) {
       if ((*proc_->loop_names)[i] == name) {
         touched_ = true;
-        return {(*proc_->loop_values)[i], nullptr};
+        const std::string& v = (*proc_->loop_values)[i];
+        return {v, nullptr, v.find('$') != std::string::npos};
       }
     }
   }
-  if (name == "cluster" || name == "clusterid") return {cluster_, nullptr};
+  if (name == "cluster" || name == "clusterid") return {builtins_.cluster, nullptr};
   if (proc_ != nullptr && (name == "process" || name == "procid")) {
     touched_ = true;
     return {std::to_string(proc_->proc_id), nullptr};
   }
-  // A definition in the file wins over the remaining automatic variables, as in HTCondor.
   if (const Definition* def = table_.Find(name)) return {std::nullopt, def};
-  if (proc_ != nullptr && name == "step") {
-    touched_ = true;
-    return {std::to_string(proc_->step), nullptr};
+  return FindBuiltin(name);
+}
+
+Expander::Lookup Expander::FindBuiltin(const std::string& name) {
+  if (proc_ != nullptr) {
+    if (name == "step") {
+      touched_ = true;
+      return {std::to_string(proc_->step), nullptr};
+    }
+    if (name == "itemindex" || name == "row") {
+      touched_ = true;
+      return {std::to_string(proc_->item_index), nullptr};
+    }
+    if (name == "jobid") {
+      touched_ = true;
+      return {builtins_.cluster + "." + std::to_string(proc_->proc_id), nullptr};
+    }
+    if (name == "node") return {std::string(), nullptr};  // "" outside parallel universe
   }
-  if (proc_ != nullptr && (name == "itemindex" || name == "row")) {
-    touched_ = true;
-    return {std::to_string(proc_->item_index), nullptr};
+  static const std::pair<const char*, std::string BuiltinMacros::*> kFixed[] = {
+      {"submit_file", &BuiltinMacros::submit_file},
+      {"submit_time", &BuiltinMacros::submit_time},
+      {"year", &BuiltinMacros::year},
+      {"month", &BuiltinMacros::month},
+      {"day", &BuiltinMacros::day},
+      {"arch", &BuiltinMacros::arch},
+      {"opsys", &BuiltinMacros::opsys},
+  };
+  for (const auto& [key, member] : kFixed) {
+    if (name == key) return {builtins_.*member, nullptr};
   }
   if (name == "dollar") return {"$", nullptr};
-  if (name == "submit_file") return {file_, nullptr};
+  if (name == "islinux") return {builtins_.opsys == "LINUX" ? "1" : "0", nullptr};
+  if (name == "iswindows") return {builtins_.opsys == "WINDOWS" ? "1" : "0", nullptr};
   return {};
 }
 
@@ -125,11 +153,25 @@ Result<std::optional<Expander::Value>> Expander::ExpandName(const std::string& l
                                                             int queue_line) {
   stack_.clear();
   Lookup found = Find(lower_name);
-  if (found.literal) return Value{std::move(*found.literal), queue_line};
-  if (found.def == nullptr) return std::optional<Value>();
+  if (found.literal && !found.expand) return Value{std::move(*found.literal), queue_line};
+  if (!found.literal && found.def == nullptr) return std::optional<Value>();
+  int line = found.def != nullptr ? found.def->line : queue_line;
   std::string out;
-  if (auto st = ExpandDefinition(out, *found.def, found.def->line); !st) return Fail(st.error());
-  return Value{std::move(out), found.def->line};
+  if (auto st = AppendFound(out, found, line); !st) return Fail(st.error());
+  return Value{std::move(out), line};
+}
+
+Status Expander::AppendFound(std::string& out, const Lookup& found, int line) {
+  if (found.def != nullptr) return ExpandDefinition(out, *found.def, line);
+  if (!found.expand) {
+    out.append(*found.literal);
+    return {};
+  }
+  if (item_depth_ >= kMaxDepth) return Fail(Bad(line, "queue items nested more than 64 deep"));
+  ++item_depth_;
+  Status st = ExpandInto(out, *found.literal, line);
+  --item_depth_;
+  return st;
 }
 
 Status Expander::ExpandInto(std::string& out, std::string_view text, int line) {
@@ -141,38 +183,34 @@ Status Expander::ExpandInto(std::string& out, std::string_view text, int line) {
       break;
     }
     out.append(text.substr(i, pos - i));
-    size_t open = pos + 1;
-    while (open < text.size() && std::isalpha(static_cast<unsigned char>(text[open]))) ++open;
-    bool is_call = open < text.size() && text[open] == '(';
     if (text.substr(pos, 3) == "$$(") {
       // $$(Attr) is substituted at match time from the machine ad: keep it as written.
       size_t close = FindClose(text, pos + 2);
-      if (close == std::string_view::npos)
-        return Fail(LineError(file_, line, "missing ')' after $$("));
+      if (close == std::string_view::npos) return Fail(Bad(line, "missing ')' after $$("));
       out.append(text.substr(pos, close + 1 - pos));
       i = close + 1;
       continue;
     }
-    if (!is_call) {
-      out += '$';
+    size_t open = pos + 1;
+    while (open < text.size() &&
+           (std::isalpha(static_cast<unsigned char>(text[open])) || text[open] == '_')) {
+      ++open;
+    }
+    if (open >= text.size() || text[open] != '(') {
+      out += '$';  // a plain '$' ("cost $5")
       i = pos + 1;
       continue;
     }
     size_t close = FindClose(text, open);
     std::string_view word = text.substr(pos + 1, open - pos - 1);
     if (close == std::string_view::npos) {
-      return Fail(LineError(file_, line, "missing ')' after $" + std::string(word) + "("));
+      return Fail(Bad(line, "missing ')' after $" + std::string(word) + "("));
     }
     std::string_view inner = text.substr(open + 1, close - open - 1);
-    Status st = word.empty() ? ExpandReference(out, inner, line)
-                : EqualsIgnoreCase(word, "ENV")
-                    ? ExpandEnv(out, inner, line)
-                    : Fail(LineError(file_, line,
-                                     "unsupported macro function $" + std::string(word) + "()"));
+    Status st =
+        word.empty() ? ExpandReference(out, inner, line) : ExpandFunction(out, word, inner, line);
     if (!st) return st;
-    if (out.size() > kMaxExpansion) {
-      return Fail(LineError(file_, line, "macro expansion is longer than 1 MiB"));
-    }
+    if (out.size() > kMaxExpansion) return Fail(Bad(line, "macro expansion is longer than 1 MiB"));
     i = close + 1;
   }
   return {};
@@ -181,48 +219,33 @@ Status Expander::ExpandInto(std::string& out, std::string_view text, int line) {
 Status Expander::ExpandReference(std::string& out, std::string_view inner, int line) {
   auto [name, fallback] = SplitReference(inner);
   if (!IsMacroName(name)) {
-    return Fail(LineError(file_, line, "bad macro reference $(" + std::string(inner) + ")"));
+    return Fail(Bad(line, "bad macro reference $(" + std::string(inner) + ")"));
   }
   Lookup found = Find(ToLower(name));
-  if (found.literal) {
-    out.append(*found.literal);
+  if (found.literal || found.def != nullptr) {
+    size_t before = out.size();
+    if (auto st = AppendFound(out, found, line); !st) return st;
+    // HTCondor uses the default when the value is empty, not only when it is missing.
+    if (out.size() == before && fallback) return ExpandInto(out, *fallback, line);
     return {};
   }
-  if (found.def != nullptr) return ExpandDefinition(out, *found.def, line);
   if (fallback) return ExpandInto(out, *fallback, line);
-  return Fail(LineError(file_, line, "undefined macro $(" + std::string(name) + ")"));
+  return Fail(Bad(line, "undefined macro $(" + std::string(name) + ")"));
 }
 
 Status Expander::ExpandDefinition(std::string& out, const Definition& def, int line) {
   if (auto cycle = std::find(stack_.begin(), stack_.end(), &def); cycle != stack_.end()) {
     std::string chain;
     for (auto it = cycle; it != stack_.end(); ++it) chain += (*it)->name + " -> ";
-    return Fail(LineError(
-        file_, def.line,
-        "macro " + def.name + " is defined in terms of itself (" + chain + def.name + ")"));
+    return Fail(Bad(def.line, "macro " + def.name + " is defined in terms of itself (" + chain +
+                                  def.name + ")"));
   }
-  if (stack_.size() >= kMaxDepth) {
-    return Fail(LineError(file_, line, "macros nested more than 64 deep"));
-  }
+  if (stack_.size() >= kMaxDepth) return Fail(Bad(line, "macros nested more than 64 deep"));
   def.used = true;
   stack_.push_back(&def);
   Status st = ExpandInto(out, def.value, def.line);
   stack_.pop_back();
   return st;
-}
-
-Status Expander::ExpandEnv(std::string& out, std::string_view inner, int line) {
-  auto [name, fallback] = SplitReference(inner);
-  if (!IsMacroName(name)) {
-    return Fail(LineError(file_, line, "bad reference $ENV(" + std::string(inner) + ")"));
-  }
-  const char* value = std::getenv(std::string(name).c_str());
-  if (value != nullptr) {
-    out.append(value);
-    return {};
-  }
-  if (fallback) return ExpandInto(out, *fallback, line);
-  return Fail(LineError(file_, line, "environment variable " + std::string(name) + " is not set"));
 }
 
 }  // namespace kite::submit

@@ -11,6 +11,7 @@
 
 #include "common/files.h"
 #include "common/strings.h"
+#include "submit/expr_util.h"
 #include "submit/macros.h"
 
 namespace kite::submit {
@@ -83,11 +84,13 @@ class QueueParser {
   Result<QueueSpec> Parse(std::string_view args);
 
  private:
-  Error Bad(std::string_view msg) const { return LineError(ctx_.file, ctx_.line, msg); }
-  Status ParseCountAndVars(const Head& head);
+  Error Bad(std::string_view msg) const { return LineError(*ctx_.map, ctx_.line, msg); }
+  Status ParseCount(std::string_view text);
+  Status ParseCountAndVars(const Head& head, std::string_view args);
   Status ParseSlice(std::string_view* rest);
   Result<std::vector<std::string>> ReadList(std::string_view rest, bool* parenthesized);
   Result<std::vector<std::string>> ReadItemFile(std::string_view name);
+  Result<std::vector<std::string>> RunItemCommand(std::string_view command);
   Result<std::vector<std::string>> Glob(const std::vector<std::string>& patterns, bool files,
                                         bool dirs);
   void Select(const std::vector<std::string>& items);
@@ -100,22 +103,43 @@ class QueueParser {
   long slice_step_ = 1;
 };
 
-Status QueueParser::ParseCountAndVars(const Head& head) {
-  size_t first_var = 0;
-  if (!head.words.empty()) {
-    const std::string& w = head.words[0];
-    if (w[0] == '-' || w[0] == '+' || std::isdigit(static_cast<unsigned char>(w[0]))) {
-      long n = 0;
-      auto [p, ec] = std::from_chars(w.data(), w.data() + w.size(), n);
-      if (ec != std::errc() || p != w.data() + w.size() || n < 0) {
-        return Fail(Bad("queue count must be a non-negative integer, not '" + w + "'"));
-      }
-      spec_.count = n;
-      first_var = 1;
-    }
+bool StartsLikeCount(std::string_view w) {
+  return !w.empty() && !IsIdentifier(w);
+}
+
+// The count: a whole number or an expression that evaluates to one (`queue 15*1000`).
+Status QueueParser::ParseCount(std::string_view text) {
+  text = Trim(text);
+  auto v = EvalText(text);
+  bool whole =
+      v && (v->IsInteger() ||
+            (v->IsReal() && v->AsReal() == static_cast<double>(static_cast<long>(v->AsReal()))));
+  long n = !whole           ? -1
+           : v->IsInteger() ? static_cast<long>(v->AsInteger())
+                            : static_cast<long>(v->AsReal());
+  if (n < 0) {
+    return Fail(Bad("queue count must be a non-negative integer, not '" + std::string(text) + "'"));
   }
-  if (head.source == Source::kNone && first_var == 1 && head.words.size() > 1) {
-    return Fail(Bad("bad queue statement: unexpected '" + head.words[1] + "' after the count"));
+  spec_.count = n;
+  return {};
+}
+
+Status QueueParser::ParseCountAndVars(const Head& head, std::string_view args) {
+  if (head.source == Source::kNone) {
+    // No list: the whole statement is [COUNT], which may be an expression with blanks.
+    std::string_view text = Trim(args);
+    if (text.empty()) return {};
+    if (!head.words.empty() && IsIdentifier(head.words[0])) {
+      return Fail(
+          Bad("bad queue statement: expected a count, or 'in', 'from' or 'matching' "
+              "after the variable names"));
+    }
+    return ParseCount(text);
+  }
+  size_t first_var = 0;
+  if (!head.words.empty() && StartsLikeCount(head.words[0])) {
+    if (auto st = ParseCount(head.words[0]); !st) return st;
+    first_var = 1;
   }
   for (size_t i = first_var; i < head.words.size(); ++i) {
     if (!IsIdentifier(head.words[i])) {
@@ -127,12 +151,7 @@ Status QueueParser::ParseCountAndVars(const Head& head) {
     }
     spec_.vars.push_back(std::move(name));
   }
-  if (head.source == Source::kNone && !spec_.vars.empty()) {
-    return Fail(
-        Bad("bad queue statement: expected a count, or 'in', 'from' or 'matching' "
-            "after the variable names"));
-  }
-  if (head.source != Source::kNone && spec_.vars.empty()) spec_.vars.push_back("item");
+  if (spec_.vars.empty()) spec_.vars.push_back("item");
   return {};
 }
 
@@ -188,7 +207,7 @@ Result<std::vector<std::string>> QueueParser::ReadList(std::string_view rest, bo
     std::string_view t = Trim(lines_[*next_].text);
     if (!t.empty() && t.front() == ')') {
       if (!Trim(t.substr(1)).empty()) {
-        return Fail(LineError(ctx_.file, lines_[*next_].line, "unexpected text after ')'"));
+        return Fail(LineError(*ctx_.map, lines_[*next_].line, "unexpected text after ')'"));
       }
       ++*next_;
       return out;
@@ -198,19 +217,33 @@ Result<std::vector<std::string>> QueueParser::ReadList(std::string_view rest, bo
   return Fail(Bad("the list opened with '(' is never closed (by a line starting with ')')"));
 }
 
+// The items of a file or of a command's output: its lines, except blank lines and comments.
+std::vector<std::string> ItemLines(const std::string& text) {
+  std::vector<std::string> out;
+  for (const auto& line : Split(text, '\n')) {
+    if (!IsBlankOrComment(line)) out.push_back(line);
+  }
+  return out;
+}
+
 Result<std::vector<std::string>> QueueParser::ReadItemFile(std::string_view name) {
   if (name.empty()) return Fail(Bad("queue ... from: missing file name"));
-  if (name.back() == '|') {
-    return Fail(Bad("queue ... from a command ('|') is not supported; use a file"));
-  }
+  if (name.back() == '|') return RunItemCommand(Trim(name.substr(0, name.size() - 1)));
   std::string path = JoinPath(ctx_.list_dir, std::string(name));
   auto text = ReadFile(path, {.allow_pipe = true});
   if (!text) return Fail(Bad("cannot read item file " + path + ": " + text.error().message()));
-  std::vector<std::string> out;
-  for (const auto& line : Split(*text, '\n')) {
-    if (!line.empty()) out.push_back(line);
+  return ItemLines(*text);
+}
+
+Result<std::vector<std::string>> QueueParser::RunItemCommand(std::string_view command) {
+  if (command.empty()) return Fail(Bad("queue ... from: missing command before '|'"));
+  if (ctx_.run_command == nullptr) {
+    return Fail(Bad("queue ... from a command ('" + std::string(command) +
+                    " |') is not allowed here; use a file"));
   }
-  return out;
+  auto out = (*ctx_.run_command)(std::string(command), ctx_.list_dir);
+  if (!out) return Fail(Bad("queue ... from: " + out.error().message()));
+  return ItemLines(*out);
 }
 
 Result<std::vector<std::string>> QueueParser::Glob(const std::vector<std::string>& patterns,
@@ -258,7 +291,7 @@ void QueueParser::Select(const std::vector<std::string>& items) {
 
 Result<QueueSpec> QueueParser::Parse(std::string_view args) {
   Head head = SplitHead(Trim(args));
-  if (auto st = ParseCountAndVars(head); !st) return Fail(st.error());
+  if (auto st = ParseCountAndVars(head, args); !st) return Fail(st.error());
   if (head.source == Source::kNone) return std::move(spec_);
   spec_.foreach = true;
   std::string_view rest = head.rest;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "submit/command.h"
 #include "submit/lines.h"
 
 namespace kite::submit {
@@ -20,16 +21,20 @@ struct QueueSpec {
 };
 
 struct QueueContext {
-  std::string file;      // submit file name, for messages
-  int line = 0;          // the queue statement's line
-  std::string list_dir;  // `from FILE` is read relative to this (the submit file's directory)
-  std::string glob_dir;  // `matching PATTERN` is relative to this (the current directory)
+  const SourceMap* map = nullptr;  // names the lines in messages
+  int line = 0;                    // the queue statement's line
+  std::string list_dir;            // `from FILE` is read, `from CMD |` runs, relative to this (the
+                                   // directory of the file holding the statement)
+  std::string glob_dir;            // `matching PATTERN` is relative to this (the current directory)
+  const CommandRunner* run_command = nullptr;  // nullptr: `from CMD |` is refused
 };
 
-// Parses `args`, the macro-expanded text after the keyword `queue`. A list that opens with '('
-// and does not close on the same line continues until a line starting with ')'; those lines are
-// taken from `lines` starting at `*next`, and `*next` moves past them. Errors carry
-// "file:line: " of the queue statement.
+// Parses `args`, the macro-expanded text after the keyword `queue`: [COUNT] [VARS] [in|from|
+// matching ...], COUNT being an integer or a ClassAd expression that evaluates to one
+// (`queue 15*1000`). A list that opens with '(' and does not close on the same line continues
+// until a line starting with ')'; those lines are taken from `lines` starting at `*next`, and
+// `*next` moves past them. Blank lines and '#' comments of a list, a `from FILE` or a
+// `from CMD |` are not items. Errors carry "file:line: " of the queue statement.
 Result<QueueSpec> ParseQueue(std::string_view args, const QueueContext& ctx,
                              const std::vector<LogicalLine>& lines, size_t* next);
 

@@ -12,26 +12,30 @@ bool IsBlank(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r';
 }
 
-bool NeedsSingleQuotes(std::string_view s) {
-  if (s.empty()) return true;
-  for (char c : s) {
-    if (IsBlank(c) || c == '\'') return true;
-  }
-  return false;
-}
-
+// HTCondor's V2 raw form of one word: blanks and single quotes go inside single quotes (a quote
+// doubled), one quoted section per run of them ("The Quicker, Fox" -> The' 'Quicker,' 'Fox); an
+// empty word is ''.
 void AppendV2Word(std::string& out, std::string_view word) {
   if (!out.empty()) out += ' ';
-  if (!NeedsSingleQuotes(word)) {
-    out += word;
+  if (word.empty()) {
+    out += "''";
     return;
   }
-  out += '\'';
+  size_t word_start = out.size();
   for (char c : word) {
+    if (!IsBlank(c) && c != '\'') {
+      out += c;
+      continue;
+    }
+    if (out.size() > word_start && out.back() == '\'') {
+      out.pop_back();  // extend the quoted section just closed rather than open another
+    } else {
+      out += '\'';
+    }
     if (c == '\'') out += '\'';
     out += c;
+    out += '\'';
   }
-  out += '\'';
 }
 
 // The inside of a new-style `"..."` value with "" turned into ", or nullopt-like error when the
@@ -152,6 +156,25 @@ Result<std::vector<std::string>> SplitArguments(std::string_view value) {
   return SplitArgumentsV2(*inner);
 }
 
+std::string JoinArgumentsV1(const std::vector<std::string>& args) {
+  std::string out;
+  for (const auto& a : args) out += (out.empty() ? "" : " ") + a;
+  return out;
+}
+
+std::vector<std::string> SplitArgumentsV1Raw(std::string_view raw) {
+  std::vector<std::string> out;
+  for (const auto& word : Split(raw, ' ')) {
+    for (const auto& w : Split(word, '\t')) out.push_back(w);
+  }
+  return out;
+}
+
+bool IsV2Quoted(std::string_view value) {
+  value = Trim(value);
+  return !value.empty() && value.front() == '"';
+}
+
 std::string JoinArgumentsV2(const std::vector<std::string>& args) {
   std::string out;
   for (const auto& a : args) AppendV2Word(out, a);
@@ -186,6 +209,12 @@ Result<std::vector<EnvEntry>> SplitEnvironment(std::string_view value) {
     AddEnv(env, std::move(*entry));
   }
   return env;
+}
+
+std::string JoinEnvironmentV1(const std::vector<EnvEntry>& env) {
+  std::string out;
+  for (const auto& [name, value] : env) out += (out.empty() ? "" : ";") + name + "=" + value;
+  return out;
 }
 
 std::string JoinEnvironmentV2(const std::vector<EnvEntry>& env) {

@@ -1,5 +1,6 @@
-// The submit-file parser: statements in order, queue statements building procs, and the split of
-// the cluster's attributes into common ones and per-proc overrides.
+// The submit-file parser: statements in order (including included files and command output),
+// queue statements building procs, and the split of the cluster's attributes into common ones
+// and per-proc overrides.
 //
 // Cheap large clusters: at a queue statement every command handler runs once, for the first
 // proc, and the expander notes whether it read a proc variable ($(Process), $(Item), ...). Only
@@ -7,11 +8,14 @@
 // 10000 ProcId attributes and no more.
 #include "submit/submit_file.h"
 
+#include <pwd.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <climits>
+#include <ctime>
 #include <set>
 #include <unordered_map>
 #include <utility>
@@ -19,6 +23,7 @@
 #include "classad/parser.h"
 #include "common/files.h"
 #include "common/strings.h"
+#include "submit/commands.h"
 #include "submit/job_attrs.h"
 #include "submit/lines.h"
 #include "submit/macros.h"
@@ -26,6 +31,8 @@
 
 namespace kite::submit {
 namespace {
+
+constexpr int kMaxIncludeDepth = 10;
 
 // The procs of one queue statement: attributes shared by all of them, and each proc's own.
 struct StatementProcs {
@@ -45,72 +52,164 @@ std::string CurrentDir() {
   return ::getcwd(buf, sizeof buf) != nullptr ? std::string(buf) : std::string("/");
 }
 
+// Fills in what the options leave to the machine: owner, platform, host name.
+ParseEnv MakeEnv(const SubmitOptions& options) {
+  ParseEnv env;
+  env.options = &options;
+  env.cwd = options.cwd.empty() ? CurrentDir() : AbsolutePath(options.cwd);
+  env.owner = options.owner;
+  if (env.owner.empty()) {
+    const passwd* pw = ::getpwuid(::geteuid());
+    env.owner = pw != nullptr ? pw->pw_name : std::to_string(::geteuid());
+  }
+  utsname u{};
+  bool have_uname = ::uname(&u) == 0;
+  std::string machine = have_uname ? u.machine : "x86_64";
+  env.arch = !options.arch.empty() ? options.arch : machine == "x86_64" ? "X86_64" : machine;
+  std::string sys = have_uname ? u.sysname : "Linux";
+  for (auto& c : sys) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  env.opsys = !options.opsys.empty() ? options.opsys : sys;
+  char host[256] = {};
+  env.fs_domain = !options.filesystem_domain.empty()          ? options.filesystem_domain
+                  : ::gethostname(host, sizeof host - 1) == 0 ? host
+                                                              : "localhost";
+  return env;
+}
+
+BuiltinMacros MakeBuiltins(const SubmitOptions& options, const ParseEnv& env,
+                           const std::string& file) {
+  BuiltinMacros b;
+  b.cluster = std::to_string(options.cluster_id);
+  b.submit_file = file;
+  std::time_t t = options.submit_time != 0 ? options.submit_time : std::time(nullptr);
+  b.submit_time = std::to_string(t);
+  std::tm tm{};
+  ::localtime_r(&t, &tm);
+  char buf[16];
+  std::strftime(buf, sizeof buf, "%Y", &tm), b.year = buf;
+  std::strftime(buf, sizeof buf, "%m", &tm), b.month = buf;
+  std::strftime(buf, sizeof buf, "%d", &tm), b.day = buf;
+  b.arch = env.arch;
+  b.opsys = env.opsys;
+  return b;
+}
+
 class SubmitParser {
  public:
   SubmitParser(std::string file, const SubmitOptions& options)
-      : file_(std::move(file)),
-        options_(options),
-        cwd_(options.cwd.empty() ? CurrentDir() : AbsolutePath(options.cwd)),
-        list_dir_(DirName(JoinPath(cwd_, file_))),
-        expander_(table_, file_, options.cluster_id) {}
+      : options_(options),
+        env_(MakeEnv(options)),
+        map_(file, DirName(JoinPath(env_.cwd, file))),
+        expander_(table_, map_, MakeBuiltins(options, env_, file), options.random) {
+    env_.map = &map_;
+    env_.table = &table_;
+    if (options.allow_commands) {
+      runner_ = options.run_command
+                    ? options.run_command
+                    : CommandRunner([](const std::string& cmd, const std::string& dir) {
+                        return RunShellCommand(cmd, dir);
+                      });
+    }
+  }
 
   Result<ParsedCluster> Run(std::string_view text);
 
  private:
-  Error Bad(int line, std::string_view msg) const { return LineError(file_, line, msg); }
-  Status Line(const std::vector<LogicalLine>& lines, size_t* next);
+  Error Bad(int line, std::string_view msg) const { return LineError(map_, line, msg); }
+  Status Line(size_t* next);
+  Status Include(std::string_view rest, const LogicalLine& at, size_t index);
+  Status Definition(std::string_view key, std::string_view value, int line);
   Status Custom(std::string_view name, std::string_view value, int line);
-  Status Queue(std::string_view args, int line, const std::vector<LogicalLine>& lines,
-               size_t* next);
+  Status Queue(std::string_view args, int line, size_t* next);
+  Status CheckRefused();
   Status RunProcs(const QueueSpec& spec, int line);
   Status RunHandlers(std::vector<Handler>& handlers, JobContext& ctx, StatementProcs& st,
                      std::vector<size_t>* varying, std::vector<Attr>& proc);
+  Status TakeLines(const std::vector<std::string>& lines, std::string_view what);
   void LateWarnings();
   ParsedCluster Merge();
 
-  std::string file_;
   const SubmitOptions& options_;
-  std::string cwd_;
-  std::string list_dir_;
+  ParseEnv env_;
+  SourceMap map_;
   MacroTable table_;
   Expander expander_;
+  CommandRunner runner_;  // empty when commands are not allowed
+  std::vector<LogicalLine> lines_;
   std::vector<CustomAttr> customs_;
   std::vector<StatementProcs> statements_;
   std::vector<std::string> warnings_;
   size_t procs_ = 0;
   int last_queue_line_ = 0;
+  size_t included_bytes_ = 0;
+  std::unordered_map<std::string, int> line_sources_;  // command-line lines: name -> base
 };
 
+// `NAME = value` lines from the command line (before the file, or just before each queue
+// statement), each a source of its own so messages can name it.
+Status SubmitParser::TakeLines(const std::vector<std::string>& lines, std::string_view what) {
+  if (lines.empty()) return {};
+  auto [it, fresh] = line_sources_.try_emplace(std::string(what), 0);
+  if (fresh) {
+    auto base = map_.Add(std::string(what), env_.cwd);
+    if (!base) return Fail(base.error());
+    it->second = *base;
+  }
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string& text = lines[i];
+    int line = it->second + static_cast<int>(i) + 1;
+    std::string_view t = Trim(text);
+    size_t eq = t.find('=');
+    if (eq == std::string_view::npos) {
+      return Fail(Bad(line, "expected 'command = value', got '" + std::string(t) + "'"));
+    }
+    std::string_view key = Trim(t.substr(0, eq)), value = Trim(t.substr(eq + 1));
+    Status st = !key.empty() && key.front() == '+' ? Custom(Trim(key.substr(1)), value, line)
+                : key.size() > 3 && EqualsIgnoreCase(key.substr(0, 3), "my.")
+                    ? Custom(key.substr(3), value, line)
+                    : Definition(key, value, line);
+    if (!st) return st;
+  }
+  return {};
+}
+
 Result<ParsedCluster> SubmitParser::Run(std::string_view text) {
-  auto lines = SplitLines(text, file_);
+  auto lines = SplitLines(text, map_, 0);
   if (!lines) return Fail(lines.error());
+  lines_ = std::move(*lines);
+  if (auto st = TakeLines(options_.before_lines, "command line"); !st) return Fail(st.error());
   size_t next = 0;
-  while (next < lines->size()) {
-    if (auto st = Line(*lines, &next); !st) return Fail(st.error());
+  while (next < lines_.size()) {
+    if (auto st = Line(&next); !st) return Fail(st.error());
   }
   if (last_queue_line_ == 0) {
-    return Fail(Bad(lines->empty() ? 1 : lines->back().line,
+    return Fail(Bad(lines_.empty() ? 1 : lines_.back().line,
                     "no queue statement (add 'queue' after the commands)"));
   }
   LateWarnings();
   return Merge();
 }
 
-// One logical line: blank, comment, queue statement, custom attribute or `key = value`.
-Status SubmitParser::Line(const std::vector<LogicalLine>& lines, size_t* next) {
-  const LogicalLine& l = lines[(*next)++];
+// One logical line: blank, comment, include, queue statement, custom attribute or `key = value`.
+Status SubmitParser::Line(size_t* next) {
+  size_t index = (*next)++;
+  const LogicalLine l = lines_[index];
   std::string_view t = Trim(l.text);
   if (IsBlankOrComment(t)) return {};
   size_t w = 0;
   while (w < t.size() && (std::isalnum(static_cast<unsigned char>(t[w])) || t[w] == '_')) ++w;
-  if (EqualsIgnoreCase(t.substr(0, w), "queue")) {
-    std::string_view rest = Trim(t.substr(w));
+  std::string_view word = t.substr(0, w);
+  std::string_view rest = Trim(t.substr(w));
+  if (EqualsIgnoreCase(word, "queue")) {
     if (!rest.empty() && rest.front() == '=') {
       return Fail(Bad(l.line,
                       "'queue' is a statement (queue [N] [VAR in|from|matching ...]), "
                       "not a command to assign"));
     }
-    if (w == t.size() || t[w] == ' ' || t[w] == '\t') return Queue(rest, l.line, lines, next);
+    if (w == t.size() || t[w] == ' ' || t[w] == '\t') return Queue(rest, l.line, next);
+  }
+  if (EqualsIgnoreCase(word, "include") && (rest.starts_with(':') || rest.starts_with("command"))) {
+    return Include(rest, l, index);
   }
   size_t eq = t.find('=');
   if (eq == std::string_view::npos) {
@@ -125,10 +224,61 @@ Status SubmitParser::Line(const std::vector<LogicalLine>& lines, size_t* next) {
   if (key.size() > 3 && EqualsIgnoreCase(key.substr(0, 3), "my.")) {
     return Custom(key.substr(3), value, l.line);
   }
+  return Definition(key, value, l.line);
+}
+
+Status SubmitParser::Definition(std::string_view key, std::string_view value, int line) {
   if (!IsIdentifier(key, true)) {
-    return Fail(Bad(l.line, "'" + std::string(key) + "' is not a valid command or macro name"));
+    return Fail(Bad(line, "'" + std::string(key) + "' is not a valid command or macro name"));
   }
-  table_.Define(key, value, l.line, IsCommand(ToLower(key)));
+  std::string lower = ToLower(key);
+  table_.Define(lower, key, value, line, IsCommand(lower));
+  return {};
+}
+
+// `include : FILE`, `include : CMD |` and `include command : CMD`: the file's text, or what the
+// command writes on standard output, is read as if it stood here.
+Status SubmitParser::Include(std::string_view rest, const LogicalLine& at, size_t index) {
+  bool command = rest.starts_with("command");
+  if (command) rest = Trim(rest.substr(7));
+  if (!rest.starts_with(':')) {
+    return Fail(Bad(at.line, "expected 'include : FILE' or 'include command : COMMAND'"));
+  }
+  if (at.depth >= kMaxIncludeDepth) {
+    return Fail(
+        Bad(at.line, "includes nested more than " + std::to_string(kMaxIncludeDepth) + " deep"));
+  }
+  expander_.SetProc(nullptr);
+  auto target = expander_.Expand(Trim(rest.substr(1)), at.line);
+  if (!target) return Fail(target.error());
+  std::string what = std::string(Trim(*target));
+  if (!command && !what.empty() && what.back() == '|') {
+    command = true;
+    what = std::string(Trim(std::string_view(what).substr(0, what.size() - 1)));
+  }
+  if (what.empty()) return Fail(Bad(at.line, "include: missing file name or command"));
+  const std::string& dir = map_.DirOf(at.line);
+  Result<std::string> text;
+  std::string name;
+  if (command) {
+    if (!runner_)
+      return Fail(Bad(at.line, "include command: running commands is not allowed here"));
+    text = runner_(what, dir);
+    if (!text) return Fail(Bad(at.line, "include command: " + text.error().message()));
+    name = "output of '" + what + "'";
+  } else {
+    name = JoinPath(dir, what);
+    text = ReadFile(name);
+    if (!text)
+      return Fail(Bad(at.line, "include: cannot read " + name + ": " + text.error().message()));
+  }
+  included_bytes_ += text->size();
+  if (included_bytes_ > (64 << 20)) return Fail(Bad(at.line, "includes add more than 64 MiB"));
+  auto base = map_.Add(name, command ? dir : DirName(name));
+  if (!base) return Fail(Bad(at.line, base.error().message()));
+  auto lines = SplitLines(*text, map_, *base, at.depth + 1);
+  if (!lines) return Fail(lines.error());
+  lines_.insert(lines_.begin() + static_cast<long>(index) + 1, lines->begin(), lines->end());
   return {};
 }
 
@@ -141,8 +291,7 @@ Status SubmitParser::Custom(std::string_view name, std::string_view value, int l
     return Fail(Bad(line, st.error().message()));
   if (IsReservedAttr(name)) {
     return Fail(Bad(line, "attribute " + std::string(name) +
-                              " is set by Kite and cannot be set "
-                              "in a submit file"));
+                              " is set by Kite and cannot be set in a submit file"));
   }
   for (auto& c : customs_) {
     if (EqualsIgnoreCase(c.name, name)) {
@@ -154,14 +303,44 @@ Status SubmitParser::Custom(std::string_view name, std::string_view value, int l
   return {};
 }
 
-Status SubmitParser::Queue(std::string_view args, int line, const std::vector<LogicalLine>& lines,
-                           size_t* next) {
+// A command Kite refuses stops the file at the first queue statement it applies to. A universe
+// Kite does not run is named first: it is the reason its own commands (docker_image, vm_type)
+// are there.
+Status SubmitParser::CheckRefused() {
+  if (const submit::Definition* u = table_.Find("universe")) {
+    expander_.SetProc(nullptr);
+    auto v = expander_.Expand(u->value, u->line);
+    static const char* kRefused[] = {"docker", "container", "vm",       "parallel",
+                                     "java",   "scheduler", "standard", "mpi",
+                                     "pipe",   "linda",     "pvm"};
+    std::string lower = v ? ToLower(Trim(*v)) : "";
+    if (std::find(std::begin(kRefused), std::end(kRefused), lower) != std::end(kRefused)) {
+      return Fail(Bad(u->line, "universe = " + std::string(Trim(*v)) +
+                                   " is not supported by Kite (Kite runs vanilla, local and grid "
+                                   "jobs)"));
+    }
+  }
+  const submit::Definition* first = nullptr;
+  const CommandInfo* info = nullptr;
+  for (const auto& [key, def] : table_.all()) {
+    if (Trim(def.value).empty()) continue;  // an empty value is an unset command
+    const CommandInfo* c = FindCommand(key);
+    if (c == nullptr || c->use != KiteUse::kRefused) continue;
+    if (first == nullptr || def.line < first->line) first = &def, info = c;
+  }
+  if (first == nullptr) return {};
+  return Fail(Bad(first->line, first->name + " is not supported by Kite (" + info->note + ")"));
+}
+
+Status SubmitParser::Queue(std::string_view args, int line, size_t* next) {
   last_queue_line_ = line;
+  if (auto st = TakeLines(options_.append_lines, "-append"); !st) return st;
+  if (auto st = CheckRefused(); !st) return st;
   expander_.SetProc(nullptr);
   auto expanded = expander_.Expand(args, line);
   if (!expanded) return Fail(expanded.error());
-  QueueContext qc{file_, line, list_dir_, cwd_};
-  auto spec = ParseQueue(*expanded, qc, lines, next);
+  QueueContext qc{&map_, line, map_.DirOf(line), env_.cwd, runner_ ? &runner_ : nullptr};
+  auto spec = ParseQueue(*expanded, qc, lines_, next);
   if (!spec) return Fail(spec.error());
   return RunProcs(*spec, line);
 }
@@ -172,7 +351,7 @@ Status SubmitParser::RunHandlers(std::vector<Handler>& handlers, JobContext& ctx
                                  StatementProcs& st, std::vector<size_t>* varying,
                                  std::vector<Attr>& proc) {
   std::vector<Attr> out;
-  ctx.set_output(&out);
+  ctx.set_output(&out, &proc, &st.shared);
   for (size_t i = 0; i < handlers.size(); ++i) {
     out.clear();
     expander_.ResetTouched();
@@ -193,19 +372,18 @@ Status SubmitParser::RunProcs(const QueueSpec& spec, int line) {
                               std::to_string(options_.max_procs) + " jobs"));
   }
   if (rows * count == 0) {
-    warnings_.push_back(file_ + ":" + std::to_string(line) +
-                        ": warning: queue statement queues "
-                        "no jobs");
+    warnings_.push_back(map_.Where(line) + ": warning: queue statement queues no jobs");
     return {};
   }
   std::set<std::string> overridden;
   for (const auto& c : customs_) overridden.insert(ToLower(c.name));
   std::vector<Handler> handlers = MakeHandlers(customs_);
-  JobContext ctx(expander_, options_, file_, cwd_, line, &warnings_);
+  JobContext ctx(expander_, env_, line, &warnings_);
   ctx.set_overridden(&overridden);
   ProcVars vars;
   vars.loop_names = spec.foreach ? &spec.vars : nullptr;
   expander_.SetProc(&vars);
+  expander_.SetFullPathBase(env_.cwd, false);
   StatementProcs st;
   st.varying.reserve(rows * count);
   std::vector<size_t> varying;
@@ -215,10 +393,12 @@ Status SubmitParser::RunProcs(const QueueSpec& spec, int line) {
       vars.step = static_cast<long>(step);
       vars.item_index = spec.foreach ? spec.item_index[r] : 0;
       vars.loop_values = spec.foreach ? &spec.rows[r] : nullptr;
-      std::vector<Attr> proc{Attr{"ProcId", std::to_string(procs_)}};
+      std::vector<Attr> proc;
+      proc.reserve(st.varying.empty() ? 8 : st.varying.front().size());
+      proc.push_back(Attr{"ProcId", std::to_string(procs_)});
       Status s = st.varying.empty() ? RunHandlers(handlers, ctx, st, &varying, proc) : Status{};
       if (s && !st.varying.empty()) {
-        ctx.set_output(&proc);
+        ctx.set_output(&proc, &proc, &st.shared);
         for (size_t i = 0; i < varying.size() && s; ++i) s = handlers[varying[i]](ctx);
       }
       if (!s) {
@@ -239,27 +419,24 @@ Status SubmitParser::RunProcs(const QueueSpec& spec, int line) {
 void SubmitParser::LateWarnings() {
   std::vector<std::pair<int, std::string>> late;
   for (const auto& [key, def] : table_.all()) {
-    if (def.line > last_queue_line_) {
+    if (def.line > last_queue_line_ && def.line < SourceMap::kLinesPerSource) {
       late.emplace_back(def.line, def.name +
-                                      " is set after the last queue statement and has no "
-                                      "effect");
+                                      " is set after the last queue statement and has "
+                                      "no effect");
     } else if (!def.is_command && !def.used) {
-      late.emplace_back(def.line, "macro " + def.name +
-                                      " is defined but never used (a misspelt "
-                                      "command?)");
+      late.emplace_back(def.line,
+                        "macro " + def.name + " is defined but never used (a misspelt command?)");
     }
   }
   for (const auto& c : customs_) {
-    if (c.line > last_queue_line_) {
+    if (c.line > last_queue_line_ && c.line < SourceMap::kLinesPerSource) {
       late.emplace_back(c.line, "+" + c.name +
-                                    " is set after the last queue statement and has no "
-                                    "effect");
+                                    " is set after the last queue statement and has "
+                                    "no effect");
     }
   }
   std::sort(late.begin(), late.end());
-  for (auto& [line, msg] : late) {
-    warnings_.push_back(file_ + ":" + std::to_string(line) + ": warning: " + msg);
-  }
+  for (auto& [line, msg] : late) warnings_.push_back(map_.Where(line) + ": warning: " + msg);
 }
 
 // An attribute is common when every proc has it with the same value; ProcId never is.
@@ -308,14 +485,11 @@ ParsedCluster SubmitParser::Merge() {
       if (!is_common(a)) shared_overrides.push_back(a);
     }
     for (auto& proc : st.varying) {
-      std::vector<Attr> o;
-      o.reserve(proc.size() + shared_overrides.size());
-      o.push_back(std::move(proc[0]));
-      o.insert(o.end(), shared_overrides.begin(), shared_overrides.end());
-      for (size_t i = 1; i < proc.size(); ++i) {
-        if (!is_common(proc[i])) o.push_back(std::move(proc[i]));
-      }
-      out.procs.push_back(std::move(o));
+      // In place: ProcId, then the statement's shared overrides, then the proc's own.
+      auto own = std::remove_if(proc.begin() + 1, proc.end(), is_common);
+      proc.erase(own, proc.end());
+      proc.insert(proc.begin() + 1, shared_overrides.begin(), shared_overrides.end());
+      out.procs.push_back(std::move(proc));
     }
   }
   out.warnings = std::move(warnings_);

@@ -1,4 +1,4 @@
-// `kite submit`, `q`, `history`, `rm`, `hold`, `release`, `wait`, `log`.
+// `kite q`, `history`, `rm`, `hold`, `release`, `wait`, `log` (`kite submit`: cmd_submit.cpp).
 #include <unistd.h>
 
 #include <chrono>
@@ -9,42 +9,11 @@
 #include "agent/cli/commands.h"
 #include "agent/cli/util.h"
 #include "agent/userlog.h"
-#include "submit/submit_file.h"
 
 namespace kite::cli {
 namespace {
 
 namespace json = boost::json;
-
-json::array AttrsJson(const std::vector<submit::Attr>& attrs) {
-  json::array a;
-  a.reserve(attrs.size());
-  for (auto& at : attrs) a.push_back(json::array{json::string(at.name), json::string(at.expr)});
-  return a;
-}
-
-void Submit(const std::string& file) {
-  auto client = ConnectOrDie();
-  auto c = client->PostJson("/v1/cluster", {});
-  if (!c) Die(c.error());
-  int cluster = static_cast<int>(c->at("cluster").as_int64());
-  submit::SubmitOptions so;
-  so.cluster_id = cluster;
-  auto parsed = submit::ParseSubmitFile(file, so);
-  if (!parsed) Die(parsed.error());
-  for (auto& w : parsed->warnings) std::fprintf(stderr, "%s\n", w.c_str());
-  json::object body;
-  body["cluster"] = cluster;
-  body["common"] = AttrsJson(parsed->common);
-  json::array procs;
-  procs.reserve(parsed->procs.size());
-  for (auto& p : parsed->procs) procs.push_back(AttrsJson(p));
-  body["procs"] = std::move(procs);
-  auto r = client->PostJson("/v1/submit", body);
-  if (!r) Die(r.error());
-  std::printf("%lld job(s) submitted to cluster %d.\n",
-              static_cast<long long>(r->at("jobs").as_int64()), cluster);
-}
 
 struct QueryArgs {
   std::vector<std::string> ids;
@@ -159,11 +128,6 @@ void Log(const std::string& id) {
 }  // namespace
 
 void RegisterJobCommands(CLI::App& app) {
-  static std::string submit_file;
-  auto* sub = app.add_subcommand("submit", "queue the jobs a submit description file describes");
-  sub->add_option("file", submit_file, "submit description file")->required();
-  sub->callback([] { Submit(submit_file); });
-
   static QueryArgs q, h;
   auto* qc = app.add_subcommand("q", "show queued jobs (condor_q)");
   qc->add_option("ids", q.ids, "clusters C or jobs C.P");

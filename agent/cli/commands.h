@@ -9,7 +9,8 @@
 namespace kite::cli {
 
 void RegisterAgentCommands(CLI::App& app);     // agent start|stop|status
-void RegisterJobCommands(CLI::App& app);       // submit, q, history, rm, hold, release, wait, log
+void RegisterSubmitCommand(CLI::App& app);     // submit
+void RegisterJobCommands(CLI::App& app);       // q, history, rm, hold, release, wait, log
 void RegisterCaCommands(CLI::App& app);        // ca init|issue-host|issue-user
 void RegisterProxyCommands(CLI::App& app);     // proxy init|info|destroy
 void RegisterMyproxyCommands(CLI::App& app);   // myproxy get|store

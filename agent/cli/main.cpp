@@ -1,8 +1,9 @@
 // kite: the command line. Talks only to the user's kite-agent (and, for credentials, files).
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <cstring>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -10,21 +11,31 @@
 
 namespace {
 
-// HTCondor users type long options with one dash (condor_q -json -constraint ...). CLI11 wants
-// two; rewrite the ones Kite knows. Short options (-h) are left alone.
+// True for a word shaped like a single-dash long option: "-name" or "-name=value", name being a
+// letter and then letters, digits, '-' or '_' (so "-5", "-1 < x" and "-" are not).
+bool LooksLikeLongOption(const std::string& a) {
+  if (a.size() < 3 || a[0] != '-' || !std::isalpha(static_cast<unsigned char>(a[1]))) return false;
+  size_t end = std::min(a.find('='), a.size());
+  for (size_t i = 2; i < end; ++i) {
+    unsigned char c = static_cast<unsigned char>(a[i]);
+    if (!std::isalnum(c) && c != '-' && c != '_') return false;
+  }
+  return end > 2;
+}
+
+// HTCondor users type long options with one dash (condor_q -json, condor_submit -dry-run). CLI11
+// wants two and would read "-dry-run" as the short flags -d -r -y ..., or "-terse" as -t with
+// the value "erse". So every single-dash word shaped like a long option ("-name",
+// "-name=value") becomes a double-dash one before CLI11 sees it: a long option Kite knows is
+// taken, any other is refused as unknown by name. Short options stand alone (-h, -a VALUE);
+// anything after "--" is left as it is.
 std::vector<std::string> HtcondorStyleArgs(int argc, char** argv) {
-  static const std::set<std::string> kLong = {
-      "json", "constraint", "reason", "nobatch", "batch",      "grid",         "limit", "timeout",
-      "help", "server",     "user",   "valid",   "cert",       "key",          "out",   "limited",
-      "bits", "ec",         "exists", "pwstdin", "foreground", "batch-system", "rest"};
   std::vector<std::string> out;
+  bool rest = false;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
-    if (i > 0 && a.size() > 2 && a[0] == '-' && a[1] != '-') {
-      auto eq = a.find('=');
-      std::string name = a.substr(1, eq == std::string::npos ? std::string::npos : eq - 1);
-      if (kLong.count(name)) a = "-" + a;
-    }
+    rest = rest || a == "--";
+    if (!rest && i > 0 && LooksLikeLongOption(a)) a = "-" + a;
     out.push_back(a);
   }
   return out;
@@ -37,6 +48,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "kite 0.1.0");
   kite::cli::RegisterAgentCommands(app);
+  kite::cli::RegisterSubmitCommand(app);
   kite::cli::RegisterJobCommands(app);
   kite::cli::RegisterCaCommands(app);
   kite::cli::RegisterProxyCommands(app);

@@ -1,4 +1,5 @@
-// Parsing large clusters: `queue 10000` with everything common, and with per-proc values.
+// Parsing large clusters: `queue 10000` with everything common, with per-proc values, with
+// queue items, and with macro functions in per-proc values.
 #include <benchmark/benchmark.h>
 #include <sys/stat.h>
 
@@ -65,6 +66,15 @@ void BM_Queue10000Items(benchmark::State& state) {
   Run(state, std::string(kHeader) + "arguments = $(X)\nqueue X in (\n" + items + ")\n");
 }
 BENCHMARK(BM_Queue10000Items)->Unit(benchmark::kMillisecond);
+
+// Macro functions in per-proc values ($F family, $INT of an expression of $(Process)).
+void BM_Queue10000MacroFunctions(benchmark::State& state) {
+  Run(state, std::string(kHeader) +
+                 "input_file = /data/run/input.tar.gz\n"
+                 "arguments = $Fn(input_file) $INT($(Process) * 2,%05d)\n"
+                 "output = $Fnx(input_file).$(Process)\nqueue 10000\n");
+}
+BENCHMARK(BM_Queue10000MacroFunctions)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

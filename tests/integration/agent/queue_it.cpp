@@ -80,7 +80,7 @@ TEST_F(Queue, QueryByIdConstraintAndJson) {
   ASSERT_EQ(a.size(), 1u) << r.out;
   EXPECT_EQ(a[0].as_object().at("ProcId").as_int64(), 1);
   EXPECT_EQ(a[0].as_object().at("ClusterId").as_int64(), c);
-  EXPECT_EQ(a[0].as_object().at("Arguments").as_string(), "green");
+  EXPECT_EQ(a[0].as_object().at("Args").as_string(), "green");
   EXPECT_EQ(a[0].as_object().at("JobStatus").as_int64(), 5);
   r = env_->Kite({"q", cs + ".2", "-json"});
   auto one = boost::json::parse(r.out);

@@ -78,6 +78,20 @@ TEST(PlanGridJob, StagesExecutableInputAndOutputs) {
   EXPECT_EQ(plan->resource.batch, "fork");
 }
 
+// The names and forms kite submit writes (condor_submit's): old-syntax arguments in Args, the
+// input list in TransferInput.
+TEST(PlanGridJob, ReadsCondorSubmitsArgsAndTransferInput) {
+  auto plan = PlanGridJob(Ad(std::string(kBase) + "Cmd = \"p\"\nArgs = \"-n 5 \\\"x\\\" y\"\n"
+                                                  "TransferInput = \"data/x.dat,params.txt\"\n"));
+  ASSERT_TRUE(plan) << plan.error().ToString();
+  EXPECT_EQ(plan->desc.arguments, (std::vector<std::string>{"-n", "5", "\"x\"", "y"}));
+  ASSERT_EQ(plan->desc.stage_in.size(), 2u);
+  EXPECT_EQ(plan->desc.stage_in[1].as, "params.txt");
+  auto clash = PlanGridJob(Ad(std::string(kBase) + "Cmd = \"p\"\nTransferInput = \"a/x, b/x\"\n"));
+  ASSERT_FALSE(clash);
+  EXPECT_NE(clash.error().message().find("TransferInput"), std::string::npos);
+}
+
 TEST(PlanGridJob, SiteExecutableAndNoFiles) {
   auto plan =
       PlanGridJob(Ad(std::string(kBase) + "Cmd = \"/bin/true\"\nTransferExecutable = false\n"

@@ -15,6 +15,7 @@ namespace {
 
 using CommandsTest = SubmitTest;
 
+// A vanilla job with nothing but an executable gets what condor_submit writes for it.
 TEST_F(CommandsTest, MinimalFileGetsHTCondorDefaults) {
   auto c = MustParse("executable = prog\nqueue\n");
   ASSERT_EQ(c.procs.size(), 1u);
@@ -30,25 +31,42 @@ TEST_F(CommandsTest, MinimalFileGetsHTCondorDefaults) {
       {"Arguments", "\"\""},
       {"Environment", "\"\""},
       {"Iwd", D("\"{dir}\"")},
+      {"JobSubmitFile", "\"job.sub\""},
       {"In", "\"/dev/null\""},
       {"Out", "\"/dev/null\""},
       {"Err", "\"/dev/null\""},
+      {"TransferIn", "false"},
+      {"TransferOut", "false"},
+      {"TransferErr", "false"},
       {"JobStatus", "1"},
       {"JobNotification", "0"},
-      {"Requirements", "true"},
       {"Rank", "0.0"},
-      {"PeriodicHold", "false"},
-      {"PeriodicRelease", "false"},
-      {"PeriodicRemove", "false"},
-      {"OnExitRemove", "true"},
-      {"OnExitHold", "false"},
-      {"StreamOut", "false"},
-      {"StreamErr", "false"},
+      {"LeaveJobInQueue", "false"},
       {"RequestCpus", "1"},
+      {"RequestDisk", "DiskUsage"},
+      {"RequestMemory",
+       "ifthenelse(MemoryUsage =!= undefined, MemoryUsage, (ImageSize + 1023) / 1024)"},
+      {"ShouldTransferFiles", "\"IF_NEEDED\""},
+      {"WhenToTransferOutput", "\"ON_EXIT\""},
+      {"FileSystemDomain", "\"submit.example.org\""},
+      {"ExecutableSize", "1"},
+      {"ImageSize", "1"},
+      {"DiskUsage", "1"},
+      {"TransferInputSizeMB", "0"},
+      {"MinHosts", "1"},
+      {"MaxHosts", "1"},
+      {"CurrentHosts", "0"},
+      {"JobPrio", "0"},
+      {"Requirements",
+       "(TARGET.Arch == \"X86_64\") && (TARGET.OpSys == \"LINUX\") && (TARGET.Disk >= "
+       "RequestDisk) && (TARGET.Memory >= RequestMemory) && ((TARGET.FileSystemDomain == "
+       "MY.FileSystemDomain) || (TARGET.HasFileTransfer))"},
   };
   for (const auto& w : want) EXPECT_EQ(Get(c, w.attr), w.expr) << w.attr;
+  // condor_submit sets no policy of its own, and Args only for old-syntax arguments.
   for (const char* absent : {"UserLog", "GridResource", "x509userproxy", "HoldReason", "NotifyUser",
-                             "RequestMemory", "RawArguments"}) {
+                             "Args", "OnExitRemove", "OnExitHold", "PeriodicHold", "PeriodicRemove",
+                             "PeriodicRelease", "StreamOut", "KillSig"}) {
     EXPECT_EQ(Get(c, absent), "<unset>") << absent;
   }
   EXPECT_TRUE(c.warnings.empty());
@@ -62,20 +80,33 @@ struct CommandCase {
 
 const CommandCase kCommandCases[] = {
     {"universe = local", "JobUniverse", "12"},
+    {"universe = local", "KillSig", "\"SIGTERM\""},
     {"Universe = VANILLA", "JobUniverse", "5"},
     {"universe = grid\ngrid_resource = kite gk.example.org:9618/slurm", "JobUniverse", "9"},
     {"universe = grid\ngrid_resource = kite gk.example.org:9618/slurm", "GridResource",
      "\"kite gk.example.org:9618/slurm\""},
+    {"universe = grid\ngrid_resource = kite gk.example.org:9618/slurm", "Requirements", "true"},
+    {"universe = grid\ngrid_resource = kite gk:1\nrequirements = Memory > 1", "Requirements",
+     "(Memory > 1)"},
     {"universe = grid\ngrid_resource = kite [::1]:9618", "GridResource", "\"kite [::1]:9618\""},
-    {"arguments = \"one 'two with spaces' 3\"", "Arguments", "\"one 'two with spaces' 3\""},
-    {"arguments = \"one 'two with spaces' 3\"", "RawArguments",
-     "\"\\\"one 'two with spaces' 3\\\"\""},
-    {"arguments = -n 5 \\\"x\\\"", "Arguments", "\"-n 5 \\\"x\\\"\""},
-    {"ARGUMENTS = a   b", "Arguments", "\"a b\""},
-    {"environment = \"A=1 B='x y'\"", "Environment", "\"A=1 'B=x y'\""},
+    // New syntax -> Arguments; old syntax -> Args (condor_submit's V1 raw form).
+    {"arguments = \"one 'two with spaces' 3\"", "Arguments", "\"one two' 'with' 'spaces 3\""},
+    {"arguments = -n 5 \\\"x\\\"", "Args", "\"-n 5 \\\"x\\\"\""},
+    {"ARGUMENTS = a   b", "Args", "\"a b\""},
+    {"args = a b", "Args", "\"a b\""},
+    {"args = \"a 'b c'\"", "Arguments", "\"a b' 'c\""},
+    {"arguments = old\narguments2 = \"new one\"\nallow_arguments_v1 = true", "Arguments",
+     "\"new one\""},
+    {"environment = \"A=1 B='x y'\"", "Environment", "\"A=1 B=x' 'y\""},
     {"environment = A=1;B=2", "Environment", "\"A=1 B=2\""},
+    {"env = A=1;B=2", "Env", "\"A=1;B=2\""},
+    {"env = A=1;B=2", "EnvDelim", "\";\""},
+    {"env = \"A=1 B=2\"", "Environment", "\"A=1 B=2\""},
     {"input = data.txt", "In", "\"data.txt\""},
+    {"input = data.txt", "StreamIn", "false"},
     {"output = out.txt", "Out", "\"out.txt\""},
+    {"output = out.txt", "StreamOut", "false"},
+    {"output = out.txt\ntransfer_output = false", "TransferOut", "false"},
     {"error = subdir/err.txt", "Err", "\"subdir/err.txt\""},
     {"log = job.log", "UserLog", "\"{dir}/job.log\""},
     {"log = /tmp/abs.log", "UserLog", "\"/tmp/abs.log\""},
@@ -83,15 +114,18 @@ const CommandCase kCommandCases[] = {
     {"initialdir = subdir\nlog = x.log", "UserLog", "\"{dir}/subdir/x.log\""},
     {"initial_dir = subdir/", "Iwd", "\"{dir}/subdir\""},
     {"requirements = Memory > 1024 && OpSys == \"LINUX\"", "Requirements",
-     "Memory > 1024 && OpSys == \"LINUX\""},
+     "(Memory > 1024 && OpSys == \"LINUX\") && (TARGET.Arch == \"X86_64\") && (TARGET.Disk >= "
+     "RequestDisk) && (TARGET.Memory >= RequestMemory) && ((TARGET.FileSystemDomain == "
+     "MY.FileSystemDomain) || (TARGET.HasFileTransfer))"},
     {"rank = Memory", "Rank", "Memory"},
     {"periodic_hold = NumJobStarts > 3", "PeriodicHold", "NumJobStarts > 3"},
     {"periodic_release = HoldReasonCode == 6", "PeriodicRelease", "HoldReasonCode == 6"},
     {"periodic_remove = (time() - QDate) > 86400", "PeriodicRemove", "(time() - QDate) > 86400"},
     {"on_exit_remove = ExitCode == 0", "OnExitRemove", "ExitCode == 0"},
+    {"OnExitRemove = false", "OnExitRemove", "false"},
     {"on_exit_hold = ExitCode != 0", "OnExitHold", "ExitCode != 0"},
     {"hold = true", "JobStatus", "5"},
-    {"hold = True", "HoldReason", "\"submitted on hold\""},
+    {"hold = True", "HoldReason", "\"submitted on hold at user's request\""},
     {"hold = yes", "HoldReasonCode", "15"},
     {"hold = false", "JobStatus", "1"},
     {"notify_user = me@example.org\nnotification = Complete", "NotifyUser", "\"me@example.org\""},
@@ -99,12 +133,11 @@ const CommandCase kCommandCases[] = {
     {"notification = error", "JobNotification", "3"},
     {"notification = ALWAYS", "JobNotification", "1"},
     {"notification = never", "JobNotification", "0"},
-    {"transfer_input_files = data.txt , subdir", "TransferInputFiles", "\"data.txt,subdir\""},
-    {"transfer_input_files = http://example.org/x", "TransferInputFiles",
-     "\"http://example.org/x\""},
-    {"transfer_output_files = a,b , c", "TransferOutputFiles", "\"a,b,c\""},
-    {"stream_output = true", "StreamOut", "true"},
-    {"stream_error = TRUE", "StreamErr", "true"},
+    {"transfer_input_files = data.txt , subdir", "TransferInput", "\"data.txt,subdir\""},
+    {"transfer_input_files = http://example.org/x", "TransferInput", "\"http://example.org/x\""},
+    {"transfer_output_files = a,b , c", "TransferOutput", "\"a,b,c\""},
+    {"output = o\nstream_output = true", "StreamOut", "true"},
+    {"error = e\nstream_error = TRUE", "StreamErr", "true"},
     {"x509userproxy = proxy.pem", "x509userproxy", "\"{dir}/proxy.pem\""},
     {"request_cpus = 4", "RequestCpus", "4"},
     {"request_memory = 2GB", "RequestMemory", "2048"},
@@ -122,15 +155,22 @@ const CommandCase kCommandCases[] = {
     {"request_cpus = ifThenElse(Arch == \"X86_64\", 4, 2)", "RequestCpus",
      "ifThenElse(Arch == \"X86_64\", 4, 2)"},
     {"+MaxWallTime = 3600", "MaxWallTime", "3600"},
-    {"max_retries = 3", "MaxRetries", "3"},
+    {"max_retries = 3", "JobMaxRetries", "3"},
     {"globus_resubmit = NumGlobusSubmits < 3", "GlobusResubmit", "NumGlobusSubmits < 3"},
     {"credential_alarm = 1h", "CredentialAlarm", "3600"},
     {"credential_alarm = 600", "CredentialAlarm", "600"},
     {"credential_alarm = 2h, 30m", "CredentialAlarm", "{7200, 1800}"},
     {"priority = -5", "JobPrio", "-5"},
+    {"prio = 7", "JobPrio", "7"},
     {"should_transfer_files = if_needed", "ShouldTransferFiles", "\"IF_NEEDED\""},
+    {"should_transfer_files = NO", "Requirements",
+     "(TARGET.Arch == \"X86_64\") && (TARGET.OpSys == \"LINUX\") && (TARGET.Disk >= "
+     "RequestDisk) && (TARGET.Memory >= RequestMemory) && (TARGET.FileSystemDomain == "
+     "MY.FileSystemDomain)"},
     {"when_to_transfer_output = ON_EXIT", "WhenToTransferOutput", "\"ON_EXIT\""},
+    {"when_to_transfer_output = ON_EXIT_OR_EVICT", "ShouldTransferFiles", "\"YES\""},
     {"batch_name = nightly", "JobBatchName", "\"nightly\""},
+    {"batch_name = \"quoted name\"", "JobBatchName", "\"quoted name\""},
     {"+Department = \"physics\"", "Department", "\"physics\""},
     {"MY.Answer = 6 * 7", "Answer", "6 * 7"},
     {"+Requirements = false", "Requirements", "false"},
@@ -173,7 +213,7 @@ TEST_F(CommandsTest, GetenvCopiesTheSubmitEnvironmentAndEnvironmentWins) {
   ::unsetenv("KITE_SUBMIT_T1");
   ::unsetenv("KITE_SUBMIT_T2");
   std::string env = Get(c, "Environment");
-  EXPECT_NE(env.find("'KITE_SUBMIT_T1=from env'"), std::string::npos) << env;
+  EXPECT_NE(env.find("KITE_SUBMIT_T1=from' 'env"), std::string::npos) << env;
   EXPECT_NE(env.find("KITE_SUBMIT_T2=wins"), std::string::npos) << env;
   EXPECT_EQ(env.find("loses"), std::string::npos) << env;
 }
@@ -207,13 +247,13 @@ TEST_F(CommandsTest, CommentsContinuationsAndBlankLines) {
       "# commented out \\\n"
       "output = out.txt\n"
       "queue\n");
-  EXPECT_EQ(Get(c, "Arguments"), "\"one two three\"");
+  EXPECT_EQ(JobArgs(c), (std::vector<std::string>{"one", "two", "three"}));
   EXPECT_EQ(Get(c, "Out"), "\"out.txt\"");  // the comment's '\' did not swallow this line
 }
 
 TEST_F(CommandsTest, HashInsideAValueIsNotAComment) {
   auto c = MustParse("executable = prog\narguments = a#b\nqueue\n");
-  EXPECT_EQ(Get(c, "Arguments"), "\"a#b\"");
+  EXPECT_EQ(JobArgs(c), std::vector<std::string>{"a#b"});
 }
 
 TEST_F(CommandsTest, LaterAssignmentWins) {
@@ -228,7 +268,7 @@ TEST_F(CommandsTest, ParseSubmitFileReadsFromDisk) {
   auto c = ParseSubmitFile(dir_ + "/jobs/job.sub", options_);
   ASSERT_TRUE(c) << c.error().message();
   ASSERT_EQ(c->procs.size(), 2u);
-  EXPECT_EQ(Get(*c, "Arguments", 1), "\"x2\"");
+  EXPECT_EQ(JobArgs(*c, 1), std::vector<std::string>{"x2"});
 
   auto missing = ParseSubmitFile(dir_ + "/nope.sub", options_);
   ASSERT_FALSE(missing);

@@ -25,7 +25,10 @@ const ErrorCase kErrorCases[] = {
     {"executable = prog\nqueue = 3\n", 2, "'queue' is a statement"},
     {"executable = prog\n+ProcId = 3\nqueue\n", 2, "ProcId is set by Kite"},
     // Invalid values.
-    {"universe = standard\nexecutable = prog\nqueue\n", 1, "unknown universe 'standard'"},
+    {"universe = standard\nexecutable = prog\nqueue\n", 1,
+     "universe = standard is not supported by Kite"},
+    {"universe = sideways\nexecutable = prog\nqueue\n", 1,
+     "universe = sideways is not a universe HTCondor knows"},
     {"executable = prog\nhold = maybe\nqueue\n", 2, "hold must be true or false, not 'maybe'"},
     {"executable = prog\nstream_output = 2\nqueue\n", 2, "stream_output must be true or false"},
     {"executable = prog\nnotification = sometimes\nqueue\n", 2, "notification must be Never"},
@@ -59,6 +62,8 @@ const ErrorCase kErrorCases[] = {
     {"universe = grid\nexecutable = prog\nqueue\n", 1, "universe = grid needs grid_resource"},
     {"universe = grid\ngrid_resource = gt2 host\nexecutable = prog\nqueue\n", 2,
      "unsupported grid type 'gt2'"},
+    {"universe = grid\ngrid_resource = ec2\nexecutable = prog\nqueue\n", 2,
+     "EC2 grid jobs need a service URL"},
     {"universe = grid\ngrid_resource = kite host\nexecutable = prog\nqueue\n", 2,
      "needs HOST:PORT[/BATCH]"},
     {"universe = grid\ngrid_resource = kite host:99999\nexecutable = prog\nqueue\n", 2,
@@ -75,6 +80,7 @@ const ErrorCase kErrorCases[] = {
     {"output = x\nqueue\n", 2, "no executable given"},
     {"executable = missing\nqueue\n", 1, "/missing does not exist"},
     {"executable = data.txt\nqueue\n", 1, "/data.txt is not executable"},
+    {"executable = empty.sh\nqueue\n", 1, "/empty.sh is empty"},
     {"executable = subdir\nqueue\n", 1, "/subdir is a directory"},
     {"universe = local\n\nexecutable = missing\nqueue\n", 3, "does not exist"},
     // Files the job reads and writes.
@@ -92,13 +98,15 @@ const ErrorCase kErrorCases[] = {
     // Queue statements.
     {"executable = prog\nqueue -1\n", 2, "queue count must be a non-negative integer, not '-1'"},
     {"executable = prog\nqueue many\n", 2, "expected a count, or 'in'"},
-    {"executable = prog\nqueue 2 3\n", 2, "unexpected '3' after the count"},
+    {"executable = prog\nqueue 2 3\n", 2, "queue count must be a non-negative integer, not '2 3'"},
+    {"executable = prog\nqueue 2.5\n", 2, "queue count must be a non-negative integer, not '2.5'"},
     {"executable = prog\nqueue X in (a, b\n", 2, "never closed"},
     {"executable = prog\nqueue X in (a, b) c\n", 2, "unexpected text after ')'"},
     {"executable = prog\nqueue X in (\n a\n) junk\n", 4, "unexpected text after ')'"},
     {"executable = prog\nqueue X from missing.txt\n", 2, "cannot read item file {dir}/missing"},
     {"executable = prog\nqueue X from\n", 2, "missing file name"},
-    {"executable = prog\nqueue X from make_list.sh |\n", 2, "is not supported"},
+    {"executable = prog\nqueue X from ./no_such_list.sh |\n", 2,
+     "queue ... from: command './no_such_list.sh' exited with status 127"},
     {"executable = prog\nqueue X, X in (a)\n", 2, "appears twice"},
     {"executable = prog\nqueue 1x in (a)\n", 2, "non-negative integer, not '1x'"},
     {"executable = prog\nqueue X in [1:2:0] (a)\n", 2, "slice step must be positive"},
@@ -114,9 +122,9 @@ const ErrorCase kErrorCases[] = {
     {"A = $(A)\nexecutable = prog\narguments = $(A)\nqueue\n", 1, "defined in terms of itself"},
     {"executable = prog\narguments = $(foo\nqueue\n", 2, "missing ')' after $("},
     {"executable = prog\narguments = $(a b)\nqueue\n", 2, "bad macro reference $(a b)"},
-    {"executable = prog\narguments = $INT(3)\nqueue\n", 2, "unsupported macro function $INT()"},
-    {"executable = prog\nlog = $ENV(KITE_SURELY_UNSET_VAR)/x\nqueue\n", 2,
-     "environment variable KITE_SURELY_UNSET_VAR is not set"},
+    {"executable = prog\narguments = $NOPE(3)\nqueue\n", 2, "unknown macro function $NOPE()"},
+    {"executable = prog\narguments = $INT(abc)\nqueue\n", 2,
+     "$INT(): 'abc' does not evaluate to an integer"},
     // No queue statement at all.
     {"executable = prog\n", 1, "no queue statement"},
     {"executable = prog\n# queue\n\n", 3, "no queue statement"},
@@ -126,6 +134,7 @@ const ErrorCase kErrorCases[] = {
 TEST_F(ErrorsTest, EveryErrorNamesFileAndLine) {
   Write("in.0", "");
   Write("in.1", "");
+  Write("empty.sh", "", 0755);
   for (const auto& tc : kErrorCases) {
     SCOPED_TRACE(tc.text);
     std::string msg = ErrorOf(tc.text);

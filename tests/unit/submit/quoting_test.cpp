@@ -16,23 +16,29 @@ using Args = std::vector<std::string>;
 struct ArgsCase {
   const char* value;  // as written after `arguments =`
   Args argv;
-  const char* v2;  // canonical V2 raw form stored in Arguments
+  const char* v2;  // condor_submit's V2 raw form (what it stores in Arguments)
 };
 
-// The first four come from condor_submit's manual.
+// The first four come from condor_submit's manual; the V2 forms are what condor_submit writes
+// (blanks and quotes in their own quoted sections, as its -dry-run shows).
 const ArgsCase kArgsCases[] = {
     {R"("3 simple arguments")", {"3", "simple", "arguments"}, "3 simple arguments"},
-    {R"("one 'two with spaces' 3")", {"one", "two with spaces", "3"}, "one 'two with spaces' 3"},
+    {R"("one 'two with spaces' 3")", {"one", "two with spaces", "3"}, "one two' 'with' 'spaces 3"},
     {R"("one ""two"" 'spacey ''quoted'' argument'")",
      {"one", "\"two\"", "spacey 'quoted' argument"},
-     "one \"two\" 'spacey ''quoted'' argument'"},
-    {R"(one \"two\" 'three')", {"one", "\"two\"", "'three'"}, "one \"two\" '''three'''"},
+     R"(one "two" spacey' '''quoted''' 'argument)"},
+    {R"(one \"two\" 'three')", {"one", "\"two\"", "'three'"}, R"(one "two" ''''three'''')"},
     {"plain old  style", {"plain", "old", "style"}, "plain old style"},
     {R"("")", {}, ""},
     {R"("a '' b")", {"a", "", "b"}, "a '' b"},
-    {R"("x'y z'w")", {"xy zw"}, "'xy zw'"},
+    {R"("x'y z'w")", {"xy zw"}, "xy' 'zw"},
     {"\"\ttabbed\targs \"", {"tabbed", "args"}, "tabbed args"},
     {R"("C:\path\to ''")", {"C:\\path\\to", ""}, "C:\\path\\to ''"},
+    // HTCondor's regression test args_spaces.sub.
+    {R"("-one 'The Quicker, Redder Fox' '-two other stuff'")",
+     {"-one", "The Quicker, Redder Fox", "-two other stuff"},
+     "-one The' 'Quicker,' 'Redder' 'Fox -two' 'other' 'stuff"},
+    {R"("'two  blanks'")", {"two  blanks"}, "two'  'blanks"},
 };
 
 TEST(Quoting, ArgumentsTable) {
@@ -46,6 +52,18 @@ TEST(Quoting, ArgumentsTable) {
     ASSERT_TRUE(back);
     EXPECT_EQ(*back, c.argv);
   }
+}
+
+// Old syntax goes to Args as condor_submit's V1 raw form: one blank between arguments, nothing
+// escaped; reading it back splits at blanks only.
+TEST(Quoting, OldSyntaxArgsAttribute) {
+  auto got = SplitArguments(R"(-n 5 \"x\"  y)");
+  ASSERT_TRUE(got);
+  EXPECT_EQ(JoinArgumentsV1(*got), R"(-n 5 "x" y)");
+  EXPECT_EQ(SplitArgumentsV1Raw(R"(-n 5 "x" y)"), (Args{"-n", "5", "\"x\"", "y"}));
+  EXPECT_EQ(SplitArgumentsV1Raw(" a\tb  "), (Args{"a", "b"}));
+  EXPECT_TRUE(IsV2Quoted(R"( "x")"));
+  EXPECT_FALSE(IsV2Quoted(R"(x "y")"));
 }
 
 TEST(Quoting, ArgumentErrors) {
@@ -66,7 +84,8 @@ TEST(Quoting, ArgumentErrors) {
 }
 
 TEST(Quoting, JoinRoundTripsAwkwardArguments) {
-  Args nasty = {"", "'", "''", " ", "a b", "tab\there", "\"", "back\\slash", "x'y", "$(x)"};
+  Args nasty = {"",   "'",           "''",  " ",    "a b", "tab\there",
+                "\"", "back\\slash", "x'y", "$(x)", "' '", "a  'b' c"};
   auto back = SplitArgumentsV2(JoinArgumentsV2(nasty));
   ASSERT_TRUE(back);
   EXPECT_EQ(*back, nasty);
@@ -82,11 +101,11 @@ const EnvCase kEnvCases[] = {
     // The manual's new-syntax example.
     {R"("one=1 two=""2"" three='spacey ''quoted'' value'")",
      {{"one", "1"}, {"two", "\"2\""}, {"three", "spacey 'quoted' value"}},
-     "one=1 two=\"2\" 'three=spacey ''quoted'' value'"},
+     R"(one=1 two="2" three=spacey' '''quoted''' 'value)"},
     // The manual's old-syntax example: quotes have no meaning, ';' separates.
     {R"(one=1;two=2;three="quotes have no 'special' meaning")",
      {{"one", "1"}, {"two", "2"}, {"three", "\"quotes have no 'special' meaning\""}},
-     "one=1 two=2 'three=\"quotes have no ''special'' meaning\"'"},
+     R"(one=1 two=2 three="quotes' 'have' 'no' '''special''' 'meaning")"},
     {"A=1;;B=", {{"A", "1"}, {"B", ""}}, "A=1 B="},
     {R"("A=1 A=2 B=x=y")", {{"A", "2"}, {"B", "x=y"}}, "A=2 B=x=y"},
     {R"("")", {}, ""},
@@ -103,6 +122,7 @@ TEST(Quoting, EnvironmentTable) {
     ASSERT_TRUE(back);
     EXPECT_EQ(*back, c.env);
   }
+  EXPECT_EQ(JoinEnvironmentV1({{"A", "1"}, {"B", "x y"}}), "A=1;B=x y");
 }
 
 TEST(Quoting, EnvironmentErrors) {

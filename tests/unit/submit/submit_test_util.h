@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "common/files.h"
+#include "submit/expr_util.h"
+#include "submit/quoting.h"
 #include "submit/submit_file.h"
 
 namespace kite::submit {
@@ -24,6 +26,18 @@ class SubmitTest : public ::testing::Test {
     return v != nullptr ? *v : "<unset>";
   }
 
+  // What the job gets as argv[1..]: Args (old syntax) or Arguments (new), as the agent reads them.
+  static std::vector<std::string> JobArgs(const ParsedCluster& c, size_t proc = 0) {
+    auto attrs = ProcAttrs(c, proc);
+    if (const std::string* v1 = FindAttr(attrs, "Args")) {
+      return SplitArgumentsV1Raw(StringLiteral(*v1).value_or("<not a string>"));
+    }
+    const std::string* v2 = FindAttr(attrs, "Arguments");
+    if (v2 == nullptr) return {"<unset>"};
+    auto args = SplitArgumentsV2(StringLiteral(*v2).value_or("'"));
+    return args ? *args : std::vector<std::string>{"<bad V2>"};
+  }
+
  protected:
   void SetUp() override {
     char tmpl[] = "/tmp/kite-submit-XXXXXX";
@@ -34,6 +48,10 @@ class SubmitTest : public ::testing::Test {
     options_.cluster_id = 42;
     options_.owner = "alice";
     options_.cwd = dir_;
+    options_.arch = "X86_64";
+    options_.opsys = "LINUX";
+    options_.filesystem_domain = "submit.example.org";
+    options_.submit_time = 1767225600;  // 2026-01-01 00:00:00 UTC
   }
   void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
 

@@ -1,0 +1,108 @@
+// Starting, reaping and restarting the gridmanagers.
+#include "agent/gridmanager_supervisor.h"
+
+#include <spdlog/spdlog.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <chrono>
+
+#include "common/clock.h"
+#include "common/paths.h"
+#include "common/spawn.h"
+
+namespace kite::agent {
+namespace {
+
+std::vector<std::string> GridManagerArgs(const AgentOptions& o, const std::string& proxy) {
+  return {ProgramPath("kite-gridmanager"),
+          "--home",
+          o.home,
+          "--proxy",
+          proxy,
+          "--log",
+          o.home + "/gridmanager.log",
+          "--log-level",
+          o.log_level,
+          "--probe-interval",
+          std::to_string(o.grid_probe_interval),
+          "--max-resubmits",
+          std::to_string(o.grid_max_resubmits),
+          "--max-jobs-per-resource",
+          std::to_string(o.grid_max_jobs_per_resource),
+          "--max-requests-per-resource",
+          std::to_string(o.grid_max_requests_per_resource),
+          "--listen-host",
+          o.grid_listen_host};
+}
+
+}  // namespace
+
+GridManagerSupervisor::GridManagerSupervisor(boost::asio::io_context& io,
+                                             const AgentOptions& options,
+                                             std::function<std::set<std::string>()> needed)
+    : io_(io), options_(options), needed_(std::move(needed)), timer_(io) {}
+
+void GridManagerSupervisor::Ensure() {
+  if (!options_.start_gridmanagers) return;
+  double now = SteadyNow();
+  double wake = 0;
+  for (const auto& proxy : needed_()) {
+    Proc& g = procs_[proxy];
+    if (g.pid > 0) continue;
+    if (now < g.next_start || !Spawn(proxy, g, now)) {
+      wake = wake == 0 ? g.next_start : std::min(wake, g.next_start);
+    }
+  }
+  if (wake > 0) {
+    timer_.expires_after(std::chrono::milliseconds(static_cast<int64_t>((wake - now) * 1000) + 10));
+    timer_.async_wait([this](auto ec) {
+      if (!ec) Ensure();
+    });
+  }
+}
+
+bool GridManagerSupervisor::Spawn(const std::string& proxy, Proc& g, double now) {
+  SpawnOptions so;
+  so.argv = GridManagerArgs(options_, proxy);
+  so.program = so.argv.front();
+  so.env = CurrentEnvironment();
+  so.stdout_path = so.stderr_path = options_.home + "/gridmanager.out";
+  auto pid = kite::Spawn(so);
+  if (!pid) {
+    spdlog::error("agent: cannot start kite-gridmanager: {}", pid.error().ToString());
+    g.next_start = now + 10;
+    return false;
+  }
+  g.pid = *pid;
+  g.started = now;
+  spdlog::info("agent: started kite-gridmanager {} for {}", g.pid, proxy);
+  return true;
+}
+
+bool GridManagerSupervisor::Reaped(pid_t pid, int status) {
+  for (auto& [proxy, g] : procs_) {
+    if (g.pid != pid) continue;
+    g.pid = 0;
+    double now = SteadyNow();
+    bool clean = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    // One that keeps ending soon after it starts is restarted ever more slowly (up to a minute).
+    g.backoff = now - g.started < 5 ? std::clamp(g.backoff * 2, 1.0, 60.0) : 0;
+    g.next_start = now + g.backoff;
+    if (clean) {
+      spdlog::info("agent: kite-gridmanager {} for {} finished", pid, proxy);
+    } else {
+      spdlog::warn("agent: kite-gridmanager {} for {} ended ({}); restarting in {:.0f} s", pid,
+                   proxy,
+                   WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
+                                       : "exit " + std::to_string(WEXITSTATUS(status)),
+                   g.backoff);
+    }
+    boost::asio::post(io_, [this] { Ensure(); });
+    return true;
+  }
+  return false;
+}
+
+}  // namespace kite::agent
