@@ -28,6 +28,7 @@
 #include "agent/queue.h"
 #include "agent/waiters.h"
 #include "common/exec_status.h"
+#include "grid/messages.h"
 #include "store/job_queue_store.h"
 
 namespace kite::agent {
@@ -89,7 +90,9 @@ class Agent {
                 std::function<void(GridPollResult)> reply) {
     grid_->Poll(std::move(proxy), since, std::move(epoch), timeout, std::move(reply));
   }
-  Result<int> ApplyGridUpdate(Job& job, const GridUpdate& u) { return grid_->Apply(job, u); }
+  // A gridmanager's report on one job; the job's status afterwards (grid::kStatusLeftQueue: it
+  // left the queue).
+  int ApplyGridUpdate(Job& job, const GridUpdate& u) { return grid_->Apply(job, u); }
   void ReportGridResource(const std::string& resource, GridResourceReport report) {
     grid_->Report(resource, std::move(report));
   }

@@ -157,48 +157,50 @@ void GridHub::AnswerPolls() {
   for (auto& w : keep) waiters_.push_back(w);
 }
 
-Result<int> GridHub::Apply(Job& job, const Update& u) {
-  std::vector<std::pair<std::string, classad::ExprPtr>> set;
-  for (auto& [name, text] : u.set) {
-    if (auto st = classad::CheckAttributeName(name); !st) return Fail(st.error());
-    auto e = classad::ParseExpr(text);
-    if (!e) return Fail(ErrorCode::kInvalidInput, name + ": " + e.error().message());
-    set.emplace_back(name, *e);
-  }
-  if (!u.action.empty() && u.action != "running" && u.action != "exited" && u.action != "idle" &&
-      u.action != "hold" && u.action != "retire")
-    return Fail(ErrorCode::kInvalidInput, "unknown action '" + u.action + "'");
+int GridHub::Apply(Job& job, const Update& u) {
   JobKey key = job.key;
   FlagScope scope(in_update_);
-  for (auto& [name, expr] : set) queue_.SetAttr(job, name, expr);
-  if (u.event_code >= 0) queue_.AddEvent(job, u.event_code, u.event_text);
+  for (const auto& c : u.set) {
+    queue_.SetAttr(job, grid::GridAttrName(c.attr), grid::AttrValueExpr(c.value));
+  }
+  if (u.event) queue_.AddEvent(job, u.event->code, u.event->text);
   // Each action applies only where the table allows it, so that a user's kite rm or kite hold
   // made meanwhile always wins.
-  if (u.action == "running") {
-    (void)queue_.MarkRunning(job);
-  } else if (u.action == "exited") {
-    if (job.status == kIdle) (void)queue_.MarkRunning(job);
-    if (job.status == kRunning) {
-      ExecStatus exit = u.exit;
-      exit.end = queue_.Now();
-      exit.start = static_cast<double>(job.ad.EvaluateInt("JobCurrentStartDate").value_or(0));
-      if (exit.start <= 0) exit.start = exit.end;
-      if (EndRun(queue_, job, exit)) hooks_.retire(job);
-    }
-  } else if (u.action == "idle") {
-    if (job.status == kRunning) {
-      (void)queue_.SetIdle(job, u.reason);
-    } else if (job.status == kIdle && !u.reason.empty()) {
-      queue_.AddEvent(job, kEventGeneric, u.reason);
-    }
-  } else if (u.action == "hold") {
-    (void)queue_.Hold(job, u.reason, u.code, u.subcode);
-  } else if (u.action == "retire") {
-    if (job.status == kRemoved || job.status == kCompleted) hooks_.retire(job);
+  switch (u.action) {
+    case grid::GridAction::kNone:
+      break;
+    case grid::GridAction::kRunning:
+      (void)queue_.MarkRunning(job);
+      break;
+    case grid::GridAction::kExited:
+      if (job.status == kIdle) (void)queue_.MarkRunning(job);
+      if (job.status == kRunning && u.exit) {
+        ExecStatus exit;
+        exit.kind = u.exit->signaled ? ExecStatus::Kind::kSignaled : ExecStatus::Kind::kExited;
+        exit.code = u.exit->code;
+        exit.end = queue_.Now();
+        exit.start = static_cast<double>(job.ad.EvaluateInt("JobCurrentStartDate").value_or(0));
+        if (exit.start <= 0) exit.start = exit.end;
+        if (EndRun(queue_, job, exit)) hooks_.retire(job);
+      }
+      break;
+    case grid::GridAction::kIdle:
+      if (job.status == kRunning) {
+        (void)queue_.SetIdle(job, u.reason);
+      } else if (job.status == kIdle && !u.reason.empty()) {
+        queue_.AddEvent(job, kEventGeneric, u.reason);
+      }
+      break;
+    case grid::GridAction::kHold:
+      (void)queue_.Hold(job, u.reason, u.hold_code, u.hold_subcode);
+      break;
+    case grid::GridAction::kRetire:
+      if (job.status == kRemoved || job.status == kCompleted) hooks_.retire(job);
+      break;
   }
   check_ = true;
   Job* after = queue_.Find(key);
-  return after ? after->status : 0;
+  return after ? after->status : grid::kStatusLeftQueue;
 }
 
 }  // namespace kite::agent

@@ -16,6 +16,7 @@
 
 #include "agent/queue.h"
 #include "common/exec_status.h"
+#include "grid/messages.h"
 
 namespace kite::agent {
 
@@ -27,16 +28,8 @@ class GridHub {
     std::vector<JobKey> jobs;  // grid jobs of the proxy changed since `since`
     std::vector<JobKey> left;  // grid jobs of the proxy that left the queue since `since`
   };
-  // A gridmanager's report on one job.
-  struct Update {
-    std::vector<std::pair<std::string, std::string>> set;  // attribute, expression text
-    std::string action;  // "", "running", "exited", "idle", "hold", "retire"
-    std::string reason;
-    int code = 0, subcode = 0;
-    ExecStatus exit;
-    int event_code = -1;
-    std::string event_text;
-  };
+  // A gridmanager's report on one job (grid/messages.h).
+  using Update = grid::GridUpdate;
   // A gridmanager's report on a grid resource ("HOST:PORT"), kept (the latest) for the REST
   // endpoint's /api/v1/resources and /metrics.
   struct ResourceReport {
@@ -59,8 +52,9 @@ class GridHub {
             std::function<void(PollResult)> reply);
   // After each commit: answers the polls that now have news.
   void AnswerPolls();
-  // Applies a gridmanager's report; returns the job's status afterwards (0: it left the queue).
-  Result<int> Apply(Job& job, const Update& u);
+  // Applies a gridmanager's report; returns the job's status afterwards (grid::kStatusLeftQueue:
+  // it left the queue).
+  int Apply(Job& job, const Update& u);
   void Report(const std::string& resource, ResourceReport report) {
     resources_[resource] = std::move(report);
   }

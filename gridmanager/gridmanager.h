@@ -8,6 +8,10 @@
 // restarted at any instruction re-sends the same requests and the sites answer them from their
 // records.
 //
+// This is the shell: the lock, the proxy, the servers and the real links. The jobs are the
+// engine's (gridmanager/engine.h), their states the grid job's machine's
+// (gridmanager/grid_machine.h).
+//
 // Threads: one io_context thread owns all state; blocking protocol and agent calls run on a small
 // thread pool and post their results back; the GASS and callback servers have their own threads.
 #pragma once
