@@ -83,8 +83,14 @@ Status Agent::Start() {
   local_ = std::make_unique<LocalJobs>(io_, *queue_, options_,
                                        LocalJobs::Hooks{[this] { CommitSoon(); }, retire});
   grid_ = std::make_unique<GridHub>(io_, *queue_, GridHub::Hooks{retire});
-  supervisor_ = std::make_unique<GridManagerSupervisor>(
-      io_, options_, [this] { return grid_->ProxiesNeedingManager(); });
+  supervisor_ = std::make_unique<GridManagerSupervisor>(io_, options_, [this] {
+    auto proxies = grid_->ProxiesNeedingManager();
+    // A proxy the credential monitor found unusable holds its jobs; no gridmanager would start.
+    std::erase_if(proxies, [this](const std::string& p) {
+      return cred_monitor_ && cred_monitor_->Unusable(p);
+    });
+    return proxies;
+  });
   waiters_ = std::make_unique<Waiters>(io_, *queue_, *store_);
   queue_->OnStatusChange([this](Job& j, bool leaving) { OnStatusChange(j, leaving); });
   queue_->OnFlushed([this] { OnFlushed(); });
@@ -285,6 +291,7 @@ void Agent::Finish(Job& job) {
 }
 
 void Agent::PeriodicPolicy() {
+  local_->SampleUsage();  // so that a policy on MemoryUsage or RemoteUserCpu sees the latest
   std::vector<std::pair<JobKey, PolicyDecision>> todo;
   for (auto& [key, j] : queue_->jobs()) {
     if (!HasPeriodicPolicy(j)) continue;

@@ -18,6 +18,7 @@
 #include "common/files.h"
 #include "credentials/certificate.h"
 #include "credentials/proxy.h"
+#include "credentials/verify.h"
 
 namespace kite::agent {
 namespace {
@@ -63,6 +64,17 @@ std::string CredentialHoldReason(const std::string& path, int64_t not_after, int
          FormatSeconds(static_cast<int64_t>(min_lifetime)) +
          " ([credentials] min_lifetime); run `kite proxy init` to renew it and the job is "
          "released by itself";
+}
+
+std::string UnusableProxyReason(const std::string& path, const std::string& error) {
+  bool trust = error.rfind("not trusted by the CA directory", 0) == 0;
+  std::string fix =
+      trust ? "set X509_CERT_DIR (for the agent: `X509_CERT_DIR=DIR kite agent start`) to a "
+              "directory holding the certificate of the CA that issued it, or make the proxy "
+              "with a certificate that CA issued"
+            : "run `kite proxy init --out " + path + "` (or fix the file)";
+  return "The proxy " + path + " cannot be used: " + error + "; " + fix +
+         ", and the job is released by itself";
 }
 
 std::string ProxyInitCommand(const std::string& path, int64_t lifetime) {
@@ -138,8 +150,8 @@ bool CredentialMonitor::Refresh(ProxyStatus& p) {
   }
   int64_t mtime = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
   int64_t ctime = int64_t{st.st_ctim.tv_sec} * 1000000000 + st.st_ctim.tv_nsec;
-  if (p.valid && p.error.empty() && st.st_dev == p.dev && st.st_ino == p.ino &&
-      mtime == p.mtime_ns && ctime == p.ctime_ns && st.st_size == p.size)
+  if (p.valid && p.error.empty() && p.untrusted.empty() && st.st_dev == p.dev &&
+      st.st_ino == p.ino && mtime == p.mtime_ns && ctime == p.ctime_ns && st.st_size == p.size)
     return false;
   auto c = cred::LoadProxyFile(p.path);
   p.dev = st.st_dev;
@@ -153,9 +165,29 @@ bool CredentialMonitor::Refresh(ProxyStatus& p) {
     p.error = err;
     return false;
   }
-  p.error.clear();
   auto info = cred::DescribeCredential(c->chain);
   int64_t not_after = Epoch(info.not_after);
+  // Trusted by the CA directory the gridmanager will use? Judged inside the proxy's validity, so
+  // that an expired proxy is reported as expired (below), not as untrusted.
+  std::string ca_dir = cred::DefaultCaDir();
+  auto verifier = cred::Verifier::Create({.ca_dir = ca_dir});
+  auto at = std::min(cred::Clock::now(), info.not_after - std::chrono::seconds(1));
+  std::string why;
+  if (ca_dir.empty()) {
+    // No CA directory at all: nothing to judge trust by here (a gridmanager says so itself).
+  } else if (!verifier) {
+    why = verifier.error().message();
+  } else if (auto id = (*verifier)->Verify(c->chain, at); !id) {
+    why = id.error().message();
+  }
+  std::string untrusted;
+  if (!why.empty()) {
+    untrusted = "not trusted by the CA directory " +
+                (ca_dir.empty() ? std::string("(none found)") : ca_dir) + ": " + why;
+    if (p.untrusted != untrusted) spdlog::warn("credentials: {}: {}", p.path, untrusted);
+  }
+  p.untrusted = untrusted;
+  p.error.clear();
   if (not_after != p.not_after) {
     // A new expiry: its alarms and its hold mail are still to come.
     p.alarms_sent.clear();
@@ -169,6 +201,41 @@ bool CredentialMonitor::Refresh(ProxyStatus& p) {
   p.subject = info.subject;
   p.identity = info.identity;
   return true;
+}
+
+// A proxy no gridmanager can use (missing, unreadable, not private, not a proxy, not trusted):
+// its grid jobs waiting for one are held with the reason and the fix, instead of waiting while
+// gridmanagers fail to start. Running ones are left to the gridmanager that runs them.
+void CredentialMonitor::HoldUnusable(const ProxyStatus& p, const std::vector<Job*>& jobs) {
+  std::vector<Job*> to_hold;
+  for (Job* j : jobs) {
+    if (j->universe == kUniverseGrid && j->status == kIdle) to_hold.push_back(j);
+  }
+  if (to_hold.empty()) return;
+  const std::string& why = p.error.empty() ? p.untrusted : p.error;
+  std::string reason = UnusableProxyReason(p.path, why);
+  for (Job* j : to_hold) {
+    actions_.hold(*j, reason, kHoldCorruptedCredential, 0);
+    queue_.SetAttr(*j, kUnusableProxyHoldAttr, classad::MakeString(p.path));
+  }
+  spdlog::warn("credentials: {} cannot be used ({}); held {} grid job(s)", p.path, why,
+               to_hold.size());
+  actions_.commit();
+}
+
+void CredentialMonitor::ReleaseUsable(const ProxyStatus& p, const std::vector<Job*>& jobs) {
+  std::vector<Job*> held;
+  for (Job* j : jobs) {
+    if (j->status == kHeld && j->ad.EvaluateString(kUnusableProxyHoldAttr).value_or("") == p.path)
+      held.push_back(j);
+  }
+  if (held.empty()) return;
+  for (Job* j : held) {
+    actions_.release(*j, "The proxy " + p.path + " can be used again");
+    j->ad.Remove(kUnusableProxyHoldAttr);
+  }
+  spdlog::info("credentials: {} can be used again; released {} job(s)", p.path, held.size());
+  actions_.commit();
 }
 
 void CredentialMonitor::UpdateAttributes(const ProxyStatus& p, const std::vector<Job*>& jobs) {
@@ -267,7 +334,12 @@ void CredentialMonitor::Check() {
     Refresh(p);
     p.jobs.clear();
     for (Job* j : jobs) p.jobs.push_back(j->key);
-    if (!p.valid) continue;  // never read: nothing to judge by (the error is logged)
+    if (!p.error.empty() || !p.untrusted.empty()) {
+      HoldUnusable(p, jobs);
+    } else {
+      ReleaseUsable(p, jobs);
+    }
+    if (!p.valid) continue;  // never read: nothing more to judge by (the error is logged)
     UpdateAttributes(p, jobs);
     std::vector<int64_t> alarms = options_.alarms;
     for (Job* j : jobs) JobAlarms(*j, &alarms);

@@ -40,6 +40,7 @@ struct ProxyStatus {
   std::string path;
   bool valid = false;           // read and parsed at least once (the values below are meaningful)
   std::string error;            // the last read's failure, empty when it succeeded
+  std::string untrusted;        // why the CA directory in use does not trust it; empty: it does
   int64_t not_after = 0;        // the chain's earliest notAfter, seconds since the epoch
   int64_t not_before = 0;       // the leaf's notBefore
   std::string subject;          // the leaf's subject
@@ -95,10 +96,17 @@ class CredentialMonitor {
   const CredentialOptions& options() const { return options_; }
   // Every proxy seen, by path (for the REST endpoint's /api/v1/credentials).
   const std::map<std::string, ProxyStatus>& proxies() const { return proxies_; }
+  // Whether the last look found the proxy unusable (no gridmanager is started for it then).
+  bool Unusable(const std::string& path) const {
+    auto it = proxies_.find(path);
+    return it != proxies_.end() && (!it->second.error.empty() || !it->second.untrusted.empty());
+  }
 
  private:
   bool Refresh(ProxyStatus& p);  // re-reads the file when it changed; true when it did
   void UpdateAttributes(const ProxyStatus& p, const std::vector<Job*>& jobs);
+  void HoldUnusable(const ProxyStatus& p, const std::vector<Job*>& jobs);
+  void ReleaseUsable(const ProxyStatus& p, const std::vector<Job*>& jobs);
   void MailAlarm(ProxyStatus& p, const std::vector<Job*>& jobs, int64_t left);
   void MailHeld(ProxyStatus& p, const std::vector<Job*>& jobs);
   void SaveState();
@@ -121,5 +129,7 @@ std::string CredentialHoldReason(const std::string& path, int64_t not_after, int
                                  double min_lifetime);
 // The command that makes a new proxy in `path` ("kite proxy init --out PATH --valid HH:MM").
 std::string ProxyInitCommand(const std::string& path, int64_t lifetime);
+// The hold reason for the jobs of a proxy that cannot be used at all (`error` says why).
+std::string UnusableProxyReason(const std::string& path, const std::string& error);
 
 }  // namespace kite::agent

@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <chrono>
+#include <unordered_set>
 
 #include "agent/policy.h"
+#include "agent/usage.h"
 #include "agent/userlog.h"
 #include "common/paths.h"
 #include "common/spawn.h"
@@ -286,6 +288,22 @@ void LocalJobs::Recover() {
                            "the job will run again.");
     }
   }
+}
+
+void LocalJobs::SampleUsage() {
+  std::unordered_map<pid_t, JobKey> jobs;
+  std::unordered_set<pid_t> groups;
+  for (auto& [key, j] : queue_.jobs()) {
+    if (j.universe != kUniverseLocal || j.status != kRunning) continue;
+    pid_t group = j.pid > 0 ? j.pid : j.adopted ? runner_.Group(j) : 0;
+    if (group <= 0) continue;
+    jobs.emplace(group, key);
+    groups.insert(group);
+  }
+  for (auto& [group, usage] : UsageOfGroups(groups)) {
+    if (Job* j = queue_.Find(jobs[group])) queue_.RecordUsage(*j, usage);
+  }
+  if (!groups.empty()) hooks_.commit_soon();
 }
 
 void LocalJobs::PollAdopted() {

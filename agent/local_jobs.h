@@ -60,6 +60,9 @@ class LocalJobs {
   // The job left the queue: its spool directory goes.
   void Forget(JobKey key) { runner_.CleanupAsync(key); }
 
+  // Reads what each running job's processes use and records it in the job's ad.
+  void SampleUsage();
+
   int running() const { return running_; }
   size_t runnable() const { return runnable_.size(); }
 

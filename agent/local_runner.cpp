@@ -100,16 +100,17 @@ Result<pid_t> LocalRunner::Start(JobKey key, const LaunchSpec& spec) {
   return *pid;
 }
 
+pid_t LocalRunner::Group(const Job& job) const {
+  if (job.pid > 0) return job.pid;
+  auto text = ReadFile(JobDir(job.key) + "/pid");
+  if (!text) return 0;
+  pid_t pid = static_cast<pid_t>(std::atoi(text->c_str()));
+  // Only a wrapper that still holds the job's lock: the pid may have been reused.
+  return pid > 0 && WrapperAlive(job.key) ? pid : 0;
+}
+
 void LocalRunner::Signal(const Job& job, int sig) const {
-  pid_t pid = job.pid;
-  if (pid <= 0) {
-    auto text = ReadFile(JobDir(job.key) + "/pid");
-    if (!text) return;
-    pid = static_cast<pid_t>(std::atoi(text->c_str()));
-    // Signal only a wrapper that still holds the job's lock: the pid may have been reused.
-    if (pid <= 0 || !WrapperAlive(job.key)) return;
-  }
-  ::kill(-pid, sig);
+  if (pid_t pid = Group(job); pid > 0) ::kill(-pid, sig);
 }
 
 void LocalRunner::Cleanup(JobKey key) const {

@@ -53,6 +53,8 @@ class LocalRunner {
   // Sends `sig` to the job's whole process group. For an adopted job the pid is read from its
   // spool directory.
   void Signal(const Job& job, int sig) const;
+  // The job's process group (its wrapper's pid), also for an adopted job; 0 when it has none.
+  pid_t Group(const Job& job) const;
   // The wrapper's recorded outcome, or kNotFound.
   Result<ExecStatus> Outcome(JobKey key) const { return ReadExecStatus(JobDir(key)); }
   bool WrapperAlive(JobKey key) const { return ExecWrapperAlive(JobDir(key)); }

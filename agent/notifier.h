@@ -29,6 +29,9 @@ enum Notification : int {
 
 // The attribute the credential monitor puts on the jobs it holds: the proxy file it held them for.
 inline constexpr const char* kCredentialHoldAttr = "CredentialHoldFile";
+// The proxy file a grid job was held for because it could not be used at all (see
+// CredentialMonitor); released when the file can be used again.
+inline constexpr const char* kUnusableProxyHoldAttr = "UnusableProxyHoldFile";
 
 // What a job's state calls for under its JobNotification (`status` is its JobStatus): "" for no
 // mail. Complete: every completion. Error: completion by a signal or with a non-zero exit code, or

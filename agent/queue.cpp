@@ -438,6 +438,30 @@ void JobQueue::MarkExited(Job& job, const ExecStatus& st) {
   MarkDirty(job);
 }
 
+void JobQueue::RecordUsage(Job& job, const Usage& usage) {
+  bool changed = false;
+  auto set_if = [&](const char* name, auto value, bool only_larger) {
+    using T = decltype(value);
+    std::optional<T> now;
+    if constexpr (std::is_same_v<T, double>) {
+      now = job.ad.EvaluateReal(name);
+    } else {
+      now = job.ad.EvaluateInt(name);
+    }
+    if (now && (*now == value || (only_larger && *now > value))) return;
+    job.ad.Assign(name, value);
+    changed = true;
+  };
+  set_if("RemoteUserCpu", usage.user_cpu, false);
+  set_if("RemoteSysCpu", usage.sys_cpu, false);
+  set_if("ResidentSetSize", usage.rss_kib, true);
+  set_if("ImageSize", usage.image_kib, true);
+  // HTCondor's MemoryUsage: the largest resident set in MiB, rounded up.
+  int64_t rss = job.ad.EvaluateInt("ResidentSetSize").value_or(usage.rss_kib);
+  set_if("MemoryUsage", (rss + 1023) / 1024, false);
+  if (changed) MarkDirty(job);
+}
+
 Status JobQueue::MarkRunning(Job& job) {
   return Transition(job, JobEvent::kStart);
 }

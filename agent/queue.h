@@ -18,6 +18,7 @@
 
 #include "agent/job.h"
 #include "agent/job_transitions.h"
+#include "agent/usage.h"
 #include "common/error.h"
 #include "common/exec_status.h"
 #include "store/job_queue_store.h"
@@ -88,6 +89,9 @@ class JobQueue {
   // An event that only goes into the event log and the user log (e.g. a note after a restart).
   void AddEvent(Job& job, int code, const std::string& body);
 
+  // A running job's use so far (agent/usage.h): CPU seconds as they are, memory as the largest
+  // seen during this run, as HTCondor's starter reports them. Marks the job dirty only on change.
+  void RecordUsage(Job& job, const Usage& usage);
   // Sets an attribute on the job's own ad and marks it dirty.
   void SetAttr(Job& job, std::string_view name, classad::ExprPtr value);
 

@@ -15,6 +15,8 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/json.hpp>
 #include <chrono>
+#include <cstdlib>
+#include <filesystem>
 #include <thread>
 
 #include "agent/cli/client.h"
@@ -127,6 +129,17 @@ class SocketAgentTransport : public AgentTransport {
   asio::io_context& io_;
 };
 
+// `path` with links and "." / ".." resolved; when it cannot be (it does not exist yet), the same
+// path made clean by its text alone, so that the transfer reports what is wrong with the file.
+std::string Resolved(const std::string& path) {
+  if (char* real = ::realpath(path.c_str(), nullptr)) {
+    std::string out(real);
+    std::free(real);
+    return out;
+  }
+  return std::filesystem::path(path).lexically_normal().string();
+}
+
 // The GASS and callback servers.
 class ServerEndpoints : public JobEndpoints {
  public:
@@ -136,8 +149,13 @@ class ServerEndpoints : public JobEndpoints {
   std::string CallbackUrl(const std::string& job) override {
     return callbacks_.Url("/callbacks/" + job);
   }
+  // The files the user named are served as what they name now: a symbolic link (/bin/sh) or a
+  // path through ".." is resolved here, once; the server then opens the resolved path without
+  // following links, so a link swapped in afterwards is still refused.
   Status AddJob(const std::string& job, const GridJobPlan& plan) override {
-    return gass_.AddJob(job, identity_, plan.readable, plan.writable);
+    auto readable = plan.readable;
+    for (auto& f : readable) f.path = Resolved(f.path);
+    return gass_.AddJob(job, identity_, std::move(readable), plan.writable);
   }
   void RemoveJob(const std::string& job) override { gass_.RemoveJob(job); }
 

@@ -144,8 +144,8 @@ const CommandInfo kCommands[] = {
     // Files.
     {"should_transfer_files", "ShouldTransferFiles", F::kSpecial, U::kRecords, "", ""},
     {"when_to_transfer_output", "WhenToTransferOutput", F::kSpecial, U::kRecords, "", ""},
-    {"transfer_input_files", "TransferInput", F::kSpecial, U::kActs, "grid jobs (no URLs)", "transferinputfiles"},
-    {"transfer_output_files", "TransferOutput", F::kSpecial, U::kRecords, "", "transferoutputfiles"},
+    {"transfer_input_files", "TransferInput", F::kSpecial, U::kActs, "grid jobs (files; no URLs or directories)", "transferinputfiles"},
+    {"transfer_output_files", "TransferOutput", F::kSpecial, U::kRecords, "refused for grid jobs", "transferoutputfiles"},
     {"transfer_output_remaps", "TransferOutputRemaps", F::kSpecial, U::kRecords, "", ""},
     {"transfer_plugins", "TransferPlugins", F::kString, U::kRecords, "", ""},
     {"transfer_checkpoint_files", "TransferCheckpoint", F::kString, U::kRecords, "", ""},

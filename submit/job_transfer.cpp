@@ -119,6 +119,37 @@ Status CheckInputs(JobContext& ctx, const std::vector<std::string>& files) {
   return {};
 }
 
+// What a grid job's transfers cannot do today, refused at submit rather than held later: files
+// other than output and error coming back, and directories going out (a grid job's input is
+// files, each put in its directory at the site under its own name).
+Status CheckGridTransfers(JobContext& ctx, const std::vector<std::string>& inputs,
+                          const std::vector<std::string>& outputs) {
+  auto universe = GetUniverse(ctx);
+  if (!universe) return Fail(universe.error());
+  if (*universe != kGridUniverse) return {};
+  if (!outputs.empty()) {
+    return Fail(ctx.ErrorAt("transfer_output_files",
+                            "transfer_output_files is not supported for grid jobs: only the "
+                            "files named by output and error come back (write what you need "
+                            "there, or pack it into one of them)"));
+  }
+  auto iwd = GetIwd(ctx);
+  if (!iwd) return Fail(iwd.error());
+  for (const auto& f : inputs) {
+    if (IsUrl(f)) continue;
+    struct stat sb;
+    bool dir =
+        f.ends_with('/') || (::stat(JoinPath(*iwd, f).c_str(), &sb) == 0 && S_ISDIR(sb.st_mode));
+    if (dir) {
+      return Fail(ctx.ErrorAt("transfer_input_files",
+                              "transfer_input_files: '" + f +
+                                  "' is a directory; a grid job's input is files (list them, "
+                                  "or pack the directory into one with tar)"));
+    }
+  }
+  return {};
+}
+
 // DiskUsage (KiB) and TransferInputSizeMB: the executable and the input files, as condor_submit
 // estimates them; disk_usage replaces the estimate.
 Status EmitDiskUsage(JobContext& ctx, const std::vector<std::string>& inputs) {
@@ -156,6 +187,7 @@ Status EmitTransferFiles(JobContext& ctx) {
   std::vector<std::string> outputs = *out ? FileList(**out) : std::vector<std::string>{};
   auto mode = ReadTransferMode(ctx, !inputs.empty() || *out);
   if (!mode) return Fail(mode.error());
+  if (auto st = CheckGridTransfers(ctx, inputs, outputs); !st) return st;
   if (auto st = CheckInputs(ctx, inputs); !st) return st;
   ctx.Emit("ShouldTransferFiles", Quoted(mode->should));
   if (mode->should != "NO") ctx.Emit("WhenToTransferOutput", Quoted(mode->when));

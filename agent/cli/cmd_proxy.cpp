@@ -46,6 +46,15 @@ struct InitFlags {
 void RunInit(const InitFlags& f) {
   std::string cert = f.cert.empty() ? HomeFile("X509_USER_CERT", ".globus/usercert.pem") : f.cert;
   std::string key = f.key.empty() ? HomeFile("X509_USER_KEY", ".globus/userkey.pem") : f.key;
+  // Someone with no certificate of their own who ran `kite testgrid up` has the test grid's: the
+  // same command then works for them (it is the one the expiry e-mail gives).
+  std::string testgrid = JoinPath(KiteHome(), "testgrid");
+  if (f.cert.empty() && f.key.empty() && !FileExists(cert) &&
+      FileExists(testgrid + "/usercert.pem")) {
+    cert = testgrid + "/usercert.pem";
+    key = testgrid + "/userkey.pem";
+    if (!f.quiet) std::cout << "Using the test grid's certificate " << cert << "\n";
+  }
   auto lifetime = cred::ParseDuration(f.valid);
   if (!lifetime) Die(lifetime.error());
   auto ask = [&]() -> Result<std::string> {
@@ -170,8 +179,10 @@ void RegisterProxyCommands(CLI::App& app) {
 
   auto init_flags = std::make_shared<InitFlags>();
   CLI::App* init = proxy->add_subcommand("init", "Make a proxy from your certificate and key");
-  init->add_option("--cert", init_flags->cert, "Certificate (default ~/.globus/usercert.pem)");
-  init->add_option("--key", init_flags->key, "Private key (default ~/.globus/userkey.pem)");
+  init->add_option("--cert", init_flags->cert,
+                   "Certificate (default ~/.globus/usercert.pem, else the test grid's)");
+  init->add_option("--key", init_flags->key,
+                   "Private key (default ~/.globus/userkey.pem, else the test grid's)");
   init->add_option("--out", init_flags->out,
                    "Proxy file (default $X509_USER_PROXY or /tmp/x509up_u<uid>)");
   init->add_option("--valid", init_flags->valid, "Lifetime HH:MM (default 12:00)");

@@ -103,6 +103,29 @@ def ping_during(env, fn):
     return result, worst[0]
 
 
+def percentile(xs, q):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
+
+
+def answer_times(env, stop):
+    """Times `kite q`, a one-job submit (held) and, once released, `kite hold` of that job, round
+    after round until stop(rounds) is true; returns {command: [seconds...]}."""
+    times = {"q": [], "submit": [], "hold": []}
+    rounds = 0
+    while not stop(rounds):
+        t, _ = timed([KITE, "q"], env.env, env.dir)
+        times["q"].append(t)
+        t, p = timed([KITE, "submit", "one.sub"], env.env, env.dir)
+        times["submit"].append(t)
+        job = p.stdout.split()[-1].rstrip(b".").decode()
+        env.kite("release", job)
+        t, _ = timed([KITE, "hold", job], env.env, env.dir)
+        times["hold"].append(t)
+        rounds += 1
+    return times
+
+
 def main():
     if not os.path.exists(KITE):
         sys.exit("no kite at %s: build first (scripts/bench does)" % KITE)
@@ -174,6 +197,25 @@ def main():
             e.close()
     res["local_1000_jobs_per_s"] = statistics.median(rates)
 
+    # --- answers while 1,000 local jobs run, beside the same on a quiet queue -------------------
+    e = Env("burst")
+    try:
+        e.kite("agent", "start")
+        e.write("local.sub", "universe = local\nexecutable = /bin/true\nqueue 1000\n")
+        e.write("one.sub", "universe = local\nexecutable = /bin/sleep\narguments = 3600\n"
+                "hold = true\nqueue\n")
+        res["quiet_answers"] = answer_times(e, lambda n: n >= 30)
+        p = e.kite("submit", "local.sub")
+        cluster = p.stdout.split()[-1].rstrip(b".").decode()
+        done = threading.Event()
+        waiter = threading.Thread(target=lambda: (e.kite("wait", cluster, "--timeout", "300"),
+                                                  done.set()))
+        waiter.start()
+        res["burst_answers"] = answer_times(e, lambda n: done.is_set())
+        waiter.join()
+    finally:
+        e.close()
+
     # --- ClassAd evaluation ----------------------------------------------------------------------
     cb = os.path.join(BIN, "classad_bench")
     if os.path.exists(cb):
@@ -212,6 +254,14 @@ def write_report(r):
         ("agent restart until `kite q` shows all 100,000 jobs", "%.3f s" % r["restart_100k_s"],
          "≤ 1 s", "1.22 s", "", "%.1f×" % (1.22 / r["restart_100k_s"])),
     ]
+    for cmd, label in (("q", "`kite q`"), ("submit", "a one-job `kite submit`"),
+                       ("hold", "`kite hold` of one job")):
+        busy, quiet = r["burst_answers"][cmd], r["quiet_answers"][cmd]
+        rows.append(("%s while 1,000 local jobs run: p50 / p99 (%d samples)" % (label, len(busy)),
+                     "%.0f / %.0f ms" % (1e3 * percentile(busy, 0.5), 1e3 * percentile(busy, 0.99)),
+                     "p99 < 100 ms", "—",
+                     "quiet queue: %.0f / %.0f ms" % (1e3 * percentile(quiet, 0.5),
+                                                      1e3 * percentile(quiet, 0.99)), ""))
     ev = r.get("BM_EvaluateRequirements")
     if ev:
         rows.append(("ClassAd: evaluate a typical Requirements expression",

@@ -1,8 +1,10 @@
 // Job semantics as an HTCondor user expects them: max_retries runs a failing job again up to its
-// limit, and a job its exit policy reruns is not restarted in a tight loop.
+// limit, a job its exit policy reruns is not restarted in a tight loop, and a running job's
+// memory and CPU use are in its ad, where a periodic_hold can read them.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <sstream>
 #include <thread>
 
@@ -45,6 +47,35 @@ TEST(JobSemantics, AJobItsPolicyRerunsBacksOffInsteadOfSpinning) {
   std::string log = ReadFileOr(env.dir() + "/job.log");
   EXPECT_NE(log.find("its exit policy runs it again; it waits"), std::string::npos) << log;
   env.Kite({"rm", std::to_string(c)});
+}
+
+TEST(JobSemantics, ARunningJobsMemoryUseIsInItsAdAndAMemoryPolicyHoldsIt) {
+  KiteEnv env("sem-usage");
+  std::filesystem::create_directories(env.home());
+  WriteFile(env.home() + "/config.toml", "[agent]\nperiodic_interval = 0.5\n");
+  env.StartAgent();
+  // 60 MiB touched (so resident), and a busy loop for CPU time, then a long sleep.
+  std::string prog = env.Write("grow.py",
+                               "import time\n"
+                               "b = bytearray(60 * 1024 * 1024)\n"
+                               "for i in range(0, len(b), 4096): b[i] = 1\n"
+                               "t = time.process_time()\n"
+                               "while time.process_time() - t < 0.3: pass\n"
+                               "time.sleep(120)\n");
+  int c = env.Submit("universe = local\nexecutable = /usr/bin/python3\narguments = " + prog +
+                     "\nperiodic_hold = MemoryUsage > 40\n"
+                     "periodic_hold_reason = strcat(\"used \", MemoryUsage, \" MiB\")\nqueue\n");
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return env.JobStatus(id) == 5; }, 30)) << env.JobStatus(id);
+  auto q = env.Kite({"q", id, "-json"});
+  EXPECT_NE(q.out.find("\"HoldReason\": \"used "), std::string::npos) << q.out;
+  for (const char* attr : {"\"MemoryUsage\"", "\"ResidentSetSize\"", "\"ImageSize\"",
+                           "\"RemoteUserCpu\"", "\"RemoteSysCpu\""}) {
+    EXPECT_NE(q.out.find(attr), std::string::npos) << attr << " missing in " << q.out;
+  }
+  auto rss = q.out.find("\"ResidentSetSize\": ");
+  ASSERT_NE(rss, std::string::npos);
+  EXPECT_GT(std::stol(q.out.substr(rss + 19)), 40 * 1024) << q.out;
 }
 
 }  // namespace

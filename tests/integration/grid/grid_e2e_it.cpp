@@ -3,9 +3,12 @@
 // kite-jobmanager and kite-exec processes on loopback with real TLS.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <regex>
 #include <sstream>
@@ -196,6 +199,107 @@ TEST_F(GridE2E, IdentityOutsideTheGridMapfileIsHeld) {
   std::string reason = Attr(id, "HoldReason", false);
   EXPECT_NE(reason.find("grid-mapfile"), std::string::npos) << reason;
   EXPECT_EQ(Attr(id, "HoldReasonCode", false), "4");
+}
+
+// The files a user names are sent as what they name: /bin/sh (a symbolic link on Debian) as the
+// executable, an input through "..", an input that is a link. Directories as input and
+// transfer_output_files are refused at submit, naming the command, with nothing queued.
+TEST_F(GridE2E, LinkedAndRelativeInputsAreSentAndWhatCannotBeSentIsRefusedAtSubmit) {
+  std::string sub = env_.dir() + "/sub";
+  ASSERT_EQ(::mkdir(sub.c_str(), 0755), 0);
+  WriteFile(env_.dir() + "/up.txt", "from above\n");
+  WriteFile(env_.dir() + "/real.txt", "through a link\n");
+  ASSERT_EQ(::symlink((env_.dir() + "/real.txt").c_str(), (sub + "/linked.txt").c_str()), 0);
+  std::string body =
+      Sub("executable = /bin/sh\narguments = \"-c 'cat up.txt linked.txt'\"\n"
+          "initialdir = " +
+          sub +
+          "\ntransfer_input_files = ../up.txt, linked.txt\n"
+          "output = out.txt\nqueue\n");
+  int c = env_.Submit(body);
+  WaitDone(c);
+  EXPECT_EQ(env_.JobStatus(std::to_string(c) + ".0"), 4);
+  EXPECT_EQ(ReadFileOr(sub + "/out.txt"), "from above\nthrough a link\n");
+
+  auto before = env_.Kite({"q", "-nobatch"}).out;
+  for (auto [extra, word] : std::vector<std::pair<std::string, std::string>>{
+           {"transfer_input_files = " + sub + "\n", "is a directory"},
+           {"transfer_input_files = adir/\n", "is a directory"},
+           {"transfer_output_files = result.dat\n", "transfer_output_files"}}) {
+    env_.Write("bad.sub",
+               Sub("executable = /bin/true\ntransfer_executable = false\n" + extra + "queue\n"));
+    auto r = env_.Kite({"submit", "bad.sub"});
+    EXPECT_NE(r.exit_code, 0) << extra;
+    EXPECT_NE(r.err.find(word), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(env_.Kite({"q", "-nobatch"}).out, before);
+}
+
+// A proxy no gridmanager can use holds its grid jobs (HoldReasonCode 4) with a reason naming the
+// file and the fix, instead of leaving them Idle while gridmanagers fail to start; once the file
+// is fixed the jobs are released by themselves and run.
+TEST_F(GridE2E, AJobWhoseProxyCannotBeUsedIsHeldWithTheFixAndRunsOnceItIsFixed) {
+  // Proxies are looked at every second here (the default is a minute), so a fixed file releases
+  // its job quickly.
+  env_.StopAgent();
+  std::string config = env_.home() + "/config.toml";
+  WriteFile(config, ReadFileOr(config) + "\n[credentials]\ncheck_interval = 1\n", 0600);
+  env_.StartAgent();
+  std::string good = env_.dir() + "/x509up";
+  ASSERT_EQ(RunCommand({"cp", good, env_.dir() + "/keep.pem"}).exit_code, 0);
+  struct Case {
+    std::string name, expect;
+    std::function<void(const std::string&)> make;
+  };
+  auto other_ca_proxy = [&](const std::string& path) {
+    auto ca = credentials::TestCa::Init(env_.dir() + "/otherca",
+                                        {.subject = "/O=Grid/OU=Kite/CN=Another Test CA"});
+    ASSERT_TRUE(ca) << ca.error().ToString();
+    auto user = ca->IssueUserCredential("CN=Kite Test User");
+    ASSERT_TRUE(user) << user.error().ToString();
+    auto proxy = credentials::CreateProxy(*user, {});
+    ASSERT_TRUE(proxy) << proxy.error().ToString();
+    ASSERT_TRUE(credentials::SaveProxyFile(path, proxy->credential));
+  };
+  std::vector<Case> cases = {
+      {"missing", "cannot read", [](const std::string&) {}},
+      {"garbage", "cannot be used",
+       [](const std::string& p) { WriteFile(p, "not a proxy at all\n", 0600); }},
+      {"open to others", "chmod 600",
+       [&](const std::string& p) {
+         ASSERT_EQ(RunCommand({"cp", good, p}).exit_code, 0);
+         ::chmod(p.c_str(), 0644);
+       }},
+      {"another CA", "not trusted by the CA directory", other_ca_proxy},
+  };
+  int n = 0;
+  for (auto& k : cases) {
+    SCOPED_TRACE(k.name);
+    std::string path = env_.dir() + "/proxy" + std::to_string(n++) + ".pem";
+    k.make(path);
+    int c =
+        env_.Submit(Sub("executable = /bin/true\ntransfer_executable = false\n"
+                        "x509userproxy = " +
+                        path + "\nqueue\n"));
+    std::string id = std::to_string(c) + ".0";
+    ASSERT_TRUE(WaitUntil([&] { return env_.JobStatus(id) == 5; }, 30))
+        << env_.Kite({"q", "-json", id}).out;
+    std::string ad = env_.Kite({"q", "-json", id}).out;  // HoldReason holds commas: the whole ad
+    auto at = ad.find("\"HoldReason\": \"");
+    ASSERT_NE(at, std::string::npos) << ad;
+    std::string reason = ad.substr(at, ad.find('\n', at) - at);
+    EXPECT_NE(reason.find(path), std::string::npos) << reason;
+    EXPECT_NE(reason.find(k.expect), std::string::npos) << reason;
+    EXPECT_NE(reason.find("released by itself"), std::string::npos) << reason;
+    EXPECT_EQ(Attr(id, "HoldReasonCode", false), "4");
+    // The user fixes the file: the job is released and runs.
+    ASSERT_EQ(RunCommand({"cp", env_.dir() + "/keep.pem", path}).exit_code, 0);
+    ::chmod(path.c_str(), 0600);
+    WaitDone(c, 90);
+    EXPECT_EQ(env_.JobStatus(id), 4);
+  }
+  std::string log = ReadFileOr(env_.home() + "/agent.log");
+  EXPECT_NE(log.find("cannot be used"), std::string::npos);
 }
 
 // A job that runs longer than the proxy it was submitted with: the user makes a new proxy while it

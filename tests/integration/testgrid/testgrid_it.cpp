@@ -65,6 +65,27 @@ TEST(Testgrid, UpPingDown) {
   EXPECT_FALSE((*client)->Ping()) << "the gatekeeper still answers after down";
 }
 
+// A test-grid user has no ~/.globus certificate: `kite proxy init` (the command the expiry e-mail
+// gives) then uses the test grid's, says so, and makes a proxy the test grid accepts.
+TEST(Testgrid, ProxyInitWorksForATestGridUserWithNoCertificateOfTheirOwn) {
+  KiteEnv env("testgrid-init");
+  env.AddEnv("HOME=" + env.dir());  // no ~/.globus here
+  env.AddEnv("X509_USER_PROXY=" + env.dir() + "/x509up");
+  env.AddEnv("X509_CERT_DIR=" + env.home() + "/ca/certificates");
+  auto r = env.Kite({"testgrid", "up"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::string fresh = env.dir() + "/fresh.pem";
+  r = env.Kite({"proxy", "init", "--out", fresh, "--valid", "12:00"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("test grid's certificate"), std::string::npos) << r.out;
+  auto a = env.Kite({"proxy", "info", "-f", fresh, "--identity"});
+  auto b = env.Kite({"proxy", "info", "-f", env.dir() + "/x509up", "--identity"});
+  EXPECT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_EQ(env.Kite({"proxy", "info", "-f", fresh, "--verify"}).exit_code, 0);
+  env.Kite({"testgrid", "down"});
+}
+
 // A batch system the gatekeeper does not know is refused with its words; --batch slurm needs
 // Slurm's commands; a grid that is up with one adapter is not silently reused for another.
 TEST(Testgrid, BatchSystemsAreCheckedBeforeTheGridComesUp) {
