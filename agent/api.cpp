@@ -107,18 +107,26 @@ ApiResponse HandleSubmit(Agent& agent, const json::object& body) {
   return Reply(http::status::ok, json::serialize(o) + "\n");
 }
 
+// The text of a listing in `format` (docs/api.md, /v1/query). Queue listings end with condor_q's
+// totals line; "totals" and "grid-totals" are that line alone.
 std::string FormatListing(const std::string& format, const std::vector<ListedJob>& listed,
                           bool history, double now) {
   if (format == "json") return FormatJson(listed);
+  bool grid = format == "grid" || format == "grid-totals";
+  if (format == "totals" || format == "grid-totals") return FormatTotals(listed, grid);
   std::string text;
   if (format == "batch" && !history) {
     text = FormatBatchTable(listed, now);
   } else if (format == "grid") {
     text = FormatGridTable(listed);
+  } else if (format == "hold") {
+    text = FormatHoldTable(listed);
+  } else if (format == "run") {
+    text = FormatRunTable(listed, now);
   } else {
     text = FormatJobTable(listed, now, history);
   }
-  if (!history) text += "\n" + FormatTotals(listed);
+  if (!history) text += "\n" + FormatTotals(listed, grid);
   return text;
 }
 

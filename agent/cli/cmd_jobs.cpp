@@ -1,4 +1,5 @@
-// `kite q`, `history`, `rm`, `hold`, `release`, `wait`, `log` (`kite submit`: cmd_submit.cpp).
+// `kite rm`, `hold`, `release`, `wait`, `log` (`kite q`, `history`: cmd_query.cpp; `kite submit`:
+// cmd_submit.cpp).
 #include <unistd.h>
 
 #include <chrono>
@@ -14,31 +15,6 @@ namespace kite::cli {
 namespace {
 
 namespace json = boost::json;
-
-struct QueryArgs {
-  std::vector<std::string> ids;
-  std::string constraint;
-  bool json = false, nobatch = false, batch = false, grid = false;
-  int limit = 0;
-};
-
-void Query(const QueryArgs& a, bool history) {
-  auto client = ConnectOrDie();
-  json::object body;
-  body["ids"] = IdsJson(a.ids);
-  body["constraint"] = a.constraint;
-  body["history"] = history;
-  body["limit"] = a.limit;
-  // condor_q shows clusters by default and single jobs with -nobatch; naming jobs by id shows them.
-  body["format"] = a.json                                                   ? "json"
-                   : a.grid                                                 ? "grid"
-                   : (history || a.nobatch || (!a.batch && !a.ids.empty())) ? "table"
-                                                                            : "batch";
-  auto r = client->Post("/v1/query", body);
-  if (!r) Die(r.error());
-  if (r->status != 200) Die(AgentError(*r));
-  std::fwrite(r->body.data(), 1, r->body.size(), stdout);
-}
 
 struct ActArgs {
   std::vector<std::string> ids;
@@ -128,25 +104,6 @@ void Log(const std::string& id) {
 }  // namespace
 
 void RegisterJobCommands(CLI::App& app) {
-  static QueryArgs q, h;
-  auto* qc = app.add_subcommand("q", "show queued jobs (condor_q)");
-  qc->add_option("ids", q.ids, "clusters C or jobs C.P");
-  qc->add_option("--constraint", q.constraint,
-                 "only jobs for which this ClassAd expression is true");
-  qc->add_flag("--json", q.json, "whole job ads as JSON, like condor_q -json");
-  qc->add_flag("--nobatch", q.nobatch, "one line per job");
-  qc->add_flag("--batch", q.batch, "one line per cluster (the default)");
-  qc->add_flag("--grid", q.grid,
-               "grid jobs with their remote state, resource and site job id (condor_q -grid)");
-  qc->callback([] { Query(q, false); });
-
-  auto* hc = app.add_subcommand("history", "show jobs that have left the queue (condor_history)");
-  hc->add_option("ids", h.ids, "clusters C or jobs C.P");
-  hc->add_option("--constraint", h.constraint, "only jobs for which this expression is true");
-  hc->add_flag("--json", h.json, "whole job ads as JSON");
-  hc->add_option("--limit", h.limit, "show at most this many jobs, newest first");
-  hc->callback([] { Query(h, true); });
-
   static ActArgs rm, hold, rel;
   struct Verb {
     const char* name;
