@@ -8,8 +8,10 @@
 
 #include "agent/agent.h"
 #include "agent/cli/commands.h"
+#include "agent/cli/local_store.h"
 #include "agent/cli/util.h"
 #include "agent/userlog.h"
+#include "common/paths.h"
 
 namespace kite::cli {
 namespace {
@@ -80,23 +82,39 @@ void Wait(const std::vector<std::string>& ids, double timeout) {
   }
 }
 
+// A job's events: from the agent, or read from the queue store when no agent runs.
 void Log(const std::string& id) {
   auto job = agent::ParseJobSelector(id);
   if (!job) Die(job.error());
   if (job->proc < 0) Die("kite log needs one job id, C.P");
-  auto client = ConnectOrDie();
-  json::object body;
-  body["id"] = id;
-  auto r = client->Post("/v1/events", body);
-  if (!r) Die(r.error());
-  if (r->status != 200) Die(AgentError(*r));
-  auto sel = json::parse(r->body).as_array();
   int cluster = job->cluster, proc = job->proc;
-  for (auto& e : sel) {
-    auto& o = e.as_object();
-    std::string text =
-        agent::FormatEvent(static_cast<int>(o.at("code").as_int64()), cluster, proc,
-                           o.at("time").to_number<double>(), std::string(o.at("text").as_string()));
+  std::vector<store::EventRecord> events;
+  auto client = AgentClient::Connect(KiteHome());
+  if (client) {
+    json::object body;
+    body["id"] = id;
+    auto r = (*client)->Post("/v1/events", body);
+    if (!r) Die(r.error());
+    if (r->status != 200) Die(AgentError(*r));
+    auto parsed = json::parse(r->body);
+    for (auto& e : parsed.as_array()) {
+      auto& o = e.as_object();
+      events.push_back({{cluster, proc},
+                        o.at("time").to_number<double>(),
+                        static_cast<int>(o.at("code").as_int64()),
+                        std::string(o.at("text").as_string())});
+    }
+  } else if (client.error().code() == ErrorCode::kUnavailable) {
+    auto store = OpenQueueReadOnlyOrDie();
+    auto ev = store->Events({cluster, proc});
+    if (!ev) Die(ev.error());
+    if (ev->empty()) Die("job " + id + " not found");
+    events = std::move(*ev);
+  } else {
+    Die(client.error());
+  }
+  for (auto& e : events) {
+    std::string text = agent::FormatEvent(e.code, cluster, proc, e.time, e.text);
     std::fwrite(text.data(), 1, text.size(), stdout);
   }
 }
@@ -135,7 +153,8 @@ void RegisterJobCommands(CLI::App& app) {
   w->callback([] { Wait(wait_ids, wait_timeout); });
 
   static std::string log_id;
-  auto* l = app.add_subcommand("log", "show a job's event history in user-log format");
+  auto* l = app.add_subcommand(
+      "log", "show a job's event history in user-log format (no agent needs to run)");
   l->add_option("id", log_id, "job C.P")->required();
   l->callback([] { Log(log_id); });
 }

@@ -2,15 +2,20 @@
 // -idle) and output forms (tables, -json, -long, -af, -format, -totals).
 #include <cctype>
 #include <cstdio>
+#include <ctime>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "agent/cli/commands.h"
+#include "agent/cli/local_store.h"
 #include "agent/cli/util.h"
+#include "agent/listing.h"
 #include "agent/print_format.h"
+#include "agent/select.h"
 #include "classad/io.h"
+#include "common/paths.h"
 
 namespace kite::cli {
 namespace {
@@ -110,6 +115,29 @@ std::string ListingFormat(const QueryArgs& a, bool history, bool custom, bool na
   return "batch";
 }
 
+// `kite history` with no agent running: the same listing, read from the queue store.
+void LocalHistory(const QueryArgs& a, const CustomForm& custom, const std::vector<std::string>& ids,
+                  const std::string& constraint) {
+  std::vector<agent::JobSelector> sel;
+  for (auto& id : ids) {
+    auto s = agent::ParseJobSelector(id);
+    if (!s) Die(s.error());
+    sel.push_back(*s);
+  }
+  auto expr = agent::ParseConstraint(constraint);
+  if (!expr) Die(expr.error());
+  auto store = OpenQueueReadOnlyOrDie();
+  auto rows = ReadHistory(*store, std::move(sel), *expr, a.limit > 0 ? a.limit : 0);
+  if (custom.any() && !a.json) return PrintCustom(custom, rows.ads);
+  std::vector<agent::ListedJob> listed;
+  for (size_t i = 0; i < rows.ads.size(); ++i)
+    listed.push_back({rows.keys[i], &rows.ads[i], nullptr});
+  std::string out =
+      a.json ? agent::FormatJson(listed)
+             : agent::FormatJobTable(listed, static_cast<double>(std::time(nullptr)), true);
+  std::fwrite(out.data(), 1, out.size(), stdout);
+}
+
 void Query(const QueryArgs& a, bool history) {
   CustomForm custom = ParseCustom(a);
   std::vector<std::string> ids;
@@ -120,8 +148,11 @@ void Query(const QueryArgs& a, bool history) {
   body["history"] = history;
   body["limit"] = a.limit;
   body["format"] = ListingFormat(a, history, custom.any() && !a.json, !ids.empty());
-  auto client = ConnectOrDie();
-  auto r = client->Post("/v1/query", body);
+  auto client = AgentClient::Connect(KiteHome());
+  if (!client && history && client.error().code() == ErrorCode::kUnavailable)
+    return LocalHistory(a, custom, ids, constraint);
+  if (!client) Die(client.error());
+  auto r = (*client)->Post("/v1/query", body);
   if (!r) Die(r.error());
   if (r->status != 200) Die(AgentError(*r));
   if (a.json || !custom.any()) {
@@ -170,7 +201,8 @@ void RegisterQueryCommands(CLI::App& app) {
   qc->add_flag("--totals", q.totals, "only the totals line");
   qc->callback([] { Query(q, false); });
 
-  auto* hc = app.add_subcommand("history", "show jobs that have left the queue (condor_history)");
+  auto* hc = app.add_subcommand(
+      "history", "show jobs that have left the queue (condor_history; no agent needs to run)");
   AddOutputOptions(hc, h);
   hc->add_option("--limit,--match", h.limit, "show at most this many jobs, newest first");
   hc->callback([] { Query(h, true); });

@@ -2,6 +2,8 @@
 // owner names as arguments, batch names in the batch view, and clear errors for bad formats.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <memory>
 #include <string>
 
@@ -161,6 +163,67 @@ TEST_F(QueryCli, OwnerNamesAndBatchNames) {
       "universe = local\nexecutable = /bin/true\nhold = true\nbatch_name = nightly\nqueue\n");
   r = Q({});
   EXPECT_TRUE(Has(r.out, held_ + ".0 ... " + std::to_string(more) + ".0")) << r.out;
+}
+
+// condor_history and the user log need no agent: they read the queue store, read-only.
+TEST(HistoryCli, HistoryAndLogWithoutAnAgent) {
+  KiteEnv env("history-cli");
+  env.StartAgent();
+  // One after the other, so "newest first" has one answer.
+  int first = env.Submit("universe = local\nexecutable = /bin/true\nqueue 2\n");
+  auto r = env.Kite({"wait", std::to_string(first), "-timeout", "30"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int second = env.Submit(
+      "universe = local\nexecutable = /bin/sh\narguments = \"-c 'exit 3'\"\n"
+      "+Color = \"red\"\nqueue\n");
+  r = env.Kite({"wait", std::to_string(second), "-timeout", "30"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string f = std::to_string(first), s = std::to_string(second);
+  auto with_agent = env.Kite({"history", "-af", "ClusterId", "ProcId", "ExitCode"});
+  env.StopAgent();
+
+  r = env.Kite({"history", "-af", "ClusterId", "ProcId", "ExitCode"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, with_agent.out);
+  EXPECT_TRUE(Has(r.out, s + " 0 3\n")) << r.out;
+  EXPECT_TRUE(Has(r.out, f + " 1 0\n")) << r.out;
+  r = env.Kite({"history", "-match", "1", "-af:j", "Color"});
+  EXPECT_EQ(r.out, s + ".0 red\n");
+  r = env.Kite({"history", f, "-limit", "5", "-af", "ProcId"});
+  EXPECT_TRUE(r.out == "1\n0\n" || r.out == "0\n1\n") << r.out;
+  r = env.Kite({"history", "-constraint", "ExitCode == 3", "-long"});
+  EXPECT_TRUE(Has(r.out, "Color = \"red\"\n")) << r.out;
+  EXPECT_TRUE(Has(r.out, "ExitCode = 3\n")) << r.out;
+  r = env.Kite({"history", "-json", s});
+  EXPECT_TRUE(Has(r.out, "\"ExitCode\": 3")) << r.out;
+  r = env.Kite({"history"});
+  EXPECT_TRUE(Has(r.out, f + ".1")) << r.out;
+  EXPECT_TRUE(Has(r.out, "COMPLETED")) << r.out;
+
+  r = env.Kite({"log", s + ".0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  char submitted[64];
+  std::snprintf(submitted, sizeof submitted, "000 (%03d.000.000)", second);
+  EXPECT_TRUE(Has(r.out, submitted)) << r.out;
+  EXPECT_TRUE(Has(r.out, "Normal termination (return value 3)")) << r.out;
+  r = env.Kite({"log", "999.0"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(Has(r.err, "job 999.0 not found")) << r.err;
+  r = env.Kite({"q"});
+  EXPECT_NE(r.exit_code, 0);  // the queue itself needs the agent
+  EXPECT_TRUE(Has(r.err, "kite agent start")) << r.err;
+
+  // Reading left the queue as it was: the agent starts on it and goes on numbering.
+  env.StartAgent();
+  int third = env.Submit("universe = local\nexecutable = /bin/true\nhold = true\nqueue\n");
+  EXPECT_EQ(third, second + 1);
+}
+
+TEST(HistoryCli, NoQueueYet) {
+  KiteEnv env("history-none");
+  auto r = env.Kite({"history"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_TRUE(Has(r.err, "no job queue at")) << r.err;
 }
 
 }  // namespace
