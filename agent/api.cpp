@@ -3,7 +3,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
+#include <cctype>
 #include <string>
 
 #include "agent/agent.h"
@@ -65,6 +67,23 @@ Result<std::vector<JobSelector>> GetSelectors(const json::object& o) {
     out.push_back(*s);
   }
   return out;
+}
+
+// The jobs an act or edit request names: ids, a constraint, or both (then jobs that match both).
+struct NamedJobs {
+  std::vector<JobSelector> sel;
+  classad::ExprPtr constraint;  // null: none
+};
+Result<NamedJobs> GetNamedJobs(const json::object& body) {
+  auto sel = GetSelectors(body);
+  if (!sel) return Fail(sel.error());
+  auto constraint = GetString(body, "constraint");
+  if (!constraint) return Fail(constraint.error());
+  if (sel->empty() && constraint->empty())
+    return Fail(ErrorCode::kInvalidInput, "name the jobs: ids or a constraint");
+  auto expr = ParseConstraint(*constraint);
+  if (!expr) return Fail(expr.error());
+  return NamedJobs{std::move(*sel), std::move(*expr)};
 }
 
 Result<std::vector<SubmitAttr>> ParseAttrs(const json::value& v) {
@@ -229,14 +248,8 @@ void HandleAct(Agent& agent, const json::object& body, std::function<void(ApiRes
   if (!verb)
     return reply(
         ErrorReply(http::status::bad_request, "action must be rm, forcex, hold or release"));
-  auto sel = GetSelectors(body);
-  if (!sel) return reply(ErrorReply(sel.error()));
-  auto constraint = GetString(body, "constraint");
-  if (!constraint) return reply(ErrorReply(constraint.error()));
-  if (sel->empty() && constraint->empty())
-    return reply(ErrorReply(http::status::bad_request, "name the jobs: ids or a constraint"));
-  auto expr = ParseConstraint(*constraint);
-  if (!expr) return reply(ErrorReply(expr.error()));
+  auto named = GetNamedJobs(body);
+  if (!named) return reply(ErrorReply(named.error()));
   auto reason = GetString(body, "reason");
   if (!reason) return reply(ErrorReply(reason.error()));
   std::string why = *reason;
@@ -244,10 +257,70 @@ void HandleAct(Agent& agent, const json::object& body, std::function<void(ApiRes
     const char* user = ::getenv("USER");
     why = std::string("via ") + verb->via + " (by user " + (user ? user : "?") + ")";
   }
-  SelectQueued(agent, *sel, *expr,
-               [&agent, verb, sel = *sel, why, reply](Result<std::vector<JobKey>> keys) {
+  SelectQueued(agent, named->sel, named->constraint,
+               [&agent, verb, sel = named->sel, why, reply](Result<std::vector<JobKey>> keys) {
                  if (!keys) return reply(ErrorReply(keys.error()));
                  ActOn(agent, *verb, sel, *keys, why, reply);
+               });
+}
+
+// Attributes condor_qedit will not change: the job's identity, its status (changed only through
+// hold, release and rm, which log it) and what the gridmanager owns.
+constexpr std::string_view kProtectedAttrs[] = {
+    "ClusterId",           "ProcId", "JobStatus",   "Owner",     "MyType",
+    "TargetType",          "QDate",  "GlobalJobId", "GridJobId", "GridJobStatus",
+    "EnteredCurrentStatus"};
+
+Status CheckEditable(const std::string& name) {
+  bool ident =
+      !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
+  for (unsigned char c : name) ident = ident && (std::isalnum(c) || c == '_');
+  if (!ident) return Fail(ErrorCode::kInvalidInput, "'" + name + "' is not an attribute name");
+  for (auto p : kProtectedAttrs) {
+    if (p.size() == name.size() && std::equal(p.begin(), p.end(), name.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) ==
+                 std::tolower(static_cast<unsigned char>(b));
+        })) {
+      std::string hint = std::string(p) == "JobStatus" ? " (use kite hold, release or rm)" : "";
+      return Fail(ErrorCode::kInvalidInput,
+                  "attribute " + std::string(p) + " is protected and cannot be edited" + hint);
+    }
+  }
+  return {};
+}
+
+// condor_qedit: sets attributes of the selected queued jobs, each value a ClassAd expression.
+void HandleEdit(Agent& agent, const json::object& body, std::function<void(ApiResponse)> reply) {
+  auto named = GetNamedJobs(body);
+  if (!named) return reply(ErrorReply(named.error()));
+  auto* a = body.if_contains("attributes");
+  if (!a) return reply(ErrorReply(http::status::bad_request, "edit needs attributes"));
+  auto attrs = ParseAttrs(*a);
+  if (!attrs) return reply(ErrorReply(attrs.error()));
+  if (attrs->empty()) return reply(ErrorReply(http::status::bad_request, "edit needs attributes"));
+  std::vector<std::pair<std::string, classad::ExprPtr>> edits;
+  for (auto& [name, text] : *attrs) {
+    if (auto st = CheckEditable(name); !st) return reply(ErrorReply(st.error()));
+    auto value = classad::ParseExpr(text);
+    if (!value)
+      return reply(ErrorReply(http::status::bad_request,
+                              "value of " + name + ": " + value.error().message()));
+    edits.emplace_back(name, std::move(*value));
+  }
+  SelectQueued(agent, named->sel, named->constraint,
+               [&agent, edits = std::move(edits), reply](Result<std::vector<JobKey>> keys) {
+                 if (!keys) return reply(ErrorReply(keys.error()));
+                 size_t changed = 0;
+                 for (JobKey k : *keys) {
+                   Job* j = agent.queue().Find(k);
+                   if (!j) continue;
+                   for (auto& [name, value] : edits) agent.queue().SetAttr(*j, name, value);
+                   ++changed;
+                 }
+                 if (auto st = agent.queue().Flush(); !st) return reply(ErrorReply(st.error()));
+                 json::object o;
+                 o["changed"] = changed;
+                 reply(Reply(http::status::ok, json::serialize(o) + "\n"));
                });
 }
 
@@ -329,6 +402,7 @@ void HandleApiRequest(Agent& agent, const ApiRequest& req, std::function<void(Ap
   if (target == "/v1/submit") return reply(HandleSubmit(agent, *body));
   if (target == "/v1/query") return HandleQuery(agent, *body, std::move(reply));
   if (target == "/v1/act") return HandleAct(agent, *body, std::move(reply));
+  if (target == "/v1/edit") return HandleEdit(agent, *body, std::move(reply));
   if (target == "/v1/wait") return HandleWait(agent, *body, std::move(reply));
   if (target == "/v1/events") return reply(HandleEvents(agent, *body));
   if (target == "/v1/grid/jobs") return HandleGridJobs(agent, *body, std::move(reply));

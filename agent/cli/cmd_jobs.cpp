@@ -2,6 +2,7 @@
 // cmd_submit.cpp).
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -19,18 +20,35 @@ namespace {
 namespace json = boost::json;
 
 struct ActArgs {
-  std::vector<std::string> ids;
+  std::vector<std::string> targets;  // job ids (C, C.P) or owner names
   std::string constraint, reason;
-  bool forcex = false;
+  bool forcex = false, all = false;
 };
 
+// condor_rm's arguments: job ids, or owner names (all their jobs), or -all; -constraint narrows.
+// Ids and owners together are refused: condor_rm reads each as its own request, and an rm that
+// takes more than the user meant cannot be undone.
 void Act(const std::string& action, const ActArgs& a) {
-  if (a.ids.empty() && a.constraint.empty()) Die("name the jobs: give job ids or -constraint");
+  std::vector<std::string> ids, owners;
+  for (auto& t : a.targets) {
+    bool id = !t.empty() && std::isdigit(static_cast<unsigned char>(t[0]));
+    if (!id && !IsOwnerName(t)) Die("'" + t + "' is neither a job id (C or C.P) nor an owner name");
+    (id ? ids : owners).push_back(t);
+  }
+  if (!ids.empty() && !owners.empty()) Die("give job ids or owner names, not both");
+  if (a.all && !a.targets.empty()) Die("-all takes no job ids or owner names");
+  std::string constraint = a.constraint;
+  std::string who;
+  for (auto& o : owners) who += (who.empty() ? "" : " || ") + std::string("Owner == \"") + o + "\"";
+  if (!who.empty()) constraint = constraint.empty() ? who : "(" + constraint + ") && (" + who + ")";
+  if (a.all && constraint.empty()) constraint = "true";
+  if (ids.empty() && constraint.empty())
+    Die("name the jobs: give job ids, owner names, -all or -constraint");
   auto client = ConnectOrDie();
   json::object body;
   body["action"] = a.forcex ? "forcex" : action;
-  body["ids"] = IdsJson(a.ids);
-  body["constraint"] = a.constraint;
+  body["ids"] = IdsJson(ids);
+  body["constraint"] = constraint;
   body["reason"] = a.reason;
   auto r = client->PostJson("/v1/act", body);
   if (!r) Die(r.error());
@@ -40,6 +58,45 @@ void Act(const std::string& action, const ActArgs& a) {
   std::printf("%lld job(s) %s.\n", static_cast<long long>(changed),
               r->at("verb").as_string().c_str());
   if (!errors.empty()) throw CLI::RuntimeError(1);
+  if (!owners.empty() && r->at("matched").as_int64() == 0) {
+    std::string names;
+    for (auto& o : owners) names += (names.empty() ? "" : ", ") + o;
+    Die("no jobs of user " + names + " matched");
+  }
+}
+
+// condor_qedit ID|-constraint EXPR ATTR VALUE [ATTR VALUE...].
+struct EditArgs {
+  std::vector<std::string> words;  // [ID] ATTR VALUE ...
+  std::string constraint;
+};
+
+void Edit(const EditArgs& a) {
+  std::vector<std::string> ids;
+  size_t first = 0;
+  if (a.constraint.empty()) {
+    if (a.words.empty() || !std::isdigit(static_cast<unsigned char>(a.words[0][0])))
+      Die("qedit needs a job id (C or C.P) or -constraint, then ATTR VALUE pairs");
+    ids.push_back(a.words[0]);
+    first = 1;
+  }
+  if (a.words.size() <= first || (a.words.size() - first) % 2 != 0)
+    Die("qedit needs ATTR VALUE pairs (a string value in quotes: '\"text\"')");
+  json::array attrs;
+  for (size_t i = first; i < a.words.size(); i += 2)
+    attrs.push_back(json::array{json::string(a.words[i]), json::string(a.words[i + 1])});
+  auto client = ConnectOrDie();
+  json::object body;
+  body["ids"] = IdsJson(ids);
+  body["constraint"] = a.constraint;
+  body["attributes"] = std::move(attrs);
+  auto r = client->PostJson("/v1/edit", body);
+  if (!r) Die(r.error());
+  auto changed = r->at("changed").as_int64();
+  if (changed == 0) Die("no matching jobs in the queue");
+  for (size_t i = first; i < a.words.size(); i += 2)
+    std::printf("Set attribute \"%s\" for %lld matching job(s).\n", a.words[i].c_str(),
+                static_cast<long long>(changed));
 }
 
 void Wait(const std::vector<std::string>& ids, double timeout) {
@@ -132,8 +189,10 @@ void RegisterJobCommands(CLI::App& app) {
                  Verb{"hold", "hold jobs (stopping them if they run) until released", &hold},
                  Verb{"release", "release held jobs", &rel}}) {
     auto* c = app.add_subcommand(v.name, v.help);
-    c->add_option("ids", v.args->ids, "clusters C or jobs C.P");
+    c->add_option("targets", v.args->targets,
+                  "clusters C or jobs C.P, or owner names (all their jobs)");
     c->add_option("--constraint", v.args->constraint, "all jobs for which this expression is true");
+    c->add_flag("--all", v.args->all, "all jobs in the queue");
     c->add_option("--reason", v.args->reason, "the reason recorded in the job and its log");
     if (v.args == &rm) {
       c->add_flag("--forcex", v.args->forcex,
@@ -144,6 +203,15 @@ void RegisterJobCommands(CLI::App& app) {
     ActArgs* args = v.args;
     c->callback([action, args] { Act(action, *args); });
   }
+
+  static EditArgs edit;
+  auto* e = app.add_subcommand(
+      "qedit", "change attributes of queued jobs (condor_qedit): ID ATTR VALUE [ATTR VALUE...]");
+  e->add_option("words", edit.words,
+                "a job id C or C.P (unless -constraint), then attribute names and values; each "
+                "value is a ClassAd expression, so a string needs quotes: '\"text\"'");
+  e->add_option("--constraint", edit.constraint, "the jobs for which this expression is true");
+  e->callback([] { Edit(edit); });
 
   static std::vector<std::string> wait_ids;
   static double wait_timeout = 0;
