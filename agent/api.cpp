@@ -335,6 +335,9 @@ json::object CountsJson(const WaitCounts& c) {
   json::array m;
   for (auto& id : c.missing_ids) m.push_back(json::string(id));
   o["missing_ids"] = std::move(m);
+  json::array stuck;
+  for (auto& s : c.stuck) stuck.push_back(json::string(s));
+  o["stuck"] = std::move(stuck);
   return o;
 }
 
@@ -346,7 +349,8 @@ void HandleWait(Agent& agent, const json::object& body, std::function<void(ApiRe
   if (auto* t = body.if_contains("timeout"); t && t->is_number()) timeout = t->to_number<double>();
   timeout = std::clamp(timeout, 0.0, 60.0);
   auto now = agent.Count(*sel);
-  bool finished = now.idle == 0 && now.running == 0 && now.held == 0;
+  bool finished =
+      now.idle == 0 && now.running == 0 && now.held == static_cast<int>(now.stuck.size());
   if (timeout <= 0 || finished) {
     return reply(Reply(http::status::ok, json::serialize(CountsJson(now)) + "\n"));
   }

@@ -99,6 +99,11 @@ void Edit(const EditArgs& a) {
                 static_cast<long long>(changed));
 }
 
+// `kite wait`'s exit statuses: 0 all done, 1 an error (no agent, a bad argument).
+constexpr int kWaitNoSuchJob = 2;
+constexpr int kWaitTimedOut = 3;
+constexpr int kWaitHeld = 4;  // only held jobs left, and nothing but the user will release them
+
 void Wait(const std::vector<std::string>& ids, double timeout) {
   if (ids.empty()) Die("wait needs job ids");
   auto client = ConnectOrDie();
@@ -118,7 +123,7 @@ void Wait(const std::vector<std::string>& ids, double timeout) {
     if (n("missing") > 0) {
       std::string m;
       for (auto& id : r->at("missing_ids").as_array()) m += " " + std::string(id.as_string());
-      Die("no such job(s):" + m, 2);
+      Die("no such job(s):" + m, kWaitNoSuchJob);
     }
     char line[200];
     std::snprintf(line, sizeof line, "%lld of %lld job(s) done; %lld running, %lld idle, %lld held",
@@ -128,13 +133,21 @@ void Wait(const std::vector<std::string>& ids, double timeout) {
       std::fflush(stdout);
       last = line;
     }
-    if (n("running") == 0 && n("idle") == 0 && n("held") == 0) {
+    auto& stuck = r->at("stuck").as_array();
+    if (n("running") == 0 && n("idle") == 0 && n("held") == static_cast<long long>(stuck.size())) {
       if (tty) std::printf("\n");
-      return;
+      if (stuck.empty()) return;
+      // Nothing will release these jobs but the user: waiting longer cannot help.
+      for (auto& s : stuck) std::fprintf(stderr, "kite: held: %s\n", s.as_string().c_str());
+      Die(std::to_string(stuck.size()) +
+              " job(s) held with nothing to release them (no periodic_release): kite release or "
+              "kite rm them",
+          kWaitHeld);
     }
     if (timeout > 0 && left <= 0) {
       if (tty) std::printf("\n");
-      Die("timed out: " + std::to_string(n("total") - n("done")) + " job(s) not done", 1);
+      Die("timed out: " + std::to_string(n("total") - n("done")) + " job(s) not done",
+          kWaitTimedOut);
     }
   }
 }
@@ -217,7 +230,10 @@ void RegisterJobCommands(CLI::App& app) {
   static double wait_timeout = 0;
   auto* w = app.add_subcommand("wait", "wait until jobs have left the queue, showing progress");
   w->add_option("ids", wait_ids, "clusters C or jobs C.P")->required();
-  w->add_option("--timeout", wait_timeout, "give up after this many seconds (exit 1)");
+  w->add_option("--timeout", wait_timeout, "give up after this many seconds (exit 3)");
+  w->footer(
+      "Exit status: 0 all done, 1 error, 2 no such job, 3 timed out, 4 only held jobs left that "
+      "nothing will release (no periodic_release).");
   w->callback([] { Wait(wait_ids, wait_timeout); });
 
   static std::string log_id;
