@@ -3,7 +3,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
+#include <cctype>
 #include <string>
 
 #include "agent/agent.h"
@@ -67,6 +69,23 @@ Result<std::vector<JobSelector>> GetSelectors(const json::object& o) {
   return out;
 }
 
+// The jobs an act or edit request names: ids, a constraint, or both (then jobs that match both).
+struct NamedJobs {
+  std::vector<JobSelector> sel;
+  classad::ExprPtr constraint;  // null: none
+};
+Result<NamedJobs> GetNamedJobs(const json::object& body) {
+  auto sel = GetSelectors(body);
+  if (!sel) return Fail(sel.error());
+  auto constraint = GetString(body, "constraint");
+  if (!constraint) return Fail(constraint.error());
+  if (sel->empty() && constraint->empty())
+    return Fail(ErrorCode::kInvalidInput, "name the jobs: ids or a constraint");
+  auto expr = ParseConstraint(*constraint);
+  if (!expr) return Fail(expr.error());
+  return NamedJobs{std::move(*sel), std::move(*expr)};
+}
+
 Result<std::vector<SubmitAttr>> ParseAttrs(const json::value& v) {
   std::vector<SubmitAttr> out;
   if (!v.is_array()) return Fail(ErrorCode::kInvalidInput, "attributes must be [name, expr] pairs");
@@ -107,18 +126,26 @@ ApiResponse HandleSubmit(Agent& agent, const json::object& body) {
   return Reply(http::status::ok, json::serialize(o) + "\n");
 }
 
+// The text of a listing in `format` (docs/api.md, /v1/query). Queue listings end with condor_q's
+// totals line; "totals" and "grid-totals" are that line alone.
 std::string FormatListing(const std::string& format, const std::vector<ListedJob>& listed,
                           bool history, double now) {
   if (format == "json") return FormatJson(listed);
+  bool grid = format == "grid" || format == "grid-totals";
+  if (format == "totals" || format == "grid-totals") return FormatTotals(listed, grid);
   std::string text;
   if (format == "batch" && !history) {
     text = FormatBatchTable(listed, now);
   } else if (format == "grid") {
     text = FormatGridTable(listed);
+  } else if (format == "hold") {
+    text = FormatHoldTable(listed);
+  } else if (format == "run") {
+    text = FormatRunTable(listed, now);
   } else {
     text = FormatJobTable(listed, now, history);
   }
-  if (!history) text += "\n" + FormatTotals(listed);
+  if (!history) text += "\n" + FormatTotals(listed, grid);
   return text;
 }
 
@@ -221,14 +248,8 @@ void HandleAct(Agent& agent, const json::object& body, std::function<void(ApiRes
   if (!verb)
     return reply(
         ErrorReply(http::status::bad_request, "action must be rm, forcex, hold or release"));
-  auto sel = GetSelectors(body);
-  if (!sel) return reply(ErrorReply(sel.error()));
-  auto constraint = GetString(body, "constraint");
-  if (!constraint) return reply(ErrorReply(constraint.error()));
-  if (sel->empty() && constraint->empty())
-    return reply(ErrorReply(http::status::bad_request, "name the jobs: ids or a constraint"));
-  auto expr = ParseConstraint(*constraint);
-  if (!expr) return reply(ErrorReply(expr.error()));
+  auto named = GetNamedJobs(body);
+  if (!named) return reply(ErrorReply(named.error()));
   auto reason = GetString(body, "reason");
   if (!reason) return reply(ErrorReply(reason.error()));
   std::string why = *reason;
@@ -236,10 +257,70 @@ void HandleAct(Agent& agent, const json::object& body, std::function<void(ApiRes
     const char* user = ::getenv("USER");
     why = std::string("via ") + verb->via + " (by user " + (user ? user : "?") + ")";
   }
-  SelectQueued(agent, *sel, *expr,
-               [&agent, verb, sel = *sel, why, reply](Result<std::vector<JobKey>> keys) {
+  SelectQueued(agent, named->sel, named->constraint,
+               [&agent, verb, sel = named->sel, why, reply](Result<std::vector<JobKey>> keys) {
                  if (!keys) return reply(ErrorReply(keys.error()));
                  ActOn(agent, *verb, sel, *keys, why, reply);
+               });
+}
+
+// Attributes condor_qedit will not change: the job's identity, its status (changed only through
+// hold, release and rm, which log it) and what the gridmanager owns.
+constexpr std::string_view kProtectedAttrs[] = {
+    "ClusterId",           "ProcId", "JobStatus",   "Owner",     "MyType",
+    "TargetType",          "QDate",  "GlobalJobId", "GridJobId", "GridJobStatus",
+    "EnteredCurrentStatus"};
+
+Status CheckEditable(const std::string& name) {
+  bool ident =
+      !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_');
+  for (unsigned char c : name) ident = ident && (std::isalnum(c) || c == '_');
+  if (!ident) return Fail(ErrorCode::kInvalidInput, "'" + name + "' is not an attribute name");
+  for (auto p : kProtectedAttrs) {
+    if (p.size() == name.size() && std::equal(p.begin(), p.end(), name.begin(), [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) ==
+                 std::tolower(static_cast<unsigned char>(b));
+        })) {
+      std::string hint = std::string(p) == "JobStatus" ? " (use kite hold, release or rm)" : "";
+      return Fail(ErrorCode::kInvalidInput,
+                  "attribute " + std::string(p) + " is protected and cannot be edited" + hint);
+    }
+  }
+  return {};
+}
+
+// condor_qedit: sets attributes of the selected queued jobs, each value a ClassAd expression.
+void HandleEdit(Agent& agent, const json::object& body, std::function<void(ApiResponse)> reply) {
+  auto named = GetNamedJobs(body);
+  if (!named) return reply(ErrorReply(named.error()));
+  auto* a = body.if_contains("attributes");
+  if (!a) return reply(ErrorReply(http::status::bad_request, "edit needs attributes"));
+  auto attrs = ParseAttrs(*a);
+  if (!attrs) return reply(ErrorReply(attrs.error()));
+  if (attrs->empty()) return reply(ErrorReply(http::status::bad_request, "edit needs attributes"));
+  std::vector<std::pair<std::string, classad::ExprPtr>> edits;
+  for (auto& [name, text] : *attrs) {
+    if (auto st = CheckEditable(name); !st) return reply(ErrorReply(st.error()));
+    auto value = classad::ParseExpr(text);
+    if (!value)
+      return reply(ErrorReply(http::status::bad_request,
+                              "value of " + name + ": " + value.error().message()));
+    edits.emplace_back(name, std::move(*value));
+  }
+  SelectQueued(agent, named->sel, named->constraint,
+               [&agent, edits = std::move(edits), reply](Result<std::vector<JobKey>> keys) {
+                 if (!keys) return reply(ErrorReply(keys.error()));
+                 size_t changed = 0;
+                 for (JobKey k : *keys) {
+                   Job* j = agent.queue().Find(k);
+                   if (!j) continue;
+                   for (auto& [name, value] : edits) agent.queue().SetAttr(*j, name, value);
+                   ++changed;
+                 }
+                 if (auto st = agent.queue().Flush(); !st) return reply(ErrorReply(st.error()));
+                 json::object o;
+                 o["changed"] = changed;
+                 reply(Reply(http::status::ok, json::serialize(o) + "\n"));
                });
 }
 
@@ -254,6 +335,9 @@ json::object CountsJson(const WaitCounts& c) {
   json::array m;
   for (auto& id : c.missing_ids) m.push_back(json::string(id));
   o["missing_ids"] = std::move(m);
+  json::array stuck;
+  for (auto& s : c.stuck) stuck.push_back(json::string(s));
+  o["stuck"] = std::move(stuck);
   return o;
 }
 
@@ -265,7 +349,8 @@ void HandleWait(Agent& agent, const json::object& body, std::function<void(ApiRe
   if (auto* t = body.if_contains("timeout"); t && t->is_number()) timeout = t->to_number<double>();
   timeout = std::clamp(timeout, 0.0, 60.0);
   auto now = agent.Count(*sel);
-  bool finished = now.idle == 0 && now.running == 0 && now.held == 0;
+  bool finished =
+      now.idle == 0 && now.running == 0 && now.held == static_cast<int>(now.stuck.size());
   if (timeout <= 0 || finished) {
     return reply(Reply(http::status::ok, json::serialize(CountsJson(now)) + "\n"));
   }
@@ -321,6 +406,7 @@ void HandleApiRequest(Agent& agent, const ApiRequest& req, std::function<void(Ap
   if (target == "/v1/submit") return reply(HandleSubmit(agent, *body));
   if (target == "/v1/query") return HandleQuery(agent, *body, std::move(reply));
   if (target == "/v1/act") return HandleAct(agent, *body, std::move(reply));
+  if (target == "/v1/edit") return HandleEdit(agent, *body, std::move(reply));
   if (target == "/v1/wait") return HandleWait(agent, *body, std::move(reply));
   if (target == "/v1/events") return reply(HandleEvents(agent, *body));
   if (target == "/v1/grid/jobs") return HandleGridJobs(agent, *body, std::move(reply));

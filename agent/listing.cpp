@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 #include <map>
+#include <set>
 
 #include "classad/io.h"
 
@@ -163,23 +164,33 @@ std::string FormatGridTable(const std::vector<ListedJob>& jobs) {
 }
 
 std::string FormatBatchTable(const std::vector<ListedJob>& jobs, double /*now*/) {
+  // One row per batch: the jobs of one owner sharing a JobBatchName (batch_name), whatever their
+  // clusters, as condor_q groups them; a cluster without a batch name is its own batch, "ID: C".
   struct Row {
-    std::string owner;
+    std::string owner, name;
     double qdate = 0;
     int done = 0, run = 0, idle = 0, hold = 0, total = 0;
-    int first = -1, last = -1;
+    JobKey first{-1, -1}, last{-1, -1};
+    std::set<const Cluster*> clusters;
   };
-  std::map<int, Row> rows;
+  std::vector<Row> rows;
+  std::map<std::pair<std::string, std::string>, size_t> index;  // (owner, batch) -> row
   for (auto& j : jobs) {
-    Row& r = rows[j.key.cluster];
-    if (r.first < 0) {
-      r.owner = j.ad->EvaluateString("Owner").value_or("?");
-      r.qdate = static_cast<double>(j.ad->EvaluateInt("QDate").value_or(0));
-      r.first = j.key.proc;
-      r.total = j.cluster ? j.cluster->total : 0;
-      r.done = j.cluster ? j.cluster->total - j.cluster->present : 0;
+    std::string owner = j.ad->EvaluateString("Owner").value_or("?");
+    auto named = j.ad->EvaluateString("JobBatchName");
+    std::string name = named && !named->empty() ? *named : "ID: " + std::to_string(j.key.cluster);
+    auto [it, fresh] = index.emplace(std::make_pair(owner, name), rows.size());
+    if (fresh) {
+      rows.push_back({owner, name});
+      rows.back().qdate = static_cast<double>(j.ad->EvaluateInt("QDate").value_or(0));
+      rows.back().first = j.key;
     }
-    r.last = j.key.proc;
+    Row& r = rows[it->second];
+    if (j.cluster && r.clusters.insert(j.cluster).second) {
+      r.total += j.cluster->total;
+      r.done += j.cluster->total - j.cluster->present;
+    }
+    r.last = j.key;
     switch (StatusOf(*j.ad)) {
       case kRunning:
         ++r.run;
@@ -196,17 +207,19 @@ std::string FormatBatchTable(const std::vector<ListedJob>& jobs, double /*now*/)
     }
   }
   auto num = [](int n) { return n ? std::to_string(n) : std::string("_"); };
+  auto id = [](JobKey k) { return std::to_string(k.cluster) + "." + std::to_string(k.proc); };
   std::string out;
-  char line[256];
+  char line[512];
   std::snprintf(line, sizeof line, "%-14s %-12s %11s %6s %6s %6s %6s %6s %s\n", "OWNER",
                 "BATCH_NAME", "SUBMITTED", "DONE", "RUN", "IDLE", "HOLD", "TOTAL", "JOB_IDS");
   out += line;
-  for (auto& [cluster, r] : rows) {
-    std::string ids = std::to_string(cluster) + "." + std::to_string(r.first);
-    if (r.last != r.first) ids += "-" + std::to_string(r.last);
-    std::string batch = "ID: " + std::to_string(cluster);
-    std::snprintf(line, sizeof line, "%-14.14s %-12s %11s %6s %6s %6s %6s %6d %s\n",
-                  r.owner.c_str(), batch.c_str(), ShortDate(r.qdate).c_str(), num(r.done).c_str(),
+  for (auto& r : rows) {
+    std::string ids = id(r.first);
+    if (r.last != r.first)
+      ids += (r.last.cluster == r.first.cluster ? "-" + std::to_string(r.last.proc)
+                                                : " ... " + id(r.last));
+    std::snprintf(line, sizeof line, "%-14.14s %-12.40s %11s %6s %6s %6s %6s %6d %s\n",
+                  r.owner.c_str(), r.name.c_str(), ShortDate(r.qdate).c_str(), num(r.done).c_str(),
                   num(r.run).c_str(), num(r.idle).c_str(), num(r.hold).c_str(),
                   std::max(r.total, r.run + r.idle + r.hold), ids.c_str());
     out += line;
@@ -214,9 +227,57 @@ std::string FormatBatchTable(const std::vector<ListedJob>& jobs, double /*now*/)
   return out;
 }
 
-std::string FormatTotals(const std::vector<ListedJob>& jobs) {
-  int n[8] = {0};
+std::string FormatHoldTable(const std::vector<ListedJob>& jobs) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, " %-10s %-14s %11s %s\n", "ID", "OWNER", "HELD_SINCE",
+                "HOLD_REASON");
+  out += line;
   for (auto& j : jobs) {
+    const auto& ad = *j.ad;
+    if (StatusOf(ad) != kHeld) continue;
+    std::string owner = ad.EvaluateString("Owner").value_or("?");
+    double since = static_cast<double>(ad.EvaluateInt("EnteredCurrentStatus").value_or(0));
+    std::string reason = ad.EvaluateString("HoldReason").value_or("");
+    for (auto& c : reason) c = c == '\n' ? ' ' : c;
+    std::snprintf(line, sizeof line, "%*d.%-*d %-14.14s %11s %.300s\n", 6, j.key.cluster, 3,
+                  j.key.proc, owner.c_str(), ShortDate(since).c_str(), reason.c_str());
+    out += line;
+  }
+  return out;
+}
+
+std::string FormatRunTable(const std::vector<ListedJob>& jobs, double now) {
+  std::string out;
+  char line[512];
+  std::snprintf(line, sizeof line, " %-10s %-14s %11s %12s %11s %s\n", "ID", "OWNER", "SUBMITTED",
+                "RUN_TIME", "STARTED", "HOST(S)");
+  out += line;
+  for (auto& j : jobs) {
+    const auto& ad = *j.ad;
+    if (StatusOf(ad) != kRunning) continue;
+    std::string owner = ad.EvaluateString("Owner").value_or("?");
+    double qdate = static_cast<double>(ad.EvaluateInt("QDate").value_or(0));
+    double start = static_cast<double>(ad.EvaluateInt("JobCurrentStartDate").value_or(0));
+    // Where it runs: the site of a grid job ("kite HOST:PORT/BATCH" -> "HOST:PORT/BATCH"), this
+    // machine for a local one.
+    std::string where = ad.EvaluateString("GridResource").value_or("local");
+    if (where.rfind("kite ", 0) == 0) where.erase(0, 5);
+    std::snprintf(line, sizeof line, "%*d.%-*d %-14.14s %11s %12s %11s %.200s\n", 6, j.key.cluster,
+                  3, j.key.proc, owner.c_str(), ShortDate(qdate).c_str(),
+                  Duration(RunTime(ad, now)).c_str(), start > 0 ? ShortDate(start).c_str() : "",
+                  where.c_str());
+    out += line;
+  }
+  return out;
+}
+
+std::string FormatTotals(const std::vector<ListedJob>& jobs, bool grid_only) {
+  int n[8] = {0};
+  size_t total = 0;
+  for (auto& j : jobs) {
+    if (grid_only && !j.ad->Lookup("GridResource")) continue;
+    ++total;
     int s = StatusOf(*j.ad);
     if (s >= 0 && s < 8) ++n[s];
   }
@@ -224,7 +285,7 @@ std::string FormatTotals(const std::vector<ListedJob>& jobs) {
   std::snprintf(line, sizeof line,
                 "Total for query: %zu jobs; %d completed, %d removed, %d idle, %d running, %d "
                 "held, 0 suspended\n",
-                jobs.size(), n[kCompleted], n[kRemoved], n[kIdle], n[kRunning], n[kHeld]);
+                total, n[kCompleted], n[kRemoved], n[kIdle], n[kRunning], n[kHeld]);
   return line;
 }
 

@@ -20,11 +20,16 @@ struct ListedJob {
 std::string FormatJson(const std::vector<ListedJob>& jobs);
 // condor_q -nobatch: one line per job.
 std::string FormatJobTable(const std::vector<ListedJob>& jobs, double now, bool history);
-// condor_q's default: one line per cluster.
+// condor_q's default: one line per batch (JobBatchName and owner; a cluster without a name is its
+// own batch).
 std::string FormatBatchTable(const std::vector<ListedJob>& jobs, double now);
+// condor_q -hold: held jobs, since when and why.
+std::string FormatHoldTable(const std::vector<ListedJob>& jobs);
+// condor_q -run: running jobs, since when and where.
+std::string FormatRunTable(const std::vector<ListedJob>& jobs, double now);
 // condor_q -grid: grid jobs with their remote state, resource and site job id.
 std::string FormatGridTable(const std::vector<ListedJob>& jobs);
-// "Total for query: ..." line.
-std::string FormatTotals(const std::vector<ListedJob>& jobs);
+// "Total for query: ..." line; with `grid_only`, counting only grid jobs (condor_q -grid).
+std::string FormatTotals(const std::vector<ListedJob>& jobs, bool grid_only = false);
 
 }  // namespace kite::agent

@@ -6,6 +6,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <chrono>
 
+#include "agent/notifier.h"
+
 namespace kite::agent {
 
 struct Waiters::Waiter {
@@ -29,6 +31,11 @@ WaitCounts Waiters::Count(const std::vector<JobSelector>& sel) {
         break;
       case kHeld:
         ++c.held;
+        // A policy may release it, and so does a renewed proxy for a credential hold.
+        if (!j.ad.Lookup("PeriodicRelease") && !j.ad.Lookup(kCredentialHoldAttr)) {
+          c.stuck.push_back(JobIdString(j.key) + ": " +
+                            j.ad.EvaluateString("HoldReason").value_or("(no reason given)"));
+        }
         break;
       default:
         ++c.done;

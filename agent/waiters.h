@@ -16,6 +16,9 @@ namespace kite::agent {
 struct WaitCounts {
   int total = 0, done = 0, idle = 0, running = 0, held = 0, missing = 0;
   std::vector<std::string> missing_ids;
+  // Held jobs nothing in Kite will release (no PeriodicRelease, not held by the credential
+  // monitor, which releases on renewal): "C.P: HoldReason". Only the user moves them on.
+  std::vector<std::string> stuck;
 };
 
 class Waiters {

@@ -1,6 +1,8 @@
 // The agent's job queue schema and its reads and writes.
 #include "store/job_queue_store.h"
 
+#include <unistd.h>
+
 #include <string>
 
 namespace kite::store {
@@ -42,6 +44,26 @@ Result<std::unique_ptr<JobQueueStore>> JobQueueStore::Open(const std::string& pa
   if (!db) return Fail(db.error());
   if (auto st = Migrate(**db, kMigrations, std::size(kMigrations)); !st) return Fail(st.error());
   std::unique_ptr<JobQueueStore> q(new JobQueueStore(std::move(*db)));
+  if (auto st = q->PrepareAll(); !st) return Fail(st.error());
+  return q;
+}
+
+Result<std::unique_ptr<JobQueueStore>> JobQueueStore::OpenReadOnly(const std::string& path) {
+  if (::access(path.c_str(), F_OK) != 0)
+    return Fail(ErrorCode::kNotFound, "no job queue at " + path + " (no agent has run there)");
+  DbOptions options;
+  options.read_only = true;
+  auto db = Db::Open(path, options);
+  if (!db) return Fail(db.error());
+  auto version = (*db)->UserVersion();
+  if (!version) return Fail(version.error());
+  int latest = std::size(kMigrations) ? kMigrations[std::size(kMigrations) - 1].version : 0;
+  if (*version != latest)
+    return Fail(ErrorCode::kConflict, path + " has schema version " + std::to_string(*version) +
+                                          "; this Kite reads version " + std::to_string(latest) +
+                                          " (start the agent once to bring it up to date)");
+  std::unique_ptr<JobQueueStore> q(new JobQueueStore(std::move(*db)));
+  // The write statements are prepared too (preparing writes nothing); using them fails.
   if (auto st = q->PrepareAll(); !st) return Fail(st.error());
   return q;
 }

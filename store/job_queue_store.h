@@ -44,6 +44,10 @@ class JobQueueStore {
   // Opens (creating and migrating) the queue at `path`.
   static Result<std::unique_ptr<JobQueueStore>> Open(const std::string& path,
                                                      const DbOptions& options = {});
+  // Opens an existing queue for reading only (Events, History, Load), beside a running agent or
+  // without one. kNotFound when there is no queue at `path`; kConflict when its schema is not
+  // the one this program writes.
+  static Result<std::unique_ptr<JobQueueStore>> OpenReadOnly(const std::string& path);
 
   // Hands out a new cluster id and persists that it was handed out, so no id is ever reused.
   Result<int> ReserveClusterId();

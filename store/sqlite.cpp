@@ -66,8 +66,9 @@ std::string_view Stmt::Text(int col) const {
 
 Result<std::unique_ptr<Db>> Db::Open(const std::string& path, const DbOptions& options) {
   sqlite3* raw = nullptr;
-  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
-  if (options.create) flags |= SQLITE_OPEN_CREATE;
+  int flags =
+      (options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX;
+  if (options.create && !options.read_only) flags |= SQLITE_OPEN_CREATE;
   int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = "open " + path + ": " + (raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc));
@@ -76,6 +77,7 @@ Result<std::unique_ptr<Db>> Db::Open(const std::string& path, const DbOptions& o
   }
   std::unique_ptr<Db> db(new Db(raw, path));
   sqlite3_busy_timeout(raw, options.busy_timeout_ms);
+  if (options.read_only) return db;
   std::string pragmas;
   if (options.wal) pragmas += "PRAGMA journal_mode=WAL;";
   pragmas += options.synchronous_full ? "PRAGMA synchronous=FULL;" : "PRAGMA synchronous=NORMAL;";

@@ -53,6 +53,11 @@ struct DbOptions {
   bool synchronous_full = true;  // synchronous=FULL: a commit survives power loss
   int busy_timeout_ms = 5000;
   bool create = true;  // create the file when missing
+  // Open for reading only (SQLITE_OPEN_READONLY; the other options are ignored): no pragma is
+  // set and nothing written, so a reader beside the agent (kite history without an agent, or
+  // while one runs) changes neither the file nor its journal mode. WAL lets it read while the
+  // agent writes.
+  bool read_only = false;
 };
 
 class Db {

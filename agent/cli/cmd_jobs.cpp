@@ -1,58 +1,54 @@
-// `kite q`, `history`, `rm`, `hold`, `release`, `wait`, `log` (`kite submit`: cmd_submit.cpp).
+// `kite rm`, `hold`, `release`, `wait`, `log` (`kite q`, `history`: cmd_query.cpp; `kite submit`:
+// cmd_submit.cpp).
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <string>
 
 #include "agent/agent.h"
 #include "agent/cli/commands.h"
+#include "agent/cli/local_store.h"
 #include "agent/cli/util.h"
 #include "agent/userlog.h"
+#include "common/paths.h"
 
 namespace kite::cli {
 namespace {
 
 namespace json = boost::json;
 
-struct QueryArgs {
-  std::vector<std::string> ids;
-  std::string constraint;
-  bool json = false, nobatch = false, batch = false, grid = false;
-  int limit = 0;
-};
-
-void Query(const QueryArgs& a, bool history) {
-  auto client = ConnectOrDie();
-  json::object body;
-  body["ids"] = IdsJson(a.ids);
-  body["constraint"] = a.constraint;
-  body["history"] = history;
-  body["limit"] = a.limit;
-  // condor_q shows clusters by default and single jobs with -nobatch; naming jobs by id shows them.
-  body["format"] = a.json                                                   ? "json"
-                   : a.grid                                                 ? "grid"
-                   : (history || a.nobatch || (!a.batch && !a.ids.empty())) ? "table"
-                                                                            : "batch";
-  auto r = client->Post("/v1/query", body);
-  if (!r) Die(r.error());
-  if (r->status != 200) Die(AgentError(*r));
-  std::fwrite(r->body.data(), 1, r->body.size(), stdout);
-}
-
 struct ActArgs {
-  std::vector<std::string> ids;
+  std::vector<std::string> targets;  // job ids (C, C.P) or owner names
   std::string constraint, reason;
-  bool forcex = false;
+  bool forcex = false, all = false;
 };
 
+// condor_rm's arguments: job ids, or owner names (all their jobs), or -all; -constraint narrows.
+// Ids and owners together are refused: condor_rm reads each as its own request, and an rm that
+// takes more than the user meant cannot be undone.
 void Act(const std::string& action, const ActArgs& a) {
-  if (a.ids.empty() && a.constraint.empty()) Die("name the jobs: give job ids or -constraint");
+  std::vector<std::string> ids, owners;
+  for (auto& t : a.targets) {
+    bool id = !t.empty() && std::isdigit(static_cast<unsigned char>(t[0]));
+    if (!id && !IsOwnerName(t)) Die("'" + t + "' is neither a job id (C or C.P) nor an owner name");
+    (id ? ids : owners).push_back(t);
+  }
+  if (!ids.empty() && !owners.empty()) Die("give job ids or owner names, not both");
+  if (a.all && !a.targets.empty()) Die("-all takes no job ids or owner names");
+  std::string constraint = a.constraint;
+  std::string who;
+  for (auto& o : owners) who += (who.empty() ? "" : " || ") + std::string("Owner == \"") + o + "\"";
+  if (!who.empty()) constraint = constraint.empty() ? who : "(" + constraint + ") && (" + who + ")";
+  if (a.all && constraint.empty()) constraint = "true";
+  if (ids.empty() && constraint.empty())
+    Die("name the jobs: give job ids, owner names, -all or -constraint");
   auto client = ConnectOrDie();
   json::object body;
   body["action"] = a.forcex ? "forcex" : action;
-  body["ids"] = IdsJson(a.ids);
-  body["constraint"] = a.constraint;
+  body["ids"] = IdsJson(ids);
+  body["constraint"] = constraint;
   body["reason"] = a.reason;
   auto r = client->PostJson("/v1/act", body);
   if (!r) Die(r.error());
@@ -62,7 +58,51 @@ void Act(const std::string& action, const ActArgs& a) {
   std::printf("%lld job(s) %s.\n", static_cast<long long>(changed),
               r->at("verb").as_string().c_str());
   if (!errors.empty()) throw CLI::RuntimeError(1);
+  if (!owners.empty() && r->at("matched").as_int64() == 0) {
+    std::string names;
+    for (auto& o : owners) names += (names.empty() ? "" : ", ") + o;
+    Die("no jobs of user " + names + " matched");
+  }
 }
+
+// condor_qedit ID|-constraint EXPR ATTR VALUE [ATTR VALUE...].
+struct EditArgs {
+  std::vector<std::string> words;  // [ID] ATTR VALUE ...
+  std::string constraint;
+};
+
+void Edit(const EditArgs& a) {
+  std::vector<std::string> ids;
+  size_t first = 0;
+  if (a.constraint.empty()) {
+    if (a.words.empty() || !std::isdigit(static_cast<unsigned char>(a.words[0][0])))
+      Die("qedit needs a job id (C or C.P) or -constraint, then ATTR VALUE pairs");
+    ids.push_back(a.words[0]);
+    first = 1;
+  }
+  if (a.words.size() <= first || (a.words.size() - first) % 2 != 0)
+    Die("qedit needs ATTR VALUE pairs (a string value in quotes: '\"text\"')");
+  json::array attrs;
+  for (size_t i = first; i < a.words.size(); i += 2)
+    attrs.push_back(json::array{json::string(a.words[i]), json::string(a.words[i + 1])});
+  auto client = ConnectOrDie();
+  json::object body;
+  body["ids"] = IdsJson(ids);
+  body["constraint"] = a.constraint;
+  body["attributes"] = std::move(attrs);
+  auto r = client->PostJson("/v1/edit", body);
+  if (!r) Die(r.error());
+  auto changed = r->at("changed").as_int64();
+  if (changed == 0) Die("no matching jobs in the queue");
+  for (size_t i = first; i < a.words.size(); i += 2)
+    std::printf("Set attribute \"%s\" for %lld matching job(s).\n", a.words[i].c_str(),
+                static_cast<long long>(changed));
+}
+
+// `kite wait`'s exit statuses: 0 all done, 1 an error (no agent, a bad argument).
+constexpr int kWaitNoSuchJob = 2;
+constexpr int kWaitTimedOut = 3;
+constexpr int kWaitHeld = 4;  // only held jobs left, and nothing but the user will release them
 
 void Wait(const std::vector<std::string>& ids, double timeout) {
   if (ids.empty()) Die("wait needs job ids");
@@ -83,7 +123,7 @@ void Wait(const std::vector<std::string>& ids, double timeout) {
     if (n("missing") > 0) {
       std::string m;
       for (auto& id : r->at("missing_ids").as_array()) m += " " + std::string(id.as_string());
-      Die("no such job(s):" + m, 2);
+      Die("no such job(s):" + m, kWaitNoSuchJob);
     }
     char line[200];
     std::snprintf(line, sizeof line, "%lld of %lld job(s) done; %lld running, %lld idle, %lld held",
@@ -93,34 +133,58 @@ void Wait(const std::vector<std::string>& ids, double timeout) {
       std::fflush(stdout);
       last = line;
     }
-    if (n("running") == 0 && n("idle") == 0 && n("held") == 0) {
+    auto& stuck = r->at("stuck").as_array();
+    if (n("running") == 0 && n("idle") == 0 && n("held") == static_cast<long long>(stuck.size())) {
       if (tty) std::printf("\n");
-      return;
+      if (stuck.empty()) return;
+      // Nothing will release these jobs but the user: waiting longer cannot help.
+      for (auto& s : stuck) std::fprintf(stderr, "kite: held: %s\n", s.as_string().c_str());
+      Die(std::to_string(stuck.size()) +
+              " job(s) held with nothing to release them (no periodic_release): kite release or "
+              "kite rm them",
+          kWaitHeld);
     }
     if (timeout > 0 && left <= 0) {
       if (tty) std::printf("\n");
-      Die("timed out: " + std::to_string(n("total") - n("done")) + " job(s) not done", 1);
+      Die("timed out: " + std::to_string(n("total") - n("done")) + " job(s) not done",
+          kWaitTimedOut);
     }
   }
 }
 
+// A job's events: from the agent, or read from the queue store when no agent runs.
 void Log(const std::string& id) {
   auto job = agent::ParseJobSelector(id);
   if (!job) Die(job.error());
   if (job->proc < 0) Die("kite log needs one job id, C.P");
-  auto client = ConnectOrDie();
-  json::object body;
-  body["id"] = id;
-  auto r = client->Post("/v1/events", body);
-  if (!r) Die(r.error());
-  if (r->status != 200) Die(AgentError(*r));
-  auto sel = json::parse(r->body).as_array();
   int cluster = job->cluster, proc = job->proc;
-  for (auto& e : sel) {
-    auto& o = e.as_object();
-    std::string text =
-        agent::FormatEvent(static_cast<int>(o.at("code").as_int64()), cluster, proc,
-                           o.at("time").to_number<double>(), std::string(o.at("text").as_string()));
+  std::vector<store::EventRecord> events;
+  auto client = AgentClient::Connect(KiteHome());
+  if (client) {
+    json::object body;
+    body["id"] = id;
+    auto r = (*client)->Post("/v1/events", body);
+    if (!r) Die(r.error());
+    if (r->status != 200) Die(AgentError(*r));
+    auto parsed = json::parse(r->body);
+    for (auto& e : parsed.as_array()) {
+      auto& o = e.as_object();
+      events.push_back({{cluster, proc},
+                        o.at("time").to_number<double>(),
+                        static_cast<int>(o.at("code").as_int64()),
+                        std::string(o.at("text").as_string())});
+    }
+  } else if (client.error().code() == ErrorCode::kUnavailable) {
+    auto store = OpenQueueReadOnlyOrDie();
+    auto ev = store->Events({cluster, proc});
+    if (!ev) Die(ev.error());
+    if (ev->empty()) Die("job " + id + " not found");
+    events = std::move(*ev);
+  } else {
+    Die(client.error());
+  }
+  for (auto& e : events) {
+    std::string text = agent::FormatEvent(e.code, cluster, proc, e.time, e.text);
     std::fwrite(text.data(), 1, text.size(), stdout);
   }
 }
@@ -128,25 +192,6 @@ void Log(const std::string& id) {
 }  // namespace
 
 void RegisterJobCommands(CLI::App& app) {
-  static QueryArgs q, h;
-  auto* qc = app.add_subcommand("q", "show queued jobs (condor_q)");
-  qc->add_option("ids", q.ids, "clusters C or jobs C.P");
-  qc->add_option("--constraint", q.constraint,
-                 "only jobs for which this ClassAd expression is true");
-  qc->add_flag("--json", q.json, "whole job ads as JSON, like condor_q -json");
-  qc->add_flag("--nobatch", q.nobatch, "one line per job");
-  qc->add_flag("--batch", q.batch, "one line per cluster (the default)");
-  qc->add_flag("--grid", q.grid,
-               "grid jobs with their remote state, resource and site job id (condor_q -grid)");
-  qc->callback([] { Query(q, false); });
-
-  auto* hc = app.add_subcommand("history", "show jobs that have left the queue (condor_history)");
-  hc->add_option("ids", h.ids, "clusters C or jobs C.P");
-  hc->add_option("--constraint", h.constraint, "only jobs for which this expression is true");
-  hc->add_flag("--json", h.json, "whole job ads as JSON");
-  hc->add_option("--limit", h.limit, "show at most this many jobs, newest first");
-  hc->callback([] { Query(h, true); });
-
   static ActArgs rm, hold, rel;
   struct Verb {
     const char* name;
@@ -157,8 +202,10 @@ void RegisterJobCommands(CLI::App& app) {
                  Verb{"hold", "hold jobs (stopping them if they run) until released", &hold},
                  Verb{"release", "release held jobs", &rel}}) {
     auto* c = app.add_subcommand(v.name, v.help);
-    c->add_option("ids", v.args->ids, "clusters C or jobs C.P");
+    c->add_option("targets", v.args->targets,
+                  "clusters C or jobs C.P, or owner names (all their jobs)");
     c->add_option("--constraint", v.args->constraint, "all jobs for which this expression is true");
+    c->add_flag("--all", v.args->all, "all jobs in the queue");
     c->add_option("--reason", v.args->reason, "the reason recorded in the job and its log");
     if (v.args == &rm) {
       c->add_flag("--forcex", v.args->forcex,
@@ -170,15 +217,28 @@ void RegisterJobCommands(CLI::App& app) {
     c->callback([action, args] { Act(action, *args); });
   }
 
+  static EditArgs edit;
+  auto* e = app.add_subcommand(
+      "qedit", "change attributes of queued jobs (condor_qedit): ID ATTR VALUE [ATTR VALUE...]");
+  e->add_option("words", edit.words,
+                "a job id C or C.P (unless -constraint), then attribute names and values; each "
+                "value is a ClassAd expression, so a string needs quotes: '\"text\"'");
+  e->add_option("--constraint", edit.constraint, "the jobs for which this expression is true");
+  e->callback([] { Edit(edit); });
+
   static std::vector<std::string> wait_ids;
   static double wait_timeout = 0;
   auto* w = app.add_subcommand("wait", "wait until jobs have left the queue, showing progress");
   w->add_option("ids", wait_ids, "clusters C or jobs C.P")->required();
-  w->add_option("--timeout", wait_timeout, "give up after this many seconds (exit 1)");
+  w->add_option("--timeout", wait_timeout, "give up after this many seconds (exit 3)");
+  w->footer(
+      "Exit status: 0 all done, 1 error, 2 no such job, 3 timed out, 4 only held jobs left that "
+      "nothing will release (no periodic_release).");
   w->callback([] { Wait(wait_ids, wait_timeout); });
 
   static std::string log_id;
-  auto* l = app.add_subcommand("log", "show a job's event history in user-log format");
+  auto* l = app.add_subcommand(
+      "log", "show a job's event history in user-log format (no agent needs to run)");
   l->add_option("id", log_id, "job C.P")->required();
   l->callback([] { Log(log_id); });
 }

@@ -10,7 +10,8 @@ namespace kite::cli {
 
 void RegisterAgentCommands(CLI::App& app);     // agent start|stop|status
 void RegisterSubmitCommand(CLI::App& app);     // submit
-void RegisterJobCommands(CLI::App& app);       // q, history, rm, hold, release, wait, log
+void RegisterQueryCommands(CLI::App& app);     // q, history
+void RegisterJobCommands(CLI::App& app);       // rm, hold, release, wait, log
 void RegisterCaCommands(CLI::App& app);        // ca init|issue-host|issue-user
 void RegisterProxyCommands(CLI::App& app);     // proxy init|info|destroy
 void RegisterMyproxyCommands(CLI::App& app);   // myproxy get|store

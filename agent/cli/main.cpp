@@ -28,13 +28,23 @@ bool LooksLikeLongOption(const std::string& a) {
 // the value "erse". So every single-dash word shaped like a long option ("-name",
 // "-name=value") becomes a double-dash one before CLI11 sees it: a long option Kite knows is
 // taken, any other is refused as unknown by name. Short options stand alone (-h, -a VALUE);
-// anything after "--" is left as it is.
+// anything after "--" is left as it is. condor_q's "-af:MODS" (or -autoformat:MODS) becomes
+// "--af-modifiers=MODS --af", CLI11 knowing no option suffixes.
 std::vector<std::string> HtcondorStyleArgs(int argc, char** argv) {
   std::vector<std::string> out;
   bool rest = false;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     rest = rest || a == "--";
+    if (!rest && i > 0) {
+      for (const char* af : {"-af:", "--af:", "-autoformat:", "--autoformat:"}) {
+        if (a.rfind(af, 0) == 0) {
+          out.push_back("--af-modifiers=" + a.substr(std::strlen(af)));
+          a = "--af";
+          break;
+        }
+      }
+    }
     if (!rest && i > 0 && LooksLikeLongOption(a)) a = "-" + a;
     out.push_back(a);
   }
@@ -49,6 +59,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "kite 0.1.0");
   kite::cli::RegisterAgentCommands(app);
   kite::cli::RegisterSubmitCommand(app);
+  kite::cli::RegisterQueryCommands(app);
   kite::cli::RegisterJobCommands(app);
   kite::cli::RegisterCaCommands(app);
   kite::cli::RegisterProxyCommands(app);

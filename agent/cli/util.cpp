@@ -1,6 +1,7 @@
 // Shared CLI helpers.
 #include "agent/cli/util.h"
 
+#include <cctype>
 #include <cstdio>
 
 #include "agent/agent.h"
@@ -21,6 +22,14 @@ std::unique_ptr<AgentClient> ConnectOrDie() {
   auto c = AgentClient::Connect(KiteHome());
   if (!c) Die(c.error());
   return std::move(*c);
+}
+
+bool IsOwnerName(const std::string& s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (unsigned char c : s) {
+    if (!std::isalnum(c) && c != '_' && c != '-' && c != '.' && c != '@') return false;
+  }
+  return true;
 }
 
 boost::json::array IdsJson(const std::vector<std::string>& ids) {

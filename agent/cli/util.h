@@ -18,6 +18,10 @@ namespace kite::cli {
 // Connects to the user's agent or dies with a hint to start it.
 std::unique_ptr<AgentClient> ConnectOrDie();
 
+// True for a word that names a user (condor_q's and condor_rm's owner arguments): a letter or
+// '_', then letters, digits, '_', '-', '.' or '@'.
+bool IsOwnerName(const std::string& s);
+
 // Validates "C" / "C.P" ids; dies on a bad one.
 boost::json::array IdsJson(const std::vector<std::string>& ids);
 

@@ -88,7 +88,7 @@ TEST_F(Queue, QueryByIdConstraintAndJson) {
   r = env_->Kite({"q", "-constraint", "((("});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("constraint"), std::string::npos) << r.err;
-  r = env_->Kite({"q", "nonsense"});
+  r = env_->Kite({"q", "12.x"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("bad job id"), std::string::npos) << r.err;
 }
@@ -111,11 +111,21 @@ TEST_F(Queue, WaitReportsMissingAndTimesOut) {
   auto r = env_->Kite({"wait", "999"});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("no such job"), std::string::npos) << r.err;
-  int c = env_->Submit("executable = /bin/true\nhold = true\nqueue\n");
+  // Held, but a periodic_release might free it: the wait goes on until its timeout.
+  int c = env_->Submit("executable = /bin/true\nhold = true\nperiodic_release = false\nqueue\n");
   r = env_->Kite({"wait", std::to_string(c), "--timeout", "0.5"});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 3);
   EXPECT_NE(r.err.find("timed out"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("0 of 1 job(s) done"), std::string::npos) << r.out;
+  // Held with nothing to release it: the wait ends at once, saying why.
+  int stuck = env_->Submit("executable = /bin/true\nhold = true\nqueue\n");
+  r = env_->Kite({"wait", std::to_string(stuck), "-timeout", "30"});
+  EXPECT_EQ(r.exit_code, 4);
+  EXPECT_NE(r.err.find(std::to_string(stuck) + ".0: submitted on hold"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("nothing to release them"), std::string::npos) << r.err;
+  r = env_->Kite({"wait", std::to_string(stuck), "-timeout", "nonsense"});
+  EXPECT_EQ(r.exit_code != 0 && r.exit_code != 3 && r.exit_code != 4, true) << r.exit_code;
 }
 
 // Raw requests on the agent's socket: every malformed one gets an error, and the agent serves on.
