@@ -32,7 +32,8 @@ WaitCounts Waiters::Count(const std::vector<JobSelector>& sel) {
       case kHeld:
         ++c.held;
         // A policy may release it, and so does a renewed proxy for a credential hold.
-        if (!j.ad.Lookup("PeriodicRelease") && !j.ad.Lookup(kCredentialHoldAttr)) {
+        if (!j.ad.Lookup("PeriodicRelease") && !j.ad.Lookup(kCredentialHoldAttr) &&
+            !j.ad.Lookup(kUnusableProxyHoldAttr)) {
           c.stuck.push_back(JobIdString(j.key) + ": " +
                             j.ad.EvaluateString("HoldReason").value_or("(no reason given)"));
         }
