@@ -183,7 +183,7 @@ class Session : public std::enable_shared_from_this<Session> {
       return Reply(static_cast<http::status>(HttpStatusFor(st.error().code())), st.error().code(),
                    st.error().message(), close);
     }
-    if (FaultFires("gatekeeper-drop-before-forward")) return Close();
+    if (FaultFires(Fault::kGatekeeperDropBeforeForward)) return Close();
     // The identity headers are ours alone: drop any the client sent.
     req_.erase(kIdentityHeader);
     req_.erase(kIdentityExpiresHeader);
@@ -462,8 +462,7 @@ Result<pid_t> Gatekeeper::Impl::SpawnJobManager(const std::string& account) {
     std::erase_if(env, [&](const std::string& e) { return e.starts_with(name + "="); });
     env.push_back(name + "=" + v);
   }
-  if (const char* f = std::getenv("KITE_FAULT_DIR"))
-    env.push_back(std::string("KITE_FAULT_DIR=") + f);
+  if (auto faults = FaultEnvironment(); !faults.empty()) env.push_back(faults);
   if (root && pw.pw_uid != 0) return SpawnAs(pw, argv, env, dir + "/jobmanager.err");
   SpawnOptions so;
   so.program = options.jobmanager_path;

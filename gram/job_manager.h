@@ -42,6 +42,9 @@ struct JobManagerOptions {
   std::chrono::milliseconds stream_interval{200};  // how often running jobs' output is sent
   // How often the batch system's own daemons are asked about jobs (slurm: one squeue for all).
   std::chrono::milliseconds batch_poll_interval{1000};
+  // The job manager's environment ("NAME=value"), read once at start-up: the batch adapter finds
+  // its tools and its cluster through it (AdapterOptions::environment).
+  std::vector<std::string> environment;
 };
 
 // A request as the gatekeeper forwards it.

@@ -40,6 +40,7 @@ int main(int argc, char** argv) {
   o.commit_timeout = std::chrono::seconds(commit_timeout);
   o.batch_poll_interval = std::chrono::milliseconds(static_cast<int64_t>(batch_poll * 1000));
   o.exec_path = kite::ProgramPath("kite-exec");
+  for (char** e = environ; *e != nullptr; ++e) o.environment.emplace_back(*e);
   kite::InitLogging("kite-jobmanager", log_file, log_level);
   kite::RaiseOpenFileLimit();  // connections are bounded per peer, not by the default 1,024
   ::signal(SIGPIPE, SIG_IGN);
