@@ -3,23 +3,13 @@
 #include "gram/job_manager_options.h"
 
 #include <gtest/gtest.h>
-#include <CLI/CLI.hpp>
+
+#include "tests/fixtures/flags.h"
 
 namespace kite::gram {
 namespace {
 
 using std::chrono::milliseconds;
-
-// What kite-jobmanager's main makes of `args`.
-JobManagerOptions Parse(const std::vector<std::string>& args) {
-  CLI::App app;
-  JobManagerOptions o;
-  o.AddFlags(app);
-  std::vector<const char*> argv = {"kite-jobmanager"};
-  for (const auto& a : args) argv.push_back(a.c_str());
-  app.parse(static_cast<int>(argv.size()), argv.data());
-  return o;
-}
 
 JobManagerOptions Changed() {
   JobManagerOptions o;
@@ -41,20 +31,12 @@ TEST(JobManagerOptions, EveryFlagFieldSurvivesTheFlags) {
   defaults.state_dir = "/s";  // required
   defaults.ca_dir = "/ca";    // required
   for (const JobManagerOptions& o : {defaults, Changed()}) {
-    EXPECT_EQ(Parse(o.ToArgs()), o);
+    kite::testing::ExpectRoundTrip(o);
   }
 }
 
 TEST(JobManagerOptions, EveryFlagIsWritten) {
-  CLI::App app;
-  JobManagerOptions o = Changed();
-  o.AddFlags(app);
-  auto args = o.ToArgs();
-  for (const CLI::Option* opt : app.get_options()) {
-    if (opt->get_name() == "--help") continue;
-    EXPECT_NE(std::find(args.begin(), args.end(), opt->get_name()), args.end())
-        << opt->get_name() << " is a flag ToArgs never writes";
-  }
+  kite::testing::ExpectEveryFlagWritten(Changed());
 }
 
 }  // namespace

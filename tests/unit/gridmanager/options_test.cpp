@@ -3,21 +3,11 @@
 #include "gridmanager/options.h"
 
 #include <gtest/gtest.h>
-#include <CLI/CLI.hpp>
+
+#include "tests/fixtures/flags.h"
 
 namespace kite::gridmanager {
 namespace {
-
-// What kite-gridmanager's main makes of `args`.
-GridManagerOptions Parse(const std::vector<std::string>& args) {
-  CLI::App app;
-  GridManagerOptions o;
-  o.AddFlags(app);
-  std::vector<const char*> argv = {"kite-gridmanager"};
-  for (const auto& a : args) argv.push_back(a.c_str());
-  app.parse(static_cast<int>(argv.size()), argv.data());
-  return o;
-}
 
 GridManagerOptions Changed() {
   GridManagerOptions o;
@@ -40,20 +30,12 @@ TEST(GridManagerOptions, EveryFieldSurvivesTheFlags) {
   GridManagerOptions defaults;
   defaults.proxy = "/tmp/p";  // required
   for (const GridManagerOptions& o : {defaults, Changed()}) {
-    EXPECT_EQ(Parse(o.ToArgs()), o);
+    kite::testing::ExpectRoundTrip(o);
   }
 }
 
 TEST(GridManagerOptions, EveryFlagIsWritten) {
-  CLI::App app;
-  GridManagerOptions o = Changed();
-  o.AddFlags(app);
-  auto args = o.ToArgs();
-  for (const CLI::Option* opt : app.get_options()) {
-    if (opt->get_name() == "--help") continue;
-    EXPECT_NE(std::find(args.begin(), args.end(), opt->get_name()), args.end())
-        << opt->get_name() << " is a flag ToArgs never writes";
-  }
+  kite::testing::ExpectEveryFlagWritten(Changed());
 }
 
 }  // namespace
