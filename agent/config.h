@@ -5,6 +5,7 @@
 
 #include "agent/mail_options.h"
 #include "common/error.h"
+#include "gridmanager/options.h"
 
 namespace kite::agent {
 
@@ -41,14 +42,11 @@ struct AgentOptions {
   int history_max = 0;
   // Start kite-gridmanager processes for grid jobs (off only in tests of the API alone).
   bool start_gridmanagers = true;
-  // [grid]: passed to each kite-gridmanager (see its --help).
-  double grid_probe_interval = 60;         // probe_interval: seconds without news before asking
-  int grid_max_resubmits = 3;              // max_resubmits: after site failures, then hold
-  int grid_max_jobs_per_resource = 1000;   // max_jobs_per_resource: submitted, not finished
-  int grid_max_requests_per_resource = 8;  // max_requests_per_resource: in flight to one site
-  // listen_host: the address of the gridmanagers' GASS and callback servers, which job managers
-  // connect back to (a site elsewhere needs an address it can reach).
-  std::string grid_listen_host = "127.0.0.1";
+  // [grid]: the settings of each kite-gridmanager (gridmanager/options.h): probe_interval,
+  // max_resubmits, max_jobs_per_resource, max_requests_per_resource, listen_host (the address
+  // of the gridmanagers' GASS and callback servers, which job managers connect back to: a site
+  // elsewhere needs an address it can reach). The supervisor fills in the proxy, home and log.
+  gridmanager::GridManagerOptions grid;
   // [myproxy]: renewal of proxies from a MyProxy server.
   MyProxySettings myproxy;
   // [mail] and [credentials] (agent/mail_options.h, docs/config.md).

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <chrono>
+#include <iterator>
 
 #include "common/clock.h"
 #include "common/paths.h"
@@ -15,26 +16,17 @@
 namespace kite::agent {
 namespace {
 
+// The command line of the gridmanager for `proxy`: the [grid] settings, this agent's home and
+// log level.
 std::vector<std::string> GridManagerArgs(const AgentOptions& o, const std::string& proxy) {
-  return {ProgramPath("kite-gridmanager"),
-          "--home",
-          o.home,
-          "--proxy",
-          proxy,
-          "--log",
-          o.home + "/gridmanager.log",
-          "--log-level",
-          o.log_level,
-          "--probe-interval",
-          std::to_string(o.grid_probe_interval),
-          "--max-resubmits",
-          std::to_string(o.grid_max_resubmits),
-          "--max-jobs-per-resource",
-          std::to_string(o.grid_max_jobs_per_resource),
-          "--max-requests-per-resource",
-          std::to_string(o.grid_max_requests_per_resource),
-          "--listen-host",
-          o.grid_listen_host};
+  gridmanager::GridManagerOptions g = o.grid;
+  g.home = o.home;
+  g.proxy = proxy;
+  g.log_file = o.home + "/gridmanager.log";
+  g.log_level = o.log_level;
+  std::vector<std::string> argv = {ProgramPath("kite-gridmanager")};
+  std::ranges::copy(g.ToArgs(), std::back_inserter(argv));
+  return argv;
 }
 
 }  // namespace

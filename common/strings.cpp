@@ -2,6 +2,7 @@
 #include "common/strings.h"
 
 #include <cctype>
+#include <charconv>
 
 namespace kite {
 
@@ -43,6 +44,12 @@ std::vector<std::string> Split(std::string_view s, char sep, bool skip_empty) {
 
 bool StartsWith(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
+}
+
+std::string ExactNumber(double v) {
+  char buf[64];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
 }
 
 }  // namespace kite

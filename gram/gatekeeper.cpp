@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/ssl/stream.hpp>
@@ -20,6 +21,7 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -32,6 +34,7 @@
 #include "credentials/tls.h"
 #include "gram/batch/batch_adapter.h"
 #include "gram/fault.h"
+#include "gram/job_manager_options.h"
 #include "gram/protocol.h"
 
 namespace kite::gram {
@@ -183,7 +186,7 @@ class Session : public std::enable_shared_from_this<Session> {
       return Reply(static_cast<http::status>(HttpStatusFor(st.error().code())), st.error().code(),
                    st.error().message(), close);
     }
-    if (FaultFires("gatekeeper-drop-before-forward")) return Close();
+    if (FaultFires(Fault::kGatekeeperDropBeforeForward)) return Close();
     // The identity headers are ours alone: drop any the client sent.
     req_.erase(kIdentityHeader);
     req_.erase(kIdentityExpiresHeader);
@@ -436,23 +439,17 @@ Result<pid_t> Gatekeeper::Impl::SpawnJobManager(const std::string& account) {
       (::chown(dir.c_str(), pw.pw_uid, pw.pw_gid) != 0 || ::chmod(dir.c_str(), 0700) != 0)) {
     return FailErrno("chown " + dir);
   }
-  std::vector<std::string> argv = {options.jobmanager_path,
-                                   "--state-dir",
-                                   dir,
-                                   "--ca-dir",
-                                   options.ca_dir,
-                                   "--batch",
-                                   options.batch,
-                                   "--account",
-                                   account,
-                                   "--commit-timeout",
-                                   std::to_string(options.commit_timeout.count()),
-                                   "--log",
-                                   dir + "/jobmanager.log",
-                                   "--log-level",
-                                   options.jobmanager_log_level,
-                                   "--batch-poll-interval",
-                                   std::to_string(options.batch_poll_interval.count() / 1000.0)};
+  JobManagerOptions jm;
+  jm.state_dir = dir;
+  jm.ca_dir = options.ca_dir;
+  jm.batch = options.batch;
+  jm.account = account;
+  jm.commit_timeout = options.commit_timeout;
+  jm.batch_poll_interval = options.batch_poll_interval;
+  jm.log_file = dir + "/jobmanager.log";
+  jm.log_level = options.jobmanager_log_level;
+  std::vector<std::string> argv = {options.jobmanager_path};
+  std::ranges::copy(jm.ToArgs(), std::back_inserter(argv));
   std::vector<std::string> env = {
       "PATH=/usr/local/bin:/usr/bin:/bin", std::string("HOME=") + pw.pw_dir,
       std::string("USER=") + pw.pw_name, std::string("LOGNAME=") + pw.pw_name};
@@ -462,8 +459,7 @@ Result<pid_t> Gatekeeper::Impl::SpawnJobManager(const std::string& account) {
     std::erase_if(env, [&](const std::string& e) { return e.starts_with(name + "="); });
     env.push_back(name + "=" + v);
   }
-  if (const char* f = std::getenv("KITE_FAULT_DIR"))
-    env.push_back(std::string("KITE_FAULT_DIR=") + f);
+  if (auto faults = FaultEnvironment(); !faults.empty()) env.push_back(faults);
   if (root && pw.pw_uid != 0) return SpawnAs(pw, argv, env, dir + "/jobmanager.err");
   SpawnOptions so;
   so.program = options.jobmanager_path;

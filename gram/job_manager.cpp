@@ -48,8 +48,9 @@ Result<std::unique_ptr<JobManager>> JobManager::Open(boost::asio::io_context& io
   auto store = JobStore::Open(o.state_dir + "/jobs.db");
   if (!store) return Fail(store.error());
   m->store_ = std::move(*store);
-  auto adapter = batch::MakeAdapter(
-      o.batch, {.exec_path = o.exec_path, .poll_interval = o.batch_poll_interval});
+  auto adapter = batch::MakeAdapter(o.batch, {.exec_path = o.exec_path,
+                                              .poll_interval = o.batch_poll_interval,
+                                              .environment = o.environment});
   if (!adapter) return Fail(adapter.error());
   m->adapter_ = std::move(*adapter);
   auto verifier = credentials::Verifier::Create({.ca_dir = o.ca_dir});
@@ -290,7 +291,7 @@ Response JobManager::SubmitJob(const Request& r) {
   }
   jobs_.emplace(j.id, std::move(j));
   ScheduleDrive(std::chrono::milliseconds(0));  // arms the commit timeout
-  if (FaultFires("jobmanager-drop-after-store-submit")) return {0, "", true};
+  if (FaultFires(Fault::kJobManagerDropAfterStoreSubmit)) return {0, "", true};
   return {reply.status, reply.body};
 }
 
@@ -382,7 +383,7 @@ Response JobManager::JobOperation(const Request& r, const std::string& id, const
       ScheduleDrive(std::chrono::milliseconds(0));
     }
   }
-  if (op == "commit" && FaultFires("jobmanager-drop-after-store-commit")) return {0, "", true};
+  if (op == "commit" && FaultFires(Fault::kJobManagerDropAfterStoreCommit)) return {0, "", true};
   return {reply.status, reply.body};
 }
 

@@ -24,25 +24,13 @@
 #include "credentials/verify.h"
 #include "gram/batch/batch_adapter.h"
 #include "gram/job_machine.h"
+#include "gram/job_manager_options.h"
 #include "gram/job_store.h"
 
 namespace kite::gram {
 
 class CallbackSender;
 class Stager;
-
-struct JobManagerOptions {
-  std::string state_dir;  // holds jobs.db, jobs/<id>/, creds/<id>.pem
-  std::string ca_dir;     // trusted CAs: delegated chains, callback and GASS servers
-  std::string batch = "fork";
-  std::string exec_path;                           // kite-exec
-  std::string account;                             // reported by /ping
-  std::chrono::seconds commit_timeout{600};        // an uncommitted job is forgotten after this
-  std::chrono::milliseconds poll_interval{50};     // how often the batch system is polled
-  std::chrono::milliseconds stream_interval{200};  // how often running jobs' output is sent
-  // How often the batch system's own daemons are asked about jobs (slurm: one squeue for all).
-  std::chrono::milliseconds batch_poll_interval{1000};
-};
 
 // A request as the gatekeeper forwards it.
 struct Request {

@@ -21,26 +21,11 @@ int main(int argc, char** argv) {
   CLI::App app{
       "kite-jobmanager: runs one account's grid jobs at a site (started by kite-gatekeeper)"};
   kite::gram::JobManagerOptions o;
-  std::string log_file, log_level = "info";
-  int commit_timeout = 600;
-  double batch_poll = 1.0;
-  app.add_option("--state-dir", o.state_dir, "this account's directory: jobs.db, jobs/, jm.sock")
-      ->required();
-  app.add_option("--ca-dir", o.ca_dir, "trusted CA directory")->required();
-  app.add_option("--batch", o.batch, "batch adapter (fork, slurm, sge)");
-  app.add_option(
-      "--batch-poll-interval", batch_poll,
-      "seconds between questions to the batch system's daemons (slurm: squeue, sge: qstat)");
-  app.add_option("--account", o.account, "the mapped account (reported by ping)");
-  app.add_option("--commit-timeout", commit_timeout,
-                 "seconds before an uncommitted job is forgotten");
-  app.add_option("--log", log_file, "log file (default: stderr)");
-  app.add_option("--log-level", log_level, "debug, info, warn, error");
+  o.AddFlags(app);
   CLI11_PARSE(app, argc, argv);
-  o.commit_timeout = std::chrono::seconds(commit_timeout);
-  o.batch_poll_interval = std::chrono::milliseconds(static_cast<int64_t>(batch_poll * 1000));
   o.exec_path = kite::ProgramPath("kite-exec");
-  kite::InitLogging("kite-jobmanager", log_file, log_level);
+  for (char** e = environ; *e != nullptr; ++e) o.environment.emplace_back(*e);
+  kite::InitLogging("kite-jobmanager", o.log_file, o.log_level);
   kite::RaiseOpenFileLimit();  // connections are bounded per peer, not by the default 1,024
   ::signal(SIGPIPE, SIG_IGN);
   ::signal(SIGCHLD, SIG_DFL);  // the fork adapter reaps its wrappers itself

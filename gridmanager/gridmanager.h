@@ -20,21 +20,9 @@
 #include <string>
 
 #include "common/error.h"
+#include "gridmanager/options.h"
 
 namespace kite::gridmanager {
-
-struct GridManagerOptions {
-  std::string home;                       // KITE_HOME: the agent's socket and the lock live there
-  std::string proxy;                      // the proxy file whose jobs this gridmanager drives
-  std::string ca_dir;                     // trusted CAs ("" = credentials::DefaultCaDir())
-  std::string listen_host = "127.0.0.1";  // address of the GASS and callback servers
-  double probe_interval = 60;             // status probe of a job not heard from for this long
-  int max_resubmits = 3;                  // site failures retried this many times, then held
-  int max_jobs_per_resource = 1000;       // jobs submitted and not yet finished at one site
-  int max_requests_per_resource = 8;      // requests in flight to one site
-  int threads = 16;                       // for blocking calls
-  double linger = 3;                      // seconds without jobs before exiting
-};
 
 class GridManager {
  public:

@@ -53,6 +53,11 @@ struct AdapterOptions {
   // Adapters that ask a batch system's daemons (slurm) ask at most this often; Poll calls in
   // between answer nothing new. The fork adapter looks at its files on every Poll.
   std::chrono::milliseconds poll_interval{1000};
+  // The job manager's environment ("NAME=value"), read once at its start: where the batch tools
+  // are (PATH; none: /usr/local/bin:/usr/bin:/bin) and which cluster they talk to (slurm:
+  // SLURM_CONF; sge: SGE_ROOT, SGE_CELL, SGE_QMASTER_PORT, SGE_EXECD_PORT, and KITE_SGE_PE).
+  // Adapters never read the process's environment themselves.
+  std::vector<std::string> environment;
 };
 
 // Adapters are used from one thread (the job manager's event loop) unless they say otherwise.

@@ -140,6 +140,31 @@ std::string FirstLine(const std::string& s) {
   return line.empty() ? "no message" : line;
 }
 
+std::string ShellQuote(std::string_view word) {
+  std::string out = "'";
+  for (char c : word) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  out += "'";
+  return out;
+}
+
+std::string ExecLine(const JobSpec& spec, const std::string& exec_path) {
+  std::string s = "exec " + ShellQuote(exec_path);
+  s += " --dir " + ShellQuote(spec.control_dir);
+  s += " --cwd " + ShellQuote(spec.cwd);
+  s += " --in " + ShellQuote(spec.stdin_path);
+  if (!spec.stdout_path.empty()) s += " --out " + ShellQuote(spec.stdout_path);
+  if (!spec.stderr_path.empty()) s += " --err " + ShellQuote(spec.stderr_path);
+  s += " -- " + ShellQuote(spec.program);
+  for (const auto& a : spec.args) s += " " + ShellQuote(a);
+  return s + "\n";
+}
+
 bool WriteQuick(const std::string& path, const std::string& text) {
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return false;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/error.h"
+#include "gram/batch/batch_adapter.h"
 
 namespace kite::gram::batch {
 
@@ -35,6 +36,14 @@ bool MentionsAny(std::string_view text, std::initializer_list<std::string_view> 
 
 // The first line of a tool's output, trimmed; "no message" when there is none.
 std::string FirstLine(const std::string& s);
+
+// A word for /bin/sh: single-quoted, each ' written as '\''.
+std::string ShellQuote(std::string_view word);
+
+// The line of a batch script that runs `spec` under kite-exec: `exec 'KITE-EXEC' --dir ... --
+// 'PROGRAM' 'ARG'...`, every word quoted, ending in a newline. kite-exec then records the job's
+// exact end in control_dir/status whatever the batch system reports.
+std::string ExecLine(const JobSpec& spec, const std::string& exec_path);
 
 // Writes a small file whose loss in a machine crash costs nothing (it can be found again): no
 // fsync. False when it could not be written.

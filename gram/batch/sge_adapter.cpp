@@ -1,5 +1,5 @@
 // The Grid Engine adapter's stateful half: runs qsub, qstat, qacct, qdel and qconf (sge_format.h
-// holds what it writes and reads).
+// holds what it writes and reads; command_adapter.h the half it shares with the slurm adapter).
 #include "gram/batch/sge_adapter.h"
 
 #include <pwd.h>
@@ -7,28 +7,19 @@
 #include <unistd.h>
 
 #include <array>
-#include <cstdlib>
 #include <set>
 
 #include "common/exec_status.h"
 #include "common/files.h"
 #include "common/strings.h"
 #include "gram/batch/command.h"
+#include "gram/batch/command_adapter.h"
 #include "gram/batch/sge_format.h"
 #include "gram/fault.h"
 
 namespace kite::gram::batch {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-// No Grid Engine command may hold the job manager's thread longer than this.
-constexpr std::chrono::seconds kCommandTimeout{30};
-// After qmaster could not be reached, Submit and Poll answer at once for this long instead of
-// asking it again for every job.
-constexpr std::chrono::seconds kUnreachablePause{15};
-// A cancel of the same job is sent again at most this often (callers repeat Cancel every pass).
-constexpr std::chrono::seconds kCancelResend{5};
 // A job qstat no longer lists, without kite-exec's record, whose accounting record has not
 // appeared after this long is lost (Grid Engine writes it within its flush_time, 15 s by
 // default; a job deleted before it started has none).
@@ -40,14 +31,6 @@ constexpr int kMaxQacctPerPoll = 8;
 // The variables that say which cell the commands talk to.
 constexpr std::array<const char*, 4> kCellVariables = {"SGE_ROOT", "SGE_CELL", "SGE_QMASTER_PORT",
                                                        "SGE_EXECD_PORT"};
-
-// "<dir>#<job number>" -> dir, job number (empty when it is not known: the job ran and Grid
-// Engine forgot it before a restarted job manager could look it up).
-std::pair<std::string, std::string> SplitId(const std::string& id) {
-  auto hash = id.rfind('#');
-  if (hash == std::string::npos) return {id, ""};
-  return {id.substr(0, hash), id.substr(hash + 1)};
-}
 
 // Grid Engine's words when a command could not talk to qmaster: nothing was decided, and the same
 // request may be sent again later.
@@ -79,73 +62,39 @@ bool RequestRefused(const CommandResult& r) {
                             });
 }
 
-class SgeAdapter : public BatchAdapter {
+// The variables of the job manager's environment that say which cell the tools talk to.
+std::vector<std::string> CellEnvironment(const std::vector<std::string>& environment) {
+  std::vector<std::string> cell;
+  for (const char* name : kCellVariables) {
+    if (auto v = EnvValue(environment, name); v && !v->empty()) cell.push_back(name + ("=" + *v));
+  }
+  return cell;
+}
+
+class SgeAdapter : public CommandAdapter {
  public:
-  explicit SgeAdapter(AdapterOptions options) : options_(std::move(options)) {
-    for (const char* name : kCellVariables) {
-      if (const char* v = std::getenv(name); v && *v)
-        cell_env_.push_back(name + ("=" + std::string(v)));
-    }
-    if (const char* pe = std::getenv("KITE_SGE_PE"); pe && *pe) pe_ = pe;
-    const char* path = std::getenv("PATH");
-    path_ = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  explicit SgeAdapter(const AdapterOptions& options)
+      : CommandAdapter(options,
+                       {.name = "sge",
+                        .server = "Grid Engine's qmaster",
+                        .client = "Grid Engine's client (gridengine-client)",
+                        .submit_tool = "qsub",
+                        .contact_failure = ContactFailure,
+                        .request_refused = RequestRefused,
+                        .parse_submit = sge::ParseQsubOutput,
+                        .crash_after_submit = Fault::kSgeCrashAfterQsub},
+                       CellEnvironment(options.environment)) {
+    if (auto pe = EnvValue(options.environment, "KITE_SGE_PE"); pe && !pe->empty()) pe_ = *pe;
     if (const passwd* pw = ::getpwuid(::geteuid())) user_ = pw->pw_name;
     if (user_.empty()) user_ = std::to_string(::geteuid());
   }
 
   std::string_view Name() const override { return "sge"; }
 
-  Result<std::string> Submit(const JobSpec& spec) override {
-    const std::string& dir = spec.control_dir;
-    if (auto id = ReadFile(dir + "/sge.id")) {
-      std::string sid(Trim(*id));
-      if (!sid.empty()) return dir + "#" + sid;
-    }
-    // The script is written (durably) before qsub runs: with it, the job may be in Grid Engine
-    // already, under its name.
-    if (FileExists(dir + "/sge.sh")) {
-      auto found = FindByName(sge::JobName(spec));
-      if (!found) return Fail(found.error());
-      if (!found->empty()) return Remember(dir, *found);
-      // Ran, and Grid Engine has forgotten it since: kite-exec's record tells the rest.
-      if (FileExists(dir + "/status") || ExecWrapperAlive(dir)) return dir + "#";
-    }
-    if (Clock::now() < unreachable_until_) return Unreachable();
-    std::string pe;
-    if (spec.resources.cpus > 1) {
-      auto p = ParallelEnvironment();
-      if (!p) return Fail(p.error());
-      pe = *p;
-    }
-    std::string script = dir + "/sge.sh";
-    auto args = sge::QsubArgs(spec, script, pe);
-    if (!args) return Fail(args.error());
-    if (auto st = WriteFileAtomic(script, sge::JobScript(spec, options_.exec_path), 0755); !st) {
-      return Fail(st.error());
-    }
-    auto r = Run("qsub", *args, sge::QsubEnvironment(spec.env, cell_env_));
-    if (!r) return Fail(r.error());
-    if (r->exit_code != 0) {
-      if (ContactFailure(*r)) return Unreachable(FirstLine(r->err));
-      return Fail(RequestRefused(*r) ? ErrorCode::kInvalidInput : ErrorCode::kIo,
-                  "qsub refused the job: " + FirstLine(r->err));
-    }
-    auto sid = sge::ParseQsubOutput(r->out);
-    if (!sid) {
-      // It may have been accepted all the same: look it up by name on the next try.
-      return Fail(ErrorCode::kUnavailable, sid.error().message());
-    }
-    // Test-only: die as a crash would between Grid Engine's acceptance and any record of the id.
-    if (FaultFires("sge-crash-after-qsub")) std::_Exit(9);
-    return Remember(dir, *sid);
-  }
-
   std::map<std::string, BatchOutcome> Poll(const std::vector<std::string>& ids) override {
     SendCancels();
     std::map<std::string, BatchOutcome> out;
-    auto now = Clock::now();
-    if (now < next_poll_ || now < unreachable_until_) return out;
-    next_poll_ = now + options_.poll_interval;
+    if (!PollDue()) return out;
     auto rows = QueryAll();
     if (!rows) {
       spdlog::warn("sge: asking qstat about {} jobs: {}", ids.size(), rows.error().message());
@@ -182,7 +131,7 @@ class SgeAdapter : public BatchAdapter {
       }
       // A job in the error state stays in the queue until someone acts: Kite reports it lost,
       // and deletes it so that it cannot run after all (a resubmission may be running by then).
-      if (row && sge::ClassifyState(row->state) == sge::Phase::kError) to_cancel_.insert(sid);
+      if (row && sge::ClassifyState(row->state) == sge::Phase::kError) QueueCancel(sid);
       if (o->state == BatchState::kEnded || o->state == BatchState::kLost) {
         acct_.erase(sid);
         missing_since_.erase(sid);
@@ -192,64 +141,32 @@ class SgeAdapter : public BatchAdapter {
     return out;
   }
 
-  // Queued: the next Poll sends one qdel for every job cancelled since the last.
-  Status Cancel(const std::string& id) override {
-    auto [dir, sid] = SplitId(id);
-    if (sid.empty()) return {};  // Grid Engine has forgotten it: it ended long ago
-    auto now = Clock::now();
-    auto it = cancel_sent_.find(sid);
-    if (it != cancel_sent_.end() && now - it->second < kCancelResend) return {};
-    to_cancel_.insert(sid);
-    return {};
-  }
-
  private:
-  std::unexpected<Error> Unreachable(const std::string& why = "") {
-    if (!why.empty()) {
-      unreachable_until_ = Clock::now() + kUnreachablePause;
-      last_unreachable_ = why;
+  Result<std::string> SubmitNew(const JobSpec& spec) override {
+    const std::string& dir = spec.control_dir;
+    std::string pe;
+    if (spec.resources.cpus > 1) {
+      auto p = ParallelEnvironment();
+      if (!p) return Fail(p.error());
+      pe = *p;
     }
-    return Fail(ErrorCode::kUnavailable,
-                "Grid Engine's qmaster cannot be reached (" + last_unreachable_ + ")");
+    std::string script = dir + "/sge.sh";
+    auto args = sge::QsubArgs(spec, script, pe);
+    if (!args) return Fail(args.error());
+    if (auto st = WriteFileAtomic(script, sge::JobScript(spec, options().exec_path), 0755); !st) {
+      return Fail(st.error());
+    }
+    return SubmitScript(dir, *args, sge::QsubEnvironment(spec.env, tool_env()));
   }
 
-  Result<std::string> Remember(const std::string& dir, const std::string& sid) {
-    // Lost in a crash, it is found again by name (sge.sh is there).
-    if (!WriteQuick(dir + "/sge.id", sid + "\n")) {
-      spdlog::warn("sge: cannot write {}/sge.id; job {} will be looked up by name", dir, sid);
-    }
-    return dir + "#" + sid;
-  }
-
-  std::vector<std::string> ToolEnvironment() const {
-    std::vector<std::string> env = {"PATH=" + path_};
-    env.insert(env.end(), cell_env_.begin(), cell_env_.end());
-    return env;
-  }
-
-  // Runs Grid Engine command `tool` from PATH. Fails when the tool is missing or cannot start; a
-  // command that ran is a result whatever its exit code.
-  Result<CommandResult> Run(const std::string& tool, const std::vector<std::string>& args,
-                            const std::vector<std::string>& env) {
-    std::string path = FindInPath(tool, path_);
-    if (path.empty()) {
-      return Fail(ErrorCode::kNotFound,
-                  tool + " is not in the job manager's PATH (" + path_ +
-                      "): is Grid Engine's client (gridengine-client) installed?");
-    }
-    std::vector<std::string> argv = {path};
-    argv.insert(argv.end(), args.begin(), args.end());
-    auto r = RunCommand(argv, env, kCommandTimeout);
-    if (r && r->timed_out) {
-      Unreachable(tool + " took longer than " + std::to_string(kCommandTimeout.count()) + " s");
-    }
-    return r;
+  Result<std::string> FindSubmitted(const JobSpec& spec) override {
+    return FindByName(sge::JobName(spec));
   }
 
   // Every job of this account that qmaster knows (pending, running, held, in error): one qstat.
   Result<std::map<std::string, sge::QstatRow>> QueryAll() {
-    if (Clock::now() < unreachable_until_) return Unreachable();
-    auto r = Run("qstat", {"-xml", "-u", user_}, ToolEnvironment());
+    if (Paused()) return Unreachable();
+    auto r = Run("qstat", {"-xml", "-u", user_});
     if (!r) return Fail(r.error());
     if (r->exit_code != 0) {
       if (ContactFailure(*r)) return Unreachable(FirstLine(r->err));
@@ -262,7 +179,7 @@ class SgeAdapter : public BatchAdapter {
 
   // Whether qmaster answers (plain qstat, unlike qstat -xml, fails when it cannot reach it).
   bool QmasterAnswers() {
-    auto r = Run("qstat", {"-u", user_}, ToolEnvironment());
+    auto r = Run("qstat", {"-u", user_});
     if (r && r->exit_code == 0) return true;
     std::string why = r ? FirstLine(r->err) : r.error().message();
     if (r && ContactFailure(*r)) Unreachable(why);
@@ -281,7 +198,7 @@ class SgeAdapter : public BatchAdapter {
     auto since = missing_since_.try_emplace(sid, now).first->second;
     if (*budget <= 0) return false;
     --*budget;
-    auto r = Run("qacct", {"-j", sid}, ToolEnvironment());
+    auto r = Run("qacct", {"-j", sid});
     if (!r) {
       spdlog::warn("sge: qacct -j {}: {}", sid, r.error().message());
       return false;
@@ -315,7 +232,7 @@ class SgeAdapter : public BatchAdapter {
     }
     if (!newest.empty()) return newest;
     if (!QmasterAnswers()) return Unreachable("qmaster does not answer");
-    auto r = Run("qacct", {"-j", name}, ToolEnvironment());
+    auto r = Run("qacct", {"-j", name});
     if (!r) return Fail(r.error());
     auto rec = sge::ParseQacct(r->out + r->err);
     if (rec) return rec->id;
@@ -327,7 +244,7 @@ class SgeAdapter : public BatchAdapter {
   // cell has one; "" when neither.
   Result<std::string> ParallelEnvironment() {
     if (pe_) return *pe_;
-    auto r = Run("qconf", {"-spl"}, ToolEnvironment());
+    auto r = Run("qconf", {"-spl"});
     if (!r) return Fail(r.error());
     if (r->exit_code != 0 && ContactFailure(*r)) return Unreachable(FirstLine(r->err));
     // "no parallel environment defined" (exit 1) when there is none.
@@ -339,11 +256,10 @@ class SgeAdapter : public BatchAdapter {
   }
 
   void SendCancels() {
-    if (to_cancel_.empty() || Clock::now() < unreachable_until_) return;
+    if (!HasPendingCancels() || Paused()) return;
     auto now = Clock::now();
-    std::erase_if(cancel_sent_, [&](const auto& e) { return now - e.second > kCancelResend; });
-    std::vector<std::string> args(to_cancel_.begin(), to_cancel_.end());
-    auto r = Run("qdel", args, ToolEnvironment());
+    std::vector<std::string> args = PendingCancels(now);
+    auto r = Run("qdel", args);
     // Jobs that ended already make qdel say "does not exist": that is success here.
     if (!r || (r->exit_code != 0 && ContactFailure(*r))) {
       std::string why = r ? FirstLine(r->err) : r.error().message();
@@ -351,20 +267,11 @@ class SgeAdapter : public BatchAdapter {
       spdlog::warn("sge: qdel of {} jobs failed, trying again: {}", args.size(), why);
       return;
     }
-    for (const auto& sid : to_cancel_) cancel_sent_[sid] = now;
-    to_cancel_.clear();
+    CancelsSent(now);
   }
 
-  AdapterOptions options_;
-  std::vector<std::string> cell_env_;  // SGE_ROOT=... and the rest that this process has
-  std::optional<std::string> pe_;      // the parallel environment, once known ("" for none)
-  std::string path_;                   // where the commands are looked up
-  std::string user_;                   // this account's name, for qstat -u
-  Clock::time_point next_poll_{};
-  Clock::time_point unreachable_until_{};
-  std::string last_unreachable_ = "no contact yet";
-  std::set<std::string> to_cancel_;                         // job numbers to qdel at the next Poll
-  std::map<std::string, Clock::time_point> cancel_sent_;    // when each was last sent
+  std::optional<std::string> pe_;  // the parallel environment, once known ("" for none)
+  std::string user_;               // this account's name, for qstat -u
   std::map<std::string, sge::AcctRecord> acct_;             // accounting records read
   std::map<std::string, Clock::time_point> missing_since_;  // gone from qstat, no record yet
   std::set<std::string> unknown_states_;                    // warned about once each

@@ -5,16 +5,10 @@
 #include <cstdlib>
 
 #include "common/strings.h"
+#include "gram/batch/command.h"
 
 namespace kite::gram::batch::sge {
 namespace {
-
-// A word for /bin/sh: single-quoted, each ' written as '\''.
-std::string Quote(std::string_view word) {
-  std::string out = "'";
-  for (char c : word) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
 
 bool IsDigits(std::string_view s) {
   if (s.empty() || s.size() > 20) return false;
@@ -114,16 +108,7 @@ std::string JobScript(const JobSpec& spec, const std::string& exec_path) {
   s += "# Kite job " + spec.name +
        ", written by kite-jobmanager's sge adapter. kite-exec runs the\n";
   s += "# job and records how it ended in the control directory's status file.\n";
-  s += "exec " + Quote(exec_path);
-  s += " --dir " + Quote(spec.control_dir);
-  s += " --cwd " + Quote(spec.cwd);
-  s += " --in " + Quote(spec.stdin_path);
-  if (!spec.stdout_path.empty()) s += " --out " + Quote(spec.stdout_path);
-  if (!spec.stderr_path.empty()) s += " --err " + Quote(spec.stderr_path);
-  s += " -- " + Quote(spec.program);
-  for (const auto& a : spec.args) s += " " + Quote(a);
-  s += "\n";
-  return s;
+  return s + ExecLine(spec, exec_path);
 }
 
 Result<std::vector<std::string>> QsubArgs(const JobSpec& spec, const std::string& script_path,

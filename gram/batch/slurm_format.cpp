@@ -4,23 +4,10 @@
 #include <array>
 
 #include "common/strings.h"
+#include "gram/batch/command.h"
 
 namespace kite::gram::batch::slurm {
 namespace {
-
-// A word for /bin/sh: single-quoted, each ' written as '\''.
-std::string ShellQuote(std::string_view word) {
-  std::string out = "'";
-  for (char c : word) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else {
-      out += c;
-    }
-  }
-  out += "'";
-  return out;
-}
 
 bool AllDigits(std::string_view s) {
   if (s.empty()) return false;
@@ -77,16 +64,7 @@ std::string BatchScript(const JobSpec& spec, const std::string& exec_path) {
   std::string s = "#!/bin/sh\n";
   s += "# Kite job " + spec.name + ", written by kite-jobmanager's slurm adapter. kite-exec runs\n";
   s += "# the job and records how it ended in the control directory's status file.\n";
-  s += "exec " + ShellQuote(exec_path);
-  s += " --dir " + ShellQuote(spec.control_dir);
-  s += " --cwd " + ShellQuote(spec.cwd);
-  s += " --in " + ShellQuote(spec.stdin_path);
-  if (!spec.stdout_path.empty()) s += " --out " + ShellQuote(spec.stdout_path);
-  if (!spec.stderr_path.empty()) s += " --err " + ShellQuote(spec.stderr_path);
-  s += " -- " + ShellQuote(spec.program);
-  for (const auto& a : spec.args) s += " " + ShellQuote(a);
-  s += "\n";
-  return s;
+  return s + ExecLine(spec, exec_path);
 }
 
 std::vector<std::string> SbatchArgs(const JobSpec& spec, const std::string& script_path) {

@@ -2,19 +2,18 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <memory>
 
 #include "agent/agent.h"
 #include "classad/io.h"
+#include "tests/fixtures/temp_dir.h"
 
 namespace kite::agent {
 namespace {
 
 struct QueueTest : ::testing::Test {
   void SetUp() override {
-    char tmpl[] = "/tmp/kite-queue-unit-XXXXXX";
-    path = std::string(::mkdtemp(tmpl)) + "/queue.db";
+    path = dir / "queue.db";
     Open();
   }
   void Open() {
@@ -32,6 +31,7 @@ struct QueueTest : ::testing::Test {
     for (int i = 0; i < n; ++i) r.procs.push_back({{"ProcId", std::to_string(i)}});
     return r;
   }
+  kite::testing::TempDir dir{"queue-unit"};
   std::string path;
   double now = 1000;
   std::unique_ptr<store::JobQueueStore> store;

@@ -3,19 +3,18 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include <cstdlib>
 #include <string>
+
+#include "tests/fixtures/temp_dir.h"
 
 namespace kite {
 namespace {
 
-std::string TempDir() {
-  char tmpl[] = "/tmp/kite-files-XXXXXX";
-  return ::mkdtemp(tmpl);
-}
+using kite::testing::TempDir;
 
 TEST(Files, WriteAtomicThenRead) {
-  auto dir = TempDir();
+  TempDir tmp("files");
+  const std::string& dir = tmp.path();
   auto path = dir + "/a.txt";
   ASSERT_TRUE(WriteFileAtomic(path, "hello", 0600));
   auto got = ReadFile(path);
@@ -33,7 +32,8 @@ TEST(Files, WriteAtomicThenRead) {
 }
 
 TEST(Files, APrivateFileThatIsAFifoIsRefusedWhateverItsMode) {
-  std::string path = TempDir() + "/fifo";
+  TempDir tmp("files");
+  std::string path = tmp / "fifo";
   ASSERT_EQ(::mkfifo(path.c_str(), 0644), 0);
   auto st = CheckPrivateFile(path);
   ASSERT_FALSE(st);
@@ -47,7 +47,8 @@ TEST(Files, ReadMissingIsNotFound) {
 }
 
 TEST(Files, ReadRefusesAFifoWithoutBlocking) {
-  auto dir = TempDir();
+  TempDir tmp("files");
+  const std::string& dir = tmp.path();
   std::string fifo = dir + "/fifo";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   auto got = ReadFile(fifo);  // no writer: a blocking open would hang here
@@ -64,7 +65,8 @@ TEST(Files, ReadRefusesAFifoWithoutBlocking) {
 }
 
 TEST(Files, ReadStopsAtItsLimit) {
-  auto dir = TempDir();
+  TempDir tmp("files");
+  const std::string& dir = tmp.path();
   ASSERT_TRUE(WriteFileAtomic(dir + "/big", std::string(5000, 'x'), 0600));
   auto got = ReadFile(dir + "/big", {.max_bytes = 4096});
   ASSERT_FALSE(got);
@@ -73,7 +75,8 @@ TEST(Files, ReadStopsAtItsLimit) {
 }
 
 TEST(Files, MakeDirsAndPaths) {
-  auto dir = TempDir();
+  TempDir tmp("files");
+  const std::string& dir = tmp.path();
   ASSERT_TRUE(MakeDirs(dir + "/x/y/z"));
   EXPECT_TRUE(FileExists(dir + "/x/y/z"));
   EXPECT_EQ(DirName("a/b/c"), "a/b");

@@ -2,20 +2,19 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <string>
 #include <vector>
+
+#include "tests/fixtures/temp_dir.h"
 
 namespace kite::store {
 namespace {
 
-std::string TempDb() {
-  char tmpl[] = "/tmp/kite-queue-XXXXXX";
-  return std::string(::mkdtemp(tmpl)) + "/queue.db";
-}
+using kite::testing::TempDir;
 
 TEST(JobQueueStore, ClusterIdsAreNeverReused) {
-  auto path = TempDb();
+  TempDir tmp("queue");
+  auto path = tmp / "queue.db";
   {
     auto q = JobQueueStore::Open(path);
     ASSERT_TRUE(q) << q.error().ToString();
@@ -27,7 +26,8 @@ TEST(JobQueueStore, ClusterIdsAreNeverReused) {
 }
 
 TEST(JobQueueStore, PutLoadDeleteAndEvents) {
-  auto path = TempDb();
+  TempDir tmp("queue");
+  auto path = tmp / "queue.db";
   {
     auto q = JobQueueStore::Open(path);
     ASSERT_TRUE(q);
@@ -67,7 +67,8 @@ TEST(JobQueueStore, PutLoadDeleteAndEvents) {
 }
 
 TEST(JobQueueStore, WritesOutsideTransactionStillWork) {
-  auto q = JobQueueStore::Open(TempDb());
+  TempDir tmp("queue");
+  auto q = JobQueueStore::Open(tmp / "queue.db");
   ASSERT_TRUE(q);
   EXPECT_FALSE((*q)->Commit());  // nothing open: an error, not a crash
 }

@@ -2,19 +2,18 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <string>
+
+#include "tests/fixtures/temp_dir.h"
 
 namespace kite::store {
 namespace {
 
-std::string TempDb() {
-  char tmpl[] = "/tmp/kite-store-XXXXXX";
-  return std::string(::mkdtemp(tmpl)) + "/t.db";
-}
+using kite::testing::TempDir;
 
 TEST(Sqlite, ExecPrepareStep) {
-  auto db = Db::Open(TempDb());
+  TempDir tmp("sqlite");
+  auto db = Db::Open(tmp / "t.db");
   ASSERT_TRUE(db) << db.error().ToString();
   ASSERT_TRUE((*db)->Exec("CREATE TABLE t (a INTEGER, b TEXT)"));
   auto ins = (*db)->Prepare("INSERT INTO t VALUES (?1, ?2)");
@@ -29,7 +28,8 @@ TEST(Sqlite, ExecPrepareStep) {
 }
 
 TEST(Sqlite, BadSqlIsAnError) {
-  auto db = Db::Open(TempDb());
+  TempDir tmp("sqlite");
+  auto db = Db::Open(tmp / "t.db");
   ASSERT_TRUE(db);
   auto st = (*db)->Prepare("SELEKT nonsense");
   ASSERT_FALSE(st);
@@ -37,7 +37,8 @@ TEST(Sqlite, BadSqlIsAnError) {
 }
 
 TEST(Sqlite, TransactionRollsBackUnlessCommitted) {
-  auto db = Db::Open(TempDb());
+  TempDir tmp("sqlite");
+  auto db = Db::Open(tmp / "t.db");
   ASSERT_TRUE(db);
   ASSERT_TRUE((*db)->Exec("CREATE TABLE t (a INTEGER)"));
   {
@@ -56,7 +57,8 @@ TEST(Sqlite, TransactionRollsBackUnlessCommitted) {
 }
 
 TEST(Sqlite, MigrateRefusesNewerSchema) {
-  auto path = TempDb();
+  TempDir tmp("sqlite");
+  auto path = tmp / "t.db";
   Migration two[] = {{1, "CREATE TABLE a (x)"}, {2, "CREATE TABLE b (x)"}};
   {
     auto db = Db::Open(path);

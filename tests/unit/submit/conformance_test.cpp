@@ -26,6 +26,7 @@
 #include "submit/commands.h"
 #include "submit/expr_util.h"
 #include "submit/submit_file.h"
+#include "tests/fixtures/temp_dir.h"
 
 #ifndef KITE_CONFORMANCE_DIR
 #define KITE_CONFORMANCE_DIR ""
@@ -148,17 +149,13 @@ class ConformanceTest : public ::testing::Test {
                       "CMake cache variable KITE_CONFORMANCE_DIR; looked in '"
                    << data_ << "')";
     }
-    char tmpl[] = "/tmp/kite-conformance-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
+    dir_ = tmp_.path();
     // What HTCondor's test creates beside the submit files.
     ASSERT_TRUE(WriteFileAtomic(dir_ + "/basic.cmd", "#!/bin/sh\necho $*\n", 0755));
     ASSERT_TRUE(WriteFileAtomic(dir_ + "/cmd_true.cmd", "#!/bin/true\n", 0755));
     for (const char* d : {"70", "216", "240"}) {
       ASSERT_TRUE(MakeDirs(dir_ + "/Multilevel_Thesis_WheatData/" + d));
     }
-  }
-  void TearDown() override {
-    if (!dir_.empty()) std::system(("rm -rf '" + dir_ + "'").c_str());
   }
 
   SubmitOptions Options(long cluster) const {
@@ -177,7 +174,8 @@ class ConformanceTest : public ::testing::Test {
 
   FileResult RunOne(const Section& sub, long number, const Section* expect, const Section* warn);
 
-  std::string data_, dir_;
+  kite::testing::TempDir tmp_{"conformance"};
+  std::string data_, dir_;  // dir_: tmp_'s path
 };
 
 FileResult ConformanceTest::RunOne(const Section& sub, long number, const Section* expect,

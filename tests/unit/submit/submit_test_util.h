@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -13,6 +12,7 @@
 #include "submit/expr_util.h"
 #include "submit/quoting.h"
 #include "submit/submit_file.h"
+#include "tests/fixtures/temp_dir.h"
 
 namespace kite::submit {
 
@@ -40,8 +40,7 @@ class SubmitTest : public ::testing::Test {
 
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/kite-submit-XXXXXX";
-    dir_ = ::mkdtemp(tmpl);
+    dir_ = tmp_.path();
     Write("prog", "#!/bin/sh\nexit 0\n", 0755);
     Write("data.txt", "hello\n", 0644);
     ASSERT_TRUE(MakeDirs(dir_ + "/subdir"));
@@ -53,7 +52,6 @@ class SubmitTest : public ::testing::Test {
     options_.filesystem_domain = "submit.example.org";
     options_.submit_time = 1767225600;  // 2026-01-01 00:00:00 UTC
   }
-  void TearDown() override { std::system(("rm -rf '" + dir_ + "'").c_str()); }
 
   void Write(const std::string& name, std::string_view text, mode_t mode = 0644) {
     ASSERT_TRUE(WriteFileAtomic(dir_ + "/" + name, text, mode));
@@ -90,7 +88,8 @@ class SubmitTest : public ::testing::Test {
     return s;
   }
 
-  std::string dir_;
+  kite::testing::TempDir tmp_{"submit"};
+  std::string dir_;  // tmp_'s path
   SubmitOptions options_;
 };
 
