@@ -11,6 +11,7 @@
 #include <chrono>
 #include <optional>
 
+#include "agent/analyze.h"
 #include "agent/api_server.h"
 #include "agent/cred_monitor.h"
 #include "agent/gridmanager_supervisor.h"
@@ -283,6 +284,37 @@ void Agent::OnChildSignal() {
   child_signals_.async_wait([this](auto ec, int) {
     if (!ec) OnChildSignal();
   });
+}
+
+std::string Agent::Analyze(const std::vector<JobKey>& keys) const {
+  AnalyzeFacts f;
+  f.max_local_jobs = options_.max_local_jobs;
+  f.local_running = local_->running();
+  f.site = [this](const std::string& hp) -> std::optional<AnalyzeFacts::Site> {
+    auto it = grid_->resources().find(hp);
+    if (it == grid_->resources().end()) return std::nullopt;
+    return AnalyzeFacts::Site{it->second.reachable, it->second.last_contact, it->second.last_error};
+  };
+  f.proxy_problem = [this](const std::string& proxy) -> std::string {
+    if (!cred_monitor_) return "";
+    auto it = cred_monitor_->proxies().find(proxy);
+    if (it == cred_monitor_->proxies().end()) return "";
+    return it->second.error.empty() ? it->second.untrusted : it->second.error;
+  };
+  double now = queue_->Now();
+  f.gridmanager = [this, now](const std::string& proxy) {
+    return supervisor_->Describe(proxy, now);
+  };
+  auto before = local_->IdleBefore(std::set<JobKey>(keys.begin(), keys.end()));
+  std::string out;
+  for (JobKey k : keys) {
+    const Job* j = queue_->Find(k);
+    if (!j) continue;
+    auto it = before.find(k);
+    f.local_idle_before = it == before.end() ? 0 : it->second;
+    out += AnalyzeJob(*j, f, now);
+  }
+  return out;
 }
 
 void Agent::Finish(Job& job) {

@@ -99,6 +99,8 @@ class Agent {
   const std::map<std::string, GridResourceReport>& grid_resources() const {
     return grid_->resources();
   }
+  // kite q -analyze for these jobs (agent/analyze.h).
+  std::string Analyze(const std::vector<JobKey>& keys) const;
 
  private:
   void OnStatusChange(Job& job, bool leaving);

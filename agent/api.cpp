@@ -99,13 +99,20 @@ Result<std::vector<SubmitAttr>> ParseAttrs(const json::value& v) {
   return out;
 }
 
-ApiResponse HandleSubmit(Agent& agent, const json::object& body) {
-  SubmitRequest req;
+// The request's "cluster": an integer in the range of ids.
+Result<int> ClusterIdOf(const json::object& body) {
   auto* c = body.if_contains("cluster");
   if (!c || !c->is_int64() || c->as_int64() < 1 || c->as_int64() > kMaxJobId)
-    return ErrorReply(http::status::bad_request,
-                      "cluster must be an integer from 1 to " + std::to_string(kMaxJobId));
-  req.cluster = static_cast<int>(c->as_int64());
+    return Fail(ErrorCode::kInvalidInput,
+                "cluster must be an integer from 1 to " + std::to_string(kMaxJobId));
+  return static_cast<int>(c->as_int64());
+}
+
+ApiResponse HandleSubmit(Agent& agent, const json::object& body) {
+  SubmitRequest req;
+  auto cluster = ClusterIdOf(body);
+  if (!cluster) return ErrorReply(cluster.error());
+  req.cluster = *cluster;
   auto* common = body.if_contains("common");
   auto* procs = body.if_contains("procs");
   if (!common || !procs || !procs->is_array())
@@ -166,6 +173,8 @@ void HandleQuery(Agent& agent, const json::object& body, std::function<void(ApiR
         agent, std::move(*sel), *expr,
         [&agent, format = *format, type, reply](Result<std::vector<JobKey>> keys) {
           if (!keys) return reply(ErrorReply(keys.error()));
+          if (format == "analyze")
+            return reply(Reply(http::status::ok, agent.Analyze(*keys), type));
           std::vector<ListedJob> listed;
           listed.reserve(keys->size());
           for (JobKey k : *keys) {
@@ -402,6 +411,12 @@ void HandleApiRequest(Agent& agent, const ApiRequest& req, std::function<void(Ap
     json::object o;
     o["cluster"] = *id;
     return reply(Reply(http::status::ok, json::serialize(o) + "\n"));
+  }
+  if (target == "/v1/cluster/return") {
+    auto id = ClusterIdOf(*body);
+    if (!id) return reply(ErrorReply(id.error()));
+    if (auto st = agent.queue().ReturnCluster(*id); !st) return reply(ErrorReply(st.error()));
+    return reply(Reply(http::status::ok, "{}\n"));
   }
   if (target == "/v1/submit") return reply(HandleSubmit(agent, *body));
   if (target == "/v1/query") return HandleQuery(agent, *body, std::move(reply));

@@ -73,6 +73,18 @@ bool GridManagerSupervisor::Spawn(const std::string& proxy, Proc& g, double now)
   return true;
 }
 
+std::string GridManagerSupervisor::Describe(const std::string& proxy, double now) const {
+  auto it = procs_.find(proxy);
+  if (it == procs_.end()) return "not started (none is needed yet, or the proxy cannot be used)";
+  const Proc& g = it->second;
+  if (g.pid > 0) return "running (pid " + std::to_string(g.pid) + ")";
+  if (g.next_start > now) {
+    return "ended; started again in " + std::to_string(static_cast<int>(g.next_start - now) + 1) +
+           " s (see gridmanager.out in the agent's home)";
+  }
+  return "not running; started when a job needs it";
+}
+
 bool GridManagerSupervisor::Reaped(pid_t pid, int status) {
   for (auto& [proxy, g] : procs_) {
     if (g.pid != pid) continue;

@@ -27,6 +27,8 @@ class GridManagerSupervisor {
   void Ensure();
   // A child of the agent ended: true when it was one of the gridmanagers.
   bool Reaped(pid_t pid, int wait_status);
+  // The proxy's gridmanager in a few words, for kite q -analyze.
+  std::string Describe(const std::string& proxy, double now) const;
 
  private:
   struct Proc {

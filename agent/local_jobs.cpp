@@ -290,6 +290,17 @@ void LocalJobs::Recover() {
   }
 }
 
+std::map<JobKey, size_t> LocalJobs::IdleBefore(const std::set<JobKey>& keys) const {
+  std::map<JobKey, size_t> out;
+  size_t n = 0;
+  for (JobKey k : runnable_) {
+    if (keys.count(k)) out[k] = n;
+    if (out.size() == keys.size()) break;
+    ++n;
+  }
+  return out;
+}
+
 void LocalJobs::SampleUsage() {
   std::unordered_map<pid_t, JobKey> jobs;
   std::unordered_set<pid_t> groups;

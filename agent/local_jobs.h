@@ -64,6 +64,8 @@ class LocalJobs {
   void SampleUsage();
 
   int running() const { return running_; }
+  // For each of `keys` that is an idle local job: how many idle local jobs come before it.
+  std::map<JobKey, size_t> IdleBefore(const std::set<JobKey>& keys) const;
   size_t runnable() const { return runnable_.size(); }
 
  private:

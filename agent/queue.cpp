@@ -201,6 +201,17 @@ Result<int> JobQueue::NewCluster() {
   return id;
 }
 
+Status JobQueue::ReturnCluster(int id) {
+  if (!reserved_.count(id)) {
+    return Fail(ErrorCode::kConflict,
+                "cluster " + std::to_string(id) + " is not a cluster id handed out and unused");
+  }
+  if (auto st = Flush(); !st) return Fail(st.error());
+  if (auto st = store_->ReturnClusterId(id); !st) return Fail(st.error());
+  reserved_.erase(id);
+  return {};
+}
+
 namespace {
 
 Result<classad::ExprPtr> ParseSubmitAttr(const SubmitAttr& a) {

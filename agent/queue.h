@@ -59,6 +59,9 @@ class JobQueue {
   Status Load();
 
   Result<int> NewCluster();
+  // A cluster id from NewCluster that will not be used (the submit file did not parse): the next
+  // NewCluster hands it out again when no other was handed out since. Ids ever used never return.
+  Status ReturnCluster(int id);
   // Adds a whole cluster, or nothing: a malformed expression or a cluster id that was never handed
   // out fails without changing anything. Durable when it returns (it flushes).
   Result<int> Submit(const SubmitRequest& req);

@@ -89,6 +89,30 @@ Status JobQueueStore::PrepareAll() {
   return {};
 }
 
+Status JobQueueStore::ReturnClusterId(int id) {
+  bool own = !txn_;
+  if (own) {
+    if (auto st = Begin(); !st) return Fail(st.error());
+  }
+  auto row = next_cluster_.Step();
+  int next = row && *row ? static_cast<int>(next_cluster_.Int(0)) : 0;
+  next_cluster_.Reset();
+  if (!row) {
+    if (own) Rollback();
+    return Fail(row.error());
+  }
+  if (next == id + 1) {
+    if (auto st = set_next_cluster_.Bind(1, id).Run(); !st) {
+      if (own) Rollback();
+      return Fail(st.error());
+    }
+  }
+  if (own) {
+    if (auto st = Commit(); !st) return Fail(st.error());
+  }
+  return {};
+}
+
 Result<int> JobQueueStore::ReserveClusterId() {
   bool own = !txn_;
   if (own) {

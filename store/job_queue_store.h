@@ -51,6 +51,9 @@ class JobQueueStore {
 
   // Hands out a new cluster id and persists that it was handed out, so no id is ever reused.
   Result<int> ReserveClusterId();
+  // Gives back `id`, handed out by ReserveClusterId and never used, when it is still the latest
+  // one handed out (so the next reservation gets it again); otherwise changes nothing.
+  Status ReturnClusterId(int id);
 
   // Reads the whole queue, clusters first (ascending id), then jobs (ascending key).
   Status Load(const std::function<void(int cluster, std::string_view ad)>& on_cluster,

@@ -27,6 +27,7 @@ struct QueryArgs {
   std::string constraint;
   bool json = false, nobatch = false, batch = false, grid = false;
   bool hold = false, run = false, idle = false, long_form = false, totals = false;
+  bool analyze = false;
   std::vector<std::string> af;
   std::string af_modifiers;
   std::vector<std::string> printf_pairs;  // FMT, EXPR, FMT, EXPR...
@@ -105,6 +106,7 @@ void PrintCustom(const CustomForm& f, const std::vector<classad::ClassAd>& ads) 
 
 // The agent's name for the listing the options ask for.
 std::string ListingFormat(const QueryArgs& a, bool history, bool custom, bool named_ids) {
+  if (a.analyze) return "analyze";
   if (a.json || custom) return "json";
   if (a.totals) return a.grid ? "grid-totals" : "totals";
   if (a.hold) return "hold";
@@ -155,7 +157,7 @@ void Query(const QueryArgs& a, bool history) {
   auto r = (*client)->Post("/v1/query", body);
   if (!r) Die(r.error());
   if (r->status != 200) Die(AgentError(*r));
-  if (a.json || !custom.any()) {
+  if (a.json || a.analyze || !custom.any()) {
     std::fwrite(r->body.data(), 1, r->body.size(), stdout);
     return;
   }
@@ -199,6 +201,9 @@ void RegisterQueryCommands(CLI::App& app) {
   qc->add_flag("--run", q.run, "running jobs only, with where and since when");
   qc->add_flag("--idle", q.idle, "idle jobs only, one line per job");
   qc->add_flag("--totals", q.totals, "only the totals line");
+  qc->add_flag("--analyze,--better-analyze", q.analyze,
+               "why each job is where it is: local slots, restart back-off, its site, its proxy, "
+               "its gridmanager (condor_q -analyze)");
   qc->callback([] { Query(q, false); });
 
   auto* hc = app.add_subcommand(

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <iterator>
 #include <string>
@@ -72,7 +73,9 @@ Request Interpret(const SubmitArgs& a) {
   return r;
 }
 
-submit::ParsedCluster ParseOrDie(const Request& r, submit::SubmitOptions options) {
+// `on_error` runs before a parse error ends the program.
+submit::ParsedCluster ParseOrDie(const Request& r, submit::SubmitOptions options,
+                                 const std::function<void()>& on_error = {}) {
   Result<submit::ParsedCluster> parsed;
   if (r.file.empty() || r.file == "-") {
     std::string text{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
@@ -80,7 +83,10 @@ submit::ParsedCluster ParseOrDie(const Request& r, submit::SubmitOptions options
   } else {
     parsed = submit::ParseSubmitFile(r.file, options);
   }
-  if (!parsed) Die(parsed.error());
+  if (!parsed) {
+    if (on_error) on_error();
+    Die(parsed.error());
+  }
   for (auto& w : parsed->warnings) std::fprintf(stderr, "%s\n", w.c_str());
   return std::move(*parsed);
 }
@@ -119,7 +125,10 @@ void Submit(const Request& r, bool terse) {
   int cluster = static_cast<int>(c->at("cluster").as_int64());
   submit::SubmitOptions options = r.options;
   options.cluster_id = cluster;
-  submit::ParsedCluster parsed = ParseOrDie(r, options);
+  // A file that does not parse gives its cluster id back, so the next submit gets it.
+  submit::ParsedCluster parsed = ParseOrDie(r, options, [&] {
+    (void)client->PostJson("/v1/cluster/return", {{"cluster", cluster}});
+  });
   json::object body;
   body["cluster"] = cluster;
   body["common"] = AttrsJson(parsed.common);
@@ -128,7 +137,10 @@ void Submit(const Request& r, bool terse) {
   for (auto& p : parsed.procs) procs.push_back(AttrsJson(p));
   body["procs"] = std::move(procs);
   auto reply = client->PostJson("/v1/submit", body);
-  if (!reply) Die(reply.error());
+  if (!reply) {
+    (void)client->PostJson("/v1/cluster/return", {{"cluster", cluster}});
+    Die(reply.error());
+  }
   auto jobs = static_cast<size_t>(reply->at("jobs").as_int64());
   if (terse) {
     PrintTerse(cluster, jobs);

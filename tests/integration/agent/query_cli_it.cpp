@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 
@@ -166,6 +167,27 @@ TEST_F(QueryCli, OwnerNamesAndBatchNames) {
 }
 
 // condor_history and the user log need no agent: they read the queue store, read-only.
+// -analyze (and -better-analyze) says why: a held job's reason, a running job's start, an idle
+// local job waiting for a slot behind max_local_jobs and for the jobs submitted before it.
+TEST(QueryAnalyze, SaysWhyEachJobIsWhereItIs) {
+  KiteEnv env("query-analyze");
+  std::filesystem::create_directories(env.home());
+  WriteFile(env.home() + "/config.toml", "[agent]\nmax_local_jobs = 1\n");
+  env.StartAgent();
+  int c = env.Submit("universe = local\nexecutable = /bin/sleep\narguments = 300\nqueue 3\n");
+  std::string id = std::to_string(c);
+  ASSERT_TRUE(WaitUntil([&] { return env.JobStatus(id + ".0") == 2; }, 20));
+  ASSERT_EQ(env.Kite({"hold", id + ".1", "-reason", "not today"}).exit_code, 0);
+  auto r = env.Kite({"q", "-better-analyze", id});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Has(r.out, "Job " + id + ".0: running since ")) << r.out;
+  EXPECT_TRUE(Has(r.out, "Job " + id + ".1: held.\n  not today")) << r.out;
+  EXPECT_TRUE(Has(r.out, "Job " + id + ".2: idle.")) << r.out;
+  EXPECT_TRUE(Has(r.out, "1 of max_local_jobs = 1 run")) << r.out;
+  EXPECT_EQ(env.Kite({"q", "-analyze", id + ".2"}).out.find("Job " + id + ".0"), std::string::npos);
+  env.Kite({"rm", id});
+}
+
 TEST(HistoryCli, HistoryAndLogWithoutAnAgent) {
   KiteEnv env("history-cli");
   env.StartAgent();

@@ -78,6 +78,23 @@ TEST_F(SubmitCli, RefusedCommandQueuesNothing) {
       << r.err;
 }
 
+// A submit that fails (a file that does not parse, a missing executable) uses up no cluster id:
+// the next good submit gets the id the failed one would have had.
+TEST_F(SubmitCli, FailedSubmitsUseUpNoClusterIds) {
+  env_->StartAgent();
+  env_->Write("good.sub", "universe = local\nexecutable = /bin/true\nhold = true\nqueue\n");
+  env_->Write("bad.sub", "universe = local\nexecutable = /bin/true\n+x = [\nqueue\n");
+  env_->Write("gone.sub", "universe = local\nexecutable = /nonexistent/program\nqueue\n");
+  EXPECT_EQ(env_->Submit("universe = local\nexecutable = /bin/true\nhold = true\nqueue\n"), 1);
+  for (const char* f : {"bad.sub", "gone.sub", "bad.sub"}) {
+    auto r = env_->Kite({"submit", f});
+    EXPECT_NE(r.exit_code, 0) << f;
+  }
+  auto r = env_->Kite({"submit", "good.sub"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("submitted to cluster 2."), std::string::npos) << r.out;
+}
+
 TEST_F(SubmitCli, TerseSubmitAndNameValueWords) {
   env_->StartAgent();
   env_->Write("job.sub", "executable = /bin/echo\nhold = true\narguments = $(word)\nqueue $(N)\n");
