@@ -169,21 +169,21 @@ bool CredentialMonitor::Refresh(ProxyStatus& p) {
   int64_t not_after = Epoch(info.not_after);
   // Trusted by the CA directory the gridmanager will use? Judged inside the proxy's validity, so
   // that an expired proxy is reported as expired (below), not as untrusted.
+  // With no CA directory at all there is nothing to judge trust by (a gridmanager says so).
   std::string ca_dir = cred::DefaultCaDir();
-  auto verifier = cred::Verifier::Create({.ca_dir = ca_dir});
-  auto at = std::min(cred::Clock::now(), info.not_after - std::chrono::seconds(1));
   std::string why;
-  if (ca_dir.empty()) {
-    // No CA directory at all: nothing to judge trust by here (a gridmanager says so itself).
-  } else if (!verifier) {
-    why = verifier.error().message();
-  } else if (auto id = (*verifier)->Verify(c->chain, at); !id) {
-    why = id.error().message();
+  if (!ca_dir.empty()) {
+    auto at = std::min(cred::Clock::now(), info.not_after - std::chrono::seconds(1));
+    auto verifier = cred::Verifier::Create({.ca_dir = ca_dir});
+    if (!verifier) {
+      why = verifier.error().message();
+    } else if (auto id = (*verifier)->Verify(c->chain, at); !id) {
+      why = id.error().message();
+    }
   }
   std::string untrusted;
   if (!why.empty()) {
-    untrusted = "not trusted by the CA directory " +
-                (ca_dir.empty() ? std::string("(none found)") : ca_dir) + ": " + why;
+    untrusted = "not trusted by the CA directory " + ca_dir + ": " + why;
     if (p.untrusted != untrusted) spdlog::warn("credentials: {}: {}", p.path, untrusted);
   }
   p.untrusted = untrusted;
@@ -232,7 +232,7 @@ void CredentialMonitor::ReleaseUsable(const ProxyStatus& p, const std::vector<Jo
   if (held.empty()) return;
   for (Job* j : held) {
     actions_.release(*j, "The proxy " + p.path + " can be used again");
-    j->ad.Remove(kUnusableProxyHoldAttr);
+    if (j->status != kHeld) j->ad.Remove(kUnusableProxyHoldAttr);
   }
   spdlog::info("credentials: {} can be used again; released {} job(s)", p.path, held.size());
   actions_.commit();

@@ -311,10 +311,11 @@ void LocalJobs::SampleUsage() {
     jobs.emplace(group, key);
     groups.insert(group);
   }
+  bool changed = false;
   for (auto& [group, usage] : UsageOfGroups(groups)) {
-    if (Job* j = queue_.Find(jobs[group])) queue_.RecordUsage(*j, usage);
+    if (Job* j = queue_.Find(jobs[group])) changed |= queue_.RecordUsage(*j, usage);
   }
-  if (!groups.empty()) hooks_.commit_soon();
+  if (changed) hooks_.commit_soon();
 }
 
 void LocalJobs::PollAdopted() {

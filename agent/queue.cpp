@@ -449,7 +449,7 @@ void JobQueue::MarkExited(Job& job, const ExecStatus& st) {
   MarkDirty(job);
 }
 
-void JobQueue::RecordUsage(Job& job, const Usage& usage) {
+bool JobQueue::RecordUsage(Job& job, const Usage& usage) {
   bool changed = false;
   auto set_if = [&](const char* name, auto value, bool only_larger) {
     using T = decltype(value);
@@ -471,6 +471,7 @@ void JobQueue::RecordUsage(Job& job, const Usage& usage) {
   int64_t rss = job.ad.EvaluateInt("ResidentSetSize").value_or(usage.rss_kib);
   set_if("MemoryUsage", (rss + 1023) / 1024, false);
   if (changed) MarkDirty(job);
+  return changed;
 }
 
 Status JobQueue::MarkRunning(Job& job) {

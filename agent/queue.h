@@ -92,9 +92,10 @@ class JobQueue {
   // An event that only goes into the event log and the user log (e.g. a note after a restart).
   void AddEvent(Job& job, int code, const std::string& body);
 
-  // A running job's use so far (agent/usage.h): CPU seconds as they are, memory as the largest
-  // seen during this run, as HTCondor's starter reports them. Marks the job dirty only on change.
-  void RecordUsage(Job& job, const Usage& usage);
+  // A running job's use so far (agent/usage.h): CPU seconds of this run as they are, memory as
+  // the largest seen in any run (HTCondor's ResidentSetSize, ImageSize). Marks the job dirty only
+  // on change, and says whether it did.
+  bool RecordUsage(Job& job, const Usage& usage);
   // Sets an attribute on the job's own ad and marks it dirty.
   void SetAttr(Job& job, std::string_view name, classad::ExprPtr value);
 
