@@ -17,8 +17,8 @@ using P = GridPhase;
 using E = GridEvent;
 using T = GridTask;
 
-constexpr int kStatuses[] = {kite::kIdle, kite::kRunning, kite::kRemoved,
-                             kite::kCompleted, kite::kHeld};
+constexpr int kStatuses[] = {kite::kIdle, kite::kRunning, kite::kRemoved, kite::kCompleted,
+                             kite::kHeld};
 
 gram::JobStatus Site(gram::JobState state, int64_t seq) {
   gram::JobStatus s;
@@ -228,7 +228,7 @@ TEST(GridMachine, TheNormalPathStoresEachStepBeforeTheNext) {
                {SiteNews(Site(gram::JobState::kActive, 2), true), T::kReport}});
   EXPECT_EQ(s.phase, P::kCommitted);
   EXPECT_EQ(s.status, kite::kRunning);  // `running` goes with the report
-  EXPECT_EQ(NextAction(s), T::kNone);         // callbacks and probes bring news
+  EXPECT_EQ(NextAction(s), T::kNone);   // callbacks and probes bring news
   s = Walk(s, {{SiteNews(Site(gram::JobState::kDone, 4), false), T::kSaveFinal}});
   EXPECT_EQ(s.phase, P::kSavingFinal);
   ASSERT_TRUE(s.final);
@@ -365,18 +365,15 @@ TEST(GridMachine, WhatTheAgentIsToldWhenAnAttemptEnds) {
     s.final->failure = failure;
     return s;
   };
-  EXPECT_EQ(DecideEnd(ended(kite::kRunning, gram::FailureCode::kNone, 1), 3),
-            EndOutcome::kExited);
+  EXPECT_EQ(DecideEnd(ended(kite::kRunning, gram::FailureCode::kNone, 1), 3), EndOutcome::kExited);
   EXPECT_EQ(DecideEnd(ended(kite::kRunning, gram::FailureCode::kStageInFailed, 3), 3),
             EndOutcome::kResubmit);
   EXPECT_EQ(DecideEnd(ended(kite::kRunning, gram::FailureCode::kStageInFailed, 4), 3),
             EndOutcome::kHold);
   EXPECT_EQ(DecideEnd(ended(kite::kRunning, gram::FailureCode::kBadExecutable, 1), 3),
             EndOutcome::kHold);
-  EXPECT_EQ(DecideEnd(ended(kite::kHeld, gram::FailureCode::kNone, 1), 3),
-            EndOutcome::kNothing);
-  EXPECT_EQ(DecideEnd(ended(kite::kRemoved, gram::FailureCode::kNone, 1), 3),
-            EndOutcome::kRetire);
+  EXPECT_EQ(DecideEnd(ended(kite::kHeld, gram::FailureCode::kNone, 1), 3), EndOutcome::kNothing);
+  EXPECT_EQ(DecideEnd(ended(kite::kRemoved, gram::FailureCode::kNone, 1), 3), EndOutcome::kRetire);
   GridState cancelled{.phase = P::kReporting, .status = kite::kIdle, .attempt = 1};
   EXPECT_EQ(DecideEnd(cancelled, 3), EndOutcome::kNothing);  // released after a hold
 }
