@@ -128,6 +128,8 @@ inline constexpr int kVanillaUniverse = 5;
 inline constexpr int kGridUniverse = 9;
 inline constexpr int kLocalUniverse = 12;
 
+// Fails, naming `key`, when `text` is not a ClassAd expression.
+Status ValidateExpr(JobContext& ctx, const std::string& key, std::string_view text);
 // true/false/yes/no/t/f/1/0 in any case, else an error naming `key`.
 Result<bool> GetBool(JobContext& ctx, const std::string& key, bool default_value);
 // An integer (or an expression that evaluates to one), else an error naming `key`.

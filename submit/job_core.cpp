@@ -49,15 +49,6 @@ std::string CanonicalList(std::string_view v) {
   return out;
 }
 
-Status ValidateExpr(JobContext& ctx, const std::string& key, std::string_view text) {
-  auto parsed = classad::ParseExpr(text);
-  if (!parsed) {
-    return Fail(ctx.ErrorAt(
-        key, key + ": bad expression '" + std::string(text) + "': " + parsed.error().message()));
-  }
-  return {};
-}
-
 // The arguments as given: `arguments2` (new syntax only) wins over `arguments`/`args`.
 Status ReadArguments(JobContext& ctx, std::optional<std::string>& v, std::string& key) {
   auto args1 = ctx.Get("arguments");
@@ -81,6 +72,15 @@ Status ReadArguments(JobContext& ctx, std::optional<std::string>& v, std::string
 }
 
 }  // namespace
+
+Status ValidateExpr(JobContext& ctx, const std::string& key, std::string_view text) {
+  auto parsed = classad::ParseExpr(text);
+  if (!parsed) {
+    return Fail(ctx.ErrorAt(
+        key, key + ": bad expression '" + std::string(text) + "': " + parsed.error().message()));
+  }
+  return {};
+}
 
 Status EmitFixed(JobContext& ctx) {
   ctx.Emit("ClusterId", std::to_string(ctx.options().cluster_id));

@@ -10,18 +10,6 @@
 #include "submit/job_attrs.h"
 
 namespace kite::submit {
-namespace {
-
-Status ValidateExpr(JobContext& ctx, const std::string& key, std::string_view text) {
-  auto parsed = classad::ParseExpr(text);
-  if (!parsed) {
-    return Fail(ctx.ErrorAt(
-        key, key + ": bad expression '" + std::string(text) + "': " + parsed.error().message()));
-  }
-  return {};
-}
-
-}  // namespace
 
 // "90", "90s", "15m", "2h", "1d" -> seconds; nullopt otherwise.
 std::optional<long long> ParseDuration(std::string_view s) {

@@ -12,15 +12,6 @@
 namespace kite::submit {
 namespace {
 
-Status ValidateExpr(JobContext& ctx, const std::string& key, std::string_view text) {
-  auto parsed = classad::ParseExpr(text);
-  if (!parsed) {
-    return Fail(ctx.ErrorAt(
-        key, key + ": bad expression '" + std::string(text) + "': " + parsed.error().message()));
-  }
-  return {};
-}
-
 // retry_until: an exit code (ExitCode =?= N) or an expression, parenthesised for ||.
 Result<std::string> RetryUntil(JobContext& ctx) {
   auto v = ctx.Get("retry_until");

@@ -21,15 +21,6 @@ bool LooksNumeric(std::string_view v) {
          (std::isdigit(static_cast<unsigned char>(v[0])) || v[0] == '.' || v[0] == '-');
 }
 
-Status ValidateExpr(JobContext& ctx, const std::string& key, std::string_view text) {
-  auto parsed = classad::ParseExpr(text);
-  if (!parsed) {
-    return Fail(ctx.ErrorAt(
-        key, key + ": bad expression '" + std::string(text) + "': " + parsed.error().message()));
-  }
-  return {};
-}
-
 // A size in `base` units (or a ClassAd expression, kept as written); "undefined" sets nothing.
 Result<std::optional<std::string>> SizeOrExpr(JobContext& ctx, const std::string& key,
                                               const std::string& v, int64_t base) {
