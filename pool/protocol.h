@@ -1,0 +1,134 @@
+// The pool protocol (docs/pool.md): what a startd and the agent say to each other over the one
+// connection the startd dials. Pure data, framing and parsing: no I/O, safe from any thread.
+//
+// A frame is two big-endian 32-bit lengths, a JSON header of that first length and a body of the
+// second (file bytes for `input` and `output`, empty otherwise). One connection carries every
+// slot of a startd, so later message kinds (remote I/O, checkpoints) ride on the same frames.
+//
+// Parsing is strict about the fields each kind needs (kInvalidInput naming the field) and ignores
+// unknown members, so a later addition does not break an older peer.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/error.h"
+
+namespace kite::pool {
+
+inline constexpr int kProtocolVersion = 1;
+inline constexpr size_t kMaxHeader = 1 << 20;  // a job ad with a long environment fits
+inline constexpr size_t kMaxBody = 1 << 20;    // file chunks are smaller
+inline constexpr size_t kChunk = 256 << 10;    // the size of the file chunks either side sends
+
+enum class MsgType {
+  // startd -> agent
+  kHello,    // name, slots (its ads), runs (what it is running: after a reconnect)
+  kSlot,     // slot, ad: a slot's ad changed (state, load, time left)
+  kStarted,  // slot, job, run: the job's program runs
+  kOutput,   // job, run, path, offset, last, mode + body: an output file's bytes
+  kEnded,    // slot, job, run, exit, usage: the run ended and every output file was sent
+  kVacated,  // slot, job, run, reason: the run was stopped before its end; the job runs again
+  kRefused,  // slot, job, run, reason: the slot will not run this job (nothing was started)
+  kBye,      // reason: the startd is leaving (lifetime, idle, told to stop)
+  // agent -> startd
+  kWelcome,   // version: the startd is accepted
+  kRefuse,    // reason: the startd is not (the connection closes)
+  kActivate,  // slot, job, run, ad, files: run this job on this slot; its input follows
+  kInput,     // job, run, path, offset, last, mode + body: an input file's bytes
+  kGo,        // job, run: every input file was sent
+  kVacate,    // slot, job, run, reason: stop this run (the job returns to Idle)
+  kAck,       // job, run: the run's outcome is stored; the sandbox may go
+};
+std::string_view MsgTypeName(MsgType type);
+std::optional<MsgType> ParseMsgType(std::string_view name);
+
+struct SlotAd {
+  std::string name;  // "slot1@host" (HTCondor's form)
+  std::string ad;    // the slot's ClassAd, new syntax
+  bool operator==(const SlotAd&) const = default;
+};
+
+struct RunRef {
+  std::string slot, job, run;
+  bool operator==(const RunRef&) const = default;
+};
+
+struct FileInfo {
+  std::string path;  // relative to the sandbox (input) or to the job's Iwd (output)
+  uint64_t size = 0;
+  uint32_t mode = 0644;
+  bool operator==(const FileInfo&) const = default;
+};
+
+struct RunExit {
+  enum class Kind { kExited, kSignaled, kFailed };  // kFailed: the program could not be run
+  Kind kind = Kind::kExited;
+  int code = 0;         // exit code or signal number
+  std::string message;  // kFailed: why
+  bool operator==(const RunExit&) const = default;
+};
+
+struct RunUsage {
+  double user_cpu = 0, sys_cpu = 0;  // seconds
+  int64_t rss_kb = 0;                // largest resident set
+  double start = 0, end = 0;         // wall clock of the program's run, seconds since the epoch
+  bool operator==(const RunUsage&) const = default;
+};
+
+// One message; which members mean something depends on `type` (see MsgType).
+struct Message {
+  MsgType type = MsgType::kHello;
+  int version = kProtocolVersion;
+  std::string name;    // hello: the startd's name
+  std::string slot;    // the slot the message is about
+  std::string job;     // "C.P"
+  std::string run;     // the run's id, chosen by the agent (unique per start of a job)
+  std::string ad;      // slot: the slot's ad; activate: the job's ad
+  std::string reason;  // refuse, vacate, vacated, refused, bye
+  std::string path;    // input, output
+  uint64_t offset = 0;
+  bool last = false;  // input, output: the file ends with this chunk
+  uint32_t mode = 0644;
+  std::vector<SlotAd> slots;    // hello
+  std::vector<RunRef> runs;     // hello
+  std::vector<FileInfo> files;  // activate: the input files
+  RunExit exit;                 // ended
+  RunUsage usage;               // ended, vacated
+  bool operator==(const Message&) const = default;
+};
+
+std::string ToJson(const Message& m);
+// The header's JSON; checks the members `m.type` needs.
+Result<Message> ParseMessage(std::string_view json);
+
+// A whole frame: header and body.
+struct Frame {
+  Message msg;
+  std::string body;
+};
+std::string EncodeFrame(const Message& m, std::string_view body = {});
+
+// Cuts frames out of a byte stream as it arrives. A malformed frame (a length over the limits, a
+// header that does not parse) is an error and the connection is not usable after it.
+class FrameReader {
+ public:
+  void Feed(std::string_view bytes) { buf_.append(bytes); }
+  // The next whole frame, nullopt when more bytes are needed, or the error.
+  Result<std::optional<Frame>> Next();
+  size_t buffered() const { return buf_.size() - pos_; }
+
+ private:
+  std::string buf_;
+  size_t pos_ = 0;
+};
+
+// A path as a job's file list names it, checked for use inside a sandbox or an Iwd: relative,
+// no "..", no empty or "." component, no NUL. The file itself is opened without following links
+// (glidein/sandbox.h).
+Status CheckRelativePath(std::string_view path);
+
+}  // namespace kite::pool
