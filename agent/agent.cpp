@@ -16,10 +16,12 @@
 #include "agent/cred_monitor.h"
 #include "agent/gridmanager_supervisor.h"
 #include "agent/local_jobs.h"
+#include "agent/local_startd.h"
 #include "agent/mailer.h"
 #include "agent/myproxy_renewal.h"
 #include "agent/notifier.h"
 #include "agent/policy.h"
+#include "agent/pool.h"
 #include "agent/rest_server.h"
 #include "agent/userlog.h"
 #include "common/clock.h"
@@ -84,6 +86,8 @@ Status Agent::Start() {
   local_ = std::make_unique<LocalJobs>(io_, *queue_, options_,
                                        LocalJobs::Hooks{[this] { CommitSoon(); }, retire});
   grid_ = std::make_unique<GridHub>(io_, *queue_, GridHub::Hooks{retire});
+  pool_ =
+      std::make_unique<Pool>(io_, *queue_, options_, Pool::Hooks{[this] { CommitSoon(); }, retire});
   supervisor_ = std::make_unique<GridManagerSupervisor>(io_, options_, [this] {
     auto proxies = grid_->ProxiesNeedingManager();
     // A proxy the credential monitor found unusable holds its jobs; no gridmanager would start.
@@ -98,6 +102,7 @@ Status Agent::Start() {
   if (auto st = queue_->Load(); !st) return st;
   StartMailAndCredentials();
   local_->Recover();
+  pool_->Recover();
   if (auto st = queue_->Flush(); !st) return st;
 
   api_ = std::make_unique<ApiServer>(*this);
@@ -118,6 +123,10 @@ Status Agent::Start() {
       Stop();
     }
   });
+  if (auto st = pool_->Listen(options_.pool_socket_path()); !st) return st;
+  local_startd_ = std::make_unique<LocalStartd>(
+      io_, options_, [this](const std::string& name) { pool_->StartdDied(name); });
+  local_startd_->Start();
   ArmTimer(periodic_timer_, options_.periodic_interval, &Agent::PeriodicPolicy);
   local_->Schedule();
   OnChildSignal();  // reap anything that ended before the handler was installed
@@ -137,12 +146,15 @@ void Agent::OnStatusChange(Job& j, bool leaving) {
     grid_->OnStatus(j, leaving);
   } else if (j.universe == kUniverseLocal) {
     local_->OnStatus(j, leaving);
+  } else if (j.universe == kUniverseVanilla) {
+    pool_->OnStatus(j, leaving);
   }
 }
 
 void Agent::OnFlushed() {
   if (notifier_) notifier_->OnFlushed();
   waiters_->Answer();
+  pool_->OnFlushed();
   grid_->AnswerPolls();
   if (grid_->check_managers()) {
     grid_->managers_checked();
@@ -227,6 +239,8 @@ void Agent::Stop() {
   if (auto st = queue_->Flush(); !st)
     spdlog::error("agent: final flush: {}", st.error().ToString());
   if (api_) api_->Close();
+  if (local_startd_) local_startd_->Stop();
+  if (pool_) pool_->Close();
   if (rest_) {
     rest_->Close();
     ::unlink(options_.rest_address_path().c_str());
@@ -279,7 +293,9 @@ void Agent::OnChildSignal() {
     int status = 0;
     pid_t pid = ::waitpid(-1, &status, WNOHANG);
     if (pid <= 0) break;
-    if (!supervisor_->Reaped(pid, status)) local_->Reaped(pid, status);
+    if (supervisor_->Reaped(pid, status)) continue;
+    if (local_startd_ && local_startd_->Reaped(pid, status)) continue;
+    local_->Reaped(pid, status);
   }
   child_signals_.async_wait([this](auto ec, int) {
     if (!ec) OnChildSignal();
@@ -363,7 +379,10 @@ int Agent::Act(Action action, const std::vector<Job*>& jobs, const std::string& 
   int changed = 0;
   for (Job* j : jobs) {
     bool local = j->universe == kUniverseLocal;
-    bool at_site = j->universe == kUniverseGrid && j->ad.EvaluateString("GridJobId").has_value();
+    // A job known at a site, or running in the pool, leaves once it is stopped there.
+    bool at_site =
+        (j->universe == kUniverseGrid && j->ad.EvaluateString("GridJobId").has_value()) ||
+        (j->universe == kUniverseVanilla && pool_->HasRun(*j));
     Status st;
     switch (action) {
       case Action::kForceRemove:

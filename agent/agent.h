@@ -41,6 +41,8 @@ class Mailer;
 class Notifier;
 class LocalJobs;
 class GridManagerSupervisor;
+class Pool;
+class LocalStartd;
 
 class Agent {
  public:
@@ -99,6 +101,8 @@ class Agent {
   const std::map<std::string, GridResourceReport>& grid_resources() const {
     return grid_->resources();
   }
+  // The personal pool: its slots (kite status) and the negotiator's queue.
+  const Pool& pool() const { return *pool_; }
   // kite q -analyze for these jobs (agent/analyze.h).
   std::string Analyze(const std::vector<JobKey>& keys) const;
 
@@ -127,6 +131,8 @@ class Agent {
   std::unique_ptr<LocalJobs> local_;
   std::unique_ptr<GridHub> grid_;
   std::unique_ptr<GridManagerSupervisor> supervisor_;
+  std::unique_ptr<Pool> pool_;  // the personal pool (agent/pool.h)
+  std::unique_ptr<LocalStartd> local_startd_;
   std::unique_ptr<Waiters> waiters_;
   std::unique_ptr<ApiServer> api_;
   std::unique_ptr<RestServer> rest_;  // on when options_.rest_listen is set

@@ -10,6 +10,7 @@
 
 #include "agent/agent.h"
 #include "agent/grid_api.h"
+#include "agent/pool_api.h"
 #include "agent/listing.h"
 #include "agent/select.h"
 #include "classad/expr.h"
@@ -424,6 +425,7 @@ void HandleApiRequest(Agent& agent, const ApiRequest& req, std::function<void(Ap
   if (target == "/v1/edit") return HandleEdit(agent, *body, std::move(reply));
   if (target == "/v1/wait") return HandleWait(agent, *body, std::move(reply));
   if (target == "/v1/events") return reply(HandleEvents(agent, *body));
+  if (target == "/v1/status") return reply(HandlePoolStatus(agent, *body));
   if (target == "/v1/grid/jobs") return HandleGridJobs(agent, *body, std::move(reply));
   if (target == "/v1/grid/update") return reply(HandleGridUpdate(agent, *body));
   if (target == "/v1/shutdown") {

@@ -11,6 +11,7 @@
 
 #include "agent/myproxy_renewal.h"
 #include "agent/rest_server.h"
+#include "classad/expr.h"
 #include "common/files.h"
 #include "credentials/proxy.h"
 
@@ -215,6 +216,13 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
         {"lifetime", Seconds(&o.myproxy.lifetime, 60)},
         {"retry_after", Seconds(&o.myproxy.retry_after, 1)}}},
       {"rest", {{"listen", String(&o.rest_listen)}, {"allow_remote", Bool(&o.rest_allow_remote)}}},
+      {"pool",
+       {{"local_slots", Integer(&o.pool.local_slots, 0, 4096)},
+        {"local_start", Checked(&o.pool.local_start,
+                                [](const std::string& v) -> Status {
+                                  if (auto e = classad::ParseExpr(v); !e) return Fail(e.error());
+                                  return {};
+                                })}}},
       {"mail",
        {{"smtp_url", Checked(&o.mail.smtp_url,
                              [](const std::string& v) -> Status {

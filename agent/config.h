@@ -23,6 +23,14 @@ struct MyProxySettings {
   bool enabled() const { return !server.empty(); }
 };
 
+// [pool] in config.toml (docs/pool.md).
+struct PoolSettings {
+  // Slots of this desktop's own startd: -1 (the default) one per core; 0 runs none.
+  int local_slots = -1;
+  // The local startd's START expression (the owner's policy).
+  std::string local_start = "true";
+};
+
 struct AgentOptions {
   // Where everything lives: queue.db, agent.sock, agent.log, spool/.
   std::string home;
@@ -53,6 +61,9 @@ struct AgentOptions {
   MailOptions mail;
   CredentialOptions credentials;
 
+  // [pool]: the personal pool.
+  PoolSettings pool;
+
   // [rest] listen: "HOST:PORT" of the read-only REST status endpoint; "" = none. `--rest` of
   // kite-agent (and of `kite agent start`) overrides it.
   std::string rest_listen;
@@ -63,6 +74,7 @@ struct AgentOptions {
   std::string rest_address_path() const { return home + "/rest.address"; }
   std::string queue_path() const { return home + "/queue.db"; }
   std::string socket_path() const { return home + "/agent.sock"; }
+  std::string pool_socket_path() const { return home + "/pool.sock"; }
   std::string log_path() const { return home + "/agent.log"; }
   std::string pid_path() const { return home + "/agent.pid"; }
   std::string spool_path() const { return home + "/spool"; }

@@ -27,6 +27,8 @@ enum HoldCode : int {
   kHoldFailedToCreateProcess = 6,  // FailedToCreateProcess
   kHoldUnableToOpenOutput = 7,     // UnableToOpenOutput
   kHoldUnableToOpenInput = 8,      // UnableToOpenInput
+  kHoldTransferOutputError = 12,   // TransferOutputError
+  kHoldTransferInputError = 13,    // TransferInputError
   kHoldIwdError = 14,              // IwdError
   kHoldSubmittedOnHold = 15,       // SubmittedOnHold
 };

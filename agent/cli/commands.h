@@ -16,5 +16,6 @@ void RegisterCaCommands(CLI::App& app);        // ca init|issue-host|issue-user
 void RegisterProxyCommands(CLI::App& app);     // proxy init|info|destroy
 void RegisterMyproxyCommands(CLI::App& app);   // myproxy get|store
 void RegisterTestgridCommands(CLI::App& app);  // testgrid up|status|down
+void RegisterStatusCommand(CLI::App& app);     // status (the pool's slots)
 
 }  // namespace kite::cli

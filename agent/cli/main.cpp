@@ -65,6 +65,7 @@ int main(int argc, char** argv) {
   kite::cli::RegisterProxyCommands(app);
   kite::cli::RegisterMyproxyCommands(app);
   kite::cli::RegisterTestgridCommands(app);
+  kite::cli::RegisterStatusCommand(app);
 
   auto args = HtcondorStyleArgs(argc, argv);
   std::vector<char*> cargs;

@@ -1,0 +1,117 @@
+// This desktop's own startd.
+#include "agent/local_startd.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "common/clock.h"
+#include "common/paths.h"
+#include "common/spawn.h"
+
+namespace kite::agent {
+namespace {
+
+std::string HostName() {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == 0) return "localhost";
+  return buf;
+}
+
+// Whether a startd holds the lock of work directory `work` (one that outlived an agent killed
+// with -9 goes on serving and reconnects; a second one must not start beside it).
+bool StartdRunsIn(const std::string& work) {
+  int fd = ::open((work + "/startd.lock").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);
+  return held;
+}
+
+}  // namespace
+
+LocalStartd::LocalStartd(boost::asio::io_context& io, const AgentOptions& options,
+                         std::function<void(const std::string&)> died)
+    : io_(io), options_(options), died_(std::move(died)), name_(HostName()), timer_(io) {}
+
+int LocalSlotCount(const PoolSettings& pool) {
+  if (pool.local_slots >= 0) return pool.local_slots;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+void LocalStartd::Start() {
+  if (LocalSlotCount(options_.pool) == 0) return;
+  Spawn();
+}
+
+void LocalStartd::Stop() {
+  timer_.cancel();
+  if (pid_ > 0) ::kill(pid_, SIGTERM);
+}
+
+void LocalStartd::After(double seconds) {
+  timer_.expires_after(std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000)));
+  timer_.async_wait([this](auto ec) {
+    if (!ec) Spawn();
+  });
+}
+
+void LocalStartd::Spawn() {
+  std::string work = options_.home + "/execute";
+  if (StartdRunsIn(work)) {
+    // Not our child: look again later, and start one when it is gone.
+    if (!adopted_) spdlog::info("agent: a local startd from before runs on; not starting another");
+    adopted_ = true;
+    return After(5);
+  }
+  adopted_ = false;
+  SpawnOptions o;
+  o.program = ProgramPath("kite-startd");
+  o.argv = {o.program,
+            "--agent",
+            "unix:" + options_.pool_socket_path(),
+            "--name",
+            name_,
+            "--slots",
+            std::to_string(LocalSlotCount(options_.pool)),
+            "--work",
+            work,
+            "--start",
+            options_.pool.local_start,
+            "--log",
+            options_.home + "/startd.log"};
+  o.env = CurrentEnvironment();
+  o.stdout_path = o.stderr_path = options_.home + "/startd.log";
+  auto pid = kite::Spawn(o);
+  started_ = SteadyNow();
+  if (!pid) {
+    spdlog::error("agent: cannot start the local startd: {}", pid.error().ToString());
+    backoff_ = std::clamp(backoff_ * 2, 1.0, 60.0);
+    return After(backoff_);
+  }
+  pid_ = *pid;
+  spdlog::info("agent: local startd {} started with {} slot(s)", pid_,
+               LocalSlotCount(options_.pool));
+}
+
+bool LocalStartd::Reaped(pid_t pid, int status) {
+  if (pid_ == 0 || pid != pid_) return false;
+  pid_ = 0;
+  died_(name_);
+  double now = SteadyNow();
+  backoff_ = now - started_ < 5 ? std::clamp(backoff_ * 2, 1.0, 60.0) : 0;
+  spdlog::warn("agent: the local startd ended ({}); restarting in {:.0f} s",
+               WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
+                                   : "exit " + std::to_string(WEXITSTATUS(status)),
+               backoff_);
+  After(backoff_);
+  return true;
+}
+
+}  // namespace kite::agent

@@ -1,0 +1,843 @@
+// The agent's side of the personal pool: connections, collector, negotiation, shadows.
+#include "agent/pool.h"
+
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <boost/asio/post.hpp>
+#include <boost/asio/write.hpp>
+#include <deque>
+#include <filesystem>
+
+#include "agent/policy.h"
+#include "classad/expr.h"
+#include "classad/io.h"
+#include "common/files.h"
+#include "common/strings.h"
+#include "common/unix_socket_path.h"
+
+namespace kite::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using pool::Message;
+using pool::MsgType;
+
+// What a startd may have queued towards it before more input is read from disk.
+constexpr size_t kOutboxHigh = 4 * pool::kChunk;
+// How long a slot that refused a job is not offered another.
+constexpr double kRefusedCoolOff = 5;
+// HTCondor's default JobLeaseDuration.
+constexpr double kDefaultLease = 2400;
+// The names under which the startd sends the program's standard output and error.
+constexpr std::string_view kStdoutName = "_kite_stdout";
+constexpr std::string_view kStderrName = "_kite_stderr";
+
+double LeaseOf(const Job& j) {
+  return j.ad.EvaluateReal("JobLeaseDuration").value_or(kDefaultLease);
+}
+
+// The file's bytes [offset, offset + body) land in `path`, created with `mode`; offset 0 starts
+// the file afresh and the last piece sets its length, so a resent piece changes nothing.
+Status WriteAt(const std::string& path, uint64_t offset, const std::string& body, bool last,
+               uint32_t mode) {
+  int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (offset == 0 ? O_TRUNC : 0);
+  int fd = ::open(path.c_str(), flags, mode & 0777);
+  if (fd < 0) return FailErrno("open " + path);
+  Status st;
+  size_t done = 0;
+  while (st && done < body.size()) {
+    ssize_t n =
+        ::pwrite(fd, body.data() + done, body.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno != EINTR) st = FailErrno("write " + path);
+      continue;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (st && last && ::ftruncate(fd, static_cast<off_t>(offset + body.size())) != 0)
+    st = FailErrno("truncate " + path);
+  ::close(fd);
+  return st;
+}
+
+// transfer_output_remaps: "name = newname; name2 = newname2".
+std::string Remapped(const Job& j, const std::string& name) {
+  auto remaps = j.ad.EvaluateString("TransferOutputRemaps");
+  if (!remaps) return name;
+  for (const auto& item : Split(*remaps, ';')) {
+    auto eq = item.find('=');
+    if (eq == std::string::npos) continue;
+    if (Trim(item.substr(0, eq)) == name) return std::string(Trim(item.substr(eq + 1)));
+  }
+  return name;
+}
+
+// One input file of a run.
+struct InputFile {
+  std::string local;   // path on this machine
+  std::string remote;  // path in the sandbox
+  uint32_t mode = 0644;
+  uint64_t size = 0, sent = 0;
+};
+
+}  // namespace
+
+struct Pool::Startd {
+  explicit Startd(Socket s) : socket(std::move(s)) {}
+  Socket socket;
+  pool::FrameReader reader;
+  std::array<char, 64 * 1024> buf{};
+  std::deque<std::string> out;
+  size_t out_bytes = 0;
+  bool writing = false, welcomed = false, closed = false;
+  std::string name;
+  std::vector<std::string> slots;
+  std::deque<std::string> pumping;  // run ids whose input is being sent, in order
+};
+
+struct Pool::Slot {
+  std::string name;
+  classad::ClassAd ad;
+  std::weak_ptr<Startd> startd;
+  std::string run;  // the run it holds, "" when free
+  double cool_until = 0;
+};
+
+struct Pool::Run {
+  using Input = InputFile;
+  std::string id;
+  JobKey job;
+  std::string slot;
+  std::weak_ptr<Startd> startd;
+  enum class State { kCommitting, kSending, kRunning } state = State::kCommitting;
+  std::vector<Input> inputs;
+  size_t next_input = 0;
+  int fd = -1;             // the input file being sent
+  double lease_until = 0;  // 0: its startd is connected
+  bool ack_pending = false;
+  bool vacating = false;
+  std::string output_error;  // an output file that could not be written
+  ~Run() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+Pool::Pool(boost::asio::io_context& io, JobQueue& queue, const AgentOptions& options, Hooks hooks)
+    : io_(io),
+      queue_(queue),
+      options_(options),
+      hooks_(std::move(hooks)),
+      acceptor_(io),
+      lease_timer_(io) {}
+
+Pool::~Pool() = default;
+
+Status Pool::Listen(const std::string& path) {
+  path_ = path;
+  ::unlink(path.c_str());
+  auto addr = UnixSocketPath::For(path);
+  if (!addr) return Fail(addr.error());
+  boost::system::error_code ec;
+  boost::asio::local::stream_protocol::endpoint ep(addr->address());
+  mode_t old = ::umask(0077);
+  acceptor_.open(ep.protocol(), ec);
+  if (!ec) acceptor_.bind(ep, ec);
+  ::umask(old);
+  if (!ec) ::fcntl(acceptor_.native_handle(), F_SETFD, FD_CLOEXEC);
+  if (!ec) acceptor_.listen(64, ec);
+  if (ec) return Fail(ErrorCode::kIo, "listen on " + path + ": " + ec.message());
+  loop_ = std::make_shared<AcceptLoop<boost::asio::local::stream_protocol>>(
+      acceptor_, "agent: pool", AcceptLoop<boost::asio::local::stream_protocol>::Limits{},
+      [this](Socket s, PeerLimit::Slot) { Accept(std::move(s)); });
+  loop_->Start();
+  return {};
+}
+
+void Pool::Close() {
+  if (loop_) loop_->Stop();
+  boost::system::error_code ec;
+  acceptor_.close(ec);
+  for (const auto& sd : startds_) sd->socket.close(ec);
+  if (!path_.empty()) ::unlink(path_.c_str());
+}
+
+// Only this user's own processes may offer slots on the Unix socket.
+void Pool::Accept(Socket socket) {
+  ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
+  struct ucred cred {};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
+      cred.uid != ::geteuid()) {
+    spdlog::warn("agent: pool: refused a startd of uid {} on {} (not this user)", cred.uid, path_);
+    return;
+  }
+  auto sd = std::make_shared<Startd>(std::move(socket));
+  startds_.insert(sd);
+  auto read = std::make_shared<std::function<void()>>();
+  *read = [this, sd, read] {
+    sd->socket.async_read_some(boost::asio::buffer(sd->buf), [this, sd, read](auto ec, size_t n) {
+      if (ec) return OnGone(sd, ec == boost::asio::error::eof ? "closed" : ec.message());
+      sd->reader.Feed(std::string_view(sd->buf.data(), n));
+      for (;;) {
+        auto f = sd->reader.Next();
+        if (!f) return OnGone(sd, f.error().message());
+        if (!*f) break;
+        OnFrame(sd, std::move(**f));
+        if (sd->closed) return;
+      }
+      (*read)();
+    });
+  };
+  (*read)();
+}
+
+void Pool::Send(const std::shared_ptr<Startd>& sd, const Message& m, std::string_view body) {
+  if (sd->closed) return;
+  sd->out.push_back(pool::EncodeFrame(m, body));
+  sd->out_bytes += sd->out.back().size();
+  if (!sd->writing) Write(sd);
+}
+
+void Pool::Write(const std::shared_ptr<Startd>& sd) {
+  if (sd->out.empty() || sd->closed) {
+    sd->writing = false;
+    return;
+  }
+  sd->writing = true;
+  boost::asio::async_write(sd->socket, boost::asio::buffer(sd->out.front()),
+                           [this, sd](auto ec, size_t) {
+                             if (ec) return OnGone(sd, ec.message());
+                             sd->out_bytes -= sd->out.front().size();
+                             sd->out.pop_front();
+                             PumpInputs(sd);
+                             Write(sd);
+                           });
+}
+
+void Pool::OnFrame(const std::shared_ptr<Startd>& sd, pool::Frame f) {
+  const Message& m = f.msg;
+  if (!sd->welcomed && m.type != MsgType::kHello)
+    return OnGone(sd, "spoke before hello (" + std::string(pool::MsgTypeName(m.type)) + ")");
+  switch (m.type) {
+    case MsgType::kHello:
+      return OnHello(sd, m);
+    case MsgType::kSlot:
+      return OnSlot(sd, m);
+    case MsgType::kStarted:
+      return;
+    case MsgType::kOutput:
+      return OnOutput(m, f.body);
+    case MsgType::kEnded:
+      return OnEnded(m);
+    case MsgType::kVacated:
+      return OnVacated(m, false);
+    case MsgType::kRefused:
+      return OnVacated(m, true);
+    case MsgType::kBye:
+      return OnGone(sd, "leaving: " + m.reason);
+    default:
+      return OnGone(
+          sd, "sent " + std::string(pool::MsgTypeName(m.type)) + ", which only the agent sends");
+  }
+}
+
+void Pool::OnHello(const std::shared_ptr<Startd>& sd, const Message& m) {
+  auto refuse = [&](const std::string& why) {
+    spdlog::warn("agent: pool: refused startd '{}': {}", m.name, why);
+    Message r{.type = MsgType::kRefuse, .reason = why};
+    Send(sd, r);
+    sd->welcomed = false;
+    // The refusal is written before the connection closes.
+    boost::asio::post(io_, [this, sd] { OnGone(sd, "refused"); });
+  };
+  if (sd->welcomed) return refuse("a second hello");
+  if (m.version != pool::kProtocolVersion)
+    return refuse("pool protocol version " + std::to_string(m.version) + " (this agent speaks " +
+                  std::to_string(pool::kProtocolVersion) + ")");
+  if (m.slots.empty()) return refuse("it offers no slot");
+  std::vector<classad::ClassAd> ads;
+  for (const auto& s : m.slots) {
+    auto ad = classad::ParseNewAd(s.ad);
+    if (!ad) return refuse("slot " + s.name + ": its ad does not parse: " + ad.error().message());
+    auto it = slots_.find(s.name);
+    if (it != slots_.end()) {
+      auto owner = it->second.startd.lock();
+      if (owner && owner != sd && owner->name != m.name)
+        return refuse("slot " + s.name + " is offered by startd '" + owner->name + "' already");
+    }
+    ads.push_back(std::move(*ad));
+  }
+  // A startd that reconnects replaces its old connection (which may not have noticed yet).
+  for (const auto& other : std::vector<std::shared_ptr<Startd>>(startds_.begin(), startds_.end())) {
+    if (other != sd && other->welcomed && other->name == m.name) OnGone(other, "replaced");
+  }
+  sd->name = m.name;
+  sd->welcomed = true;
+  sd->slots.clear();
+  for (size_t i = 0; i < m.slots.size(); ++i) {
+    Slot& slot = slots_[m.slots[i].name];
+    slot.name = m.slots[i].name;
+    slot.ad = std::move(ads[i]);
+    slot.startd = sd;
+    sd->slots.push_back(slot.name);
+  }
+  Send(sd, Message{.type = MsgType::kWelcome});
+  // The runs it still has go on; a run we placed on one of its slots that it does not name is lost.
+  std::set<std::string> named;
+  for (const auto& r : m.runs) {
+    auto it = runs_.find(r.run);
+    if (it == runs_.end() || JobIdString(it->second.job) != r.job || !slots_.contains(r.slot)) {
+      Send(sd, Message{.type = MsgType::kVacate,
+                       .slot = r.slot,
+                       .job = r.job,
+                       .run = r.run,
+                       .reason = "the agent does not know this run"});
+      continue;
+    }
+    Run& run = it->second;
+    run.startd = sd;
+    run.slot = r.slot;
+    run.lease_until = 0;
+    run.state = Run::State::kRunning;
+    slots_[r.slot].run = run.id;
+    named.insert(run.id);
+  }
+  std::vector<std::string> lost;
+  for (auto& [id, run] : runs_) {
+    if (named.contains(id) || run.state == Run::State::kCommitting) continue;
+    if (std::find(sd->slots.begin(), sd->slots.end(), run.slot) != sd->slots.end() &&
+        run.lease_until > 0)
+      lost.push_back(id);
+  }
+  for (const auto& id : lost) LoseRun(id, "its startd came back without it");
+  spdlog::info("agent: pool: startd '{}' joined with {} slot(s), {} run(s) going on", m.name,
+               m.slots.size(), named.size());
+  NegotiateSoon();
+}
+
+void Pool::OnSlot(const std::shared_ptr<Startd>& sd, const Message& m) {
+  auto it = slots_.find(m.slot);
+  if (it == slots_.end() || it->second.startd.lock() != sd) {
+    spdlog::warn("agent: pool: startd '{}' updated slot {}, which it did not offer", sd->name,
+                 m.slot);
+    return;
+  }
+  auto ad = classad::ParseNewAd(m.ad);
+  if (!ad) {
+    spdlog::warn("agent: pool: startd '{}': slot {}: the new ad does not parse ({}); kept the old",
+                 sd->name, m.slot, ad.error().message());
+    return;
+  }
+  it->second.ad = std::move(*ad);
+  if (it->second.run.empty()) NegotiateSoon();
+}
+
+Pool::Run* Pool::FindRun(const Message& m) {
+  auto it = runs_.find(m.run);
+  if (it == runs_.end() || JobIdString(it->second.job) != m.job) return nullptr;
+  return &it->second;
+}
+
+void Pool::OnOutput(const Message& m, const std::string& body) {
+  Run* run = FindRun(m);
+  Job* j = run ? queue_.Find(run->job) : nullptr;
+  if (!j || !run->output_error.empty()) return;
+  std::string iwd = j->ad.EvaluateString("Iwd").value_or("/");
+  std::string target;
+  if (m.path == kStdoutName || m.path == kStderrName) {
+    auto name = j->ad.EvaluateString(m.path == kStdoutName ? "Out" : "Err").value_or("");
+    if (name.empty() || name == "/dev/null") return;
+    target = JoinPath(iwd, name);
+  } else {
+    target = JoinPath(iwd, Remapped(*j, m.path));
+  }
+  if (m.offset == 0) {
+    if (auto st = MakeDirs(fs::path(target).parent_path().string(), 0755); !st) {
+      run->output_error = st.error().message();
+      return;
+    }
+  }
+  if (auto st = WriteAt(target, m.offset, body, m.last, m.mode); !st)
+    run->output_error = st.error().message();
+}
+
+void Pool::OnEnded(const Message& m) {
+  Run* run = FindRun(m);
+  if (!run) return;
+  Job* j = queue_.Find(run->job);
+  if (j) {
+    const auto& u = m.usage;
+    queue_.RecordUsage(*j, Usage{u.user_cpu, u.sys_cpu, u.rss_kb, u.rss_kb});
+    EndRemote(*j, u.end > u.start ? u.end - u.start : 0);
+    ExecStatus exit;
+    exit.kind = m.exit.kind == pool::RunExit::Kind::kSignaled ? ExecStatus::Kind::kSignaled
+                                                              : ExecStatus::Kind::kExited;
+    exit.code = m.exit.code;
+    exit.utime = u.user_cpu;
+    exit.stime = u.sys_cpu;
+    exit.start = u.start;
+    exit.end = u.end;
+    if (j->status == kRemoved) {
+      queue_.MarkExited(*j, exit);
+      hooks_.retire(*j);
+    } else if (j->status != kRunning) {
+      // Held meanwhile: it stays held.
+    } else if (!run->output_error.empty()) {
+      (void)queue_.Hold(*j,
+                        "Error from " + run->slot + ": cannot write output: " + run->output_error,
+                        kHoldTransferOutputError);
+    } else if (m.exit.kind == pool::RunExit::Kind::kFailed) {
+      (void)queue_.Hold(*j, "Error from " + run->slot + ": " + m.exit.message,
+                        kHoldFailedToCreateProcess);
+    } else if (EndRun(queue_, *j, exit)) {
+      hooks_.retire(*j);
+    }
+  }
+  run->ack_pending = true;
+  after_commit_.push_back(run->id);
+  hooks_.commit_soon();
+}
+
+// A run stopped before its end (vacated), or never started (refused): the job runs again.
+void Pool::OnVacated(const Message& m, bool refused) {
+  Run* run = FindRun(m);
+  if (!run) return;
+  if (refused) {
+    auto it = slots_.find(run->slot);
+    if (it != slots_.end()) it->second.cool_until = queue_.Now() + kRefusedCoolOff;
+    spdlog::info("agent: pool: {} refused job {}: {}", run->slot, m.job, m.reason);
+  }
+  std::string why = (refused ? "The job was refused by " : "The job was vacated from ") +
+                    run->slot + (m.reason.empty() ? "" : ": " + m.reason);
+  SettleLost(run->id, why, m.usage.end > m.usage.start ? m.usage.end - m.usage.start : 0);
+}
+
+// Records a run that will not end on its own: Running jobs return to Idle, removed ones leave.
+void Pool::SettleLost(const std::string& id, const std::string& why, double wall) {
+  auto it = runs_.find(id);
+  if (it == runs_.end()) return;
+  Job* j = queue_.Find(it->second.job);
+  if (j) {
+    EndRemote(*j, wall);
+    if (j->status == kRunning) {
+      (void)queue_.SetIdle(*j, why);
+    } else if (j->status == kRemoved) {
+      hooks_.retire(*j);
+    }
+  }
+  DropRun(id);
+  hooks_.commit_soon();
+  NegotiateSoon();
+}
+
+void Pool::LoseRun(const std::string& id, const std::string& why) {
+  SettleLost(id, "The job's run was lost (" + why + "); it runs again.", 0);
+}
+
+// The attributes of a run that is over: where it ran, for how long in all.
+void Pool::EndRemote(Job& j, double wall) {
+  if (auto host = j.ad.EvaluateString("RemoteHost"))
+    queue_.SetAttr(j, "LastRemoteHost", classad::MakeString(*host));
+  double total = j.ad.EvaluateReal("RemoteWallClockTime").value_or(0) + wall;
+  queue_.SetAttr(j, "RemoteWallClockTime", classad::MakeReal(total));
+  queue_.SetAttr(j, "RemoteHost", classad::MakeUndefined());
+  queue_.SetAttr(j, "PoolRunId", classad::MakeUndefined());
+}
+
+void Pool::OnGone(const std::shared_ptr<Startd>& sd, const std::string& why) {
+  if (sd->closed) return;
+  sd->closed = true;
+  boost::system::error_code ec;
+  sd->socket.close(ec);
+  startds_.erase(sd);
+  if (!sd->name.empty())
+    spdlog::info("agent: pool: startd '{}' left ({})", sd->name, why);
+  else
+    spdlog::warn("agent: pool: a startd was dropped before its hello: {}", why);
+  for (const auto& name : sd->slots) {
+    auto it = slots_.find(name);
+    if (it != slots_.end() && it->second.startd.lock() == nullptr)
+      slots_.erase(it);
+    else if (it != slots_.end() && it->second.startd.lock() == sd)
+      slots_.erase(it);
+  }
+  double now = queue_.Now();
+  for (auto& [id, run] : runs_) {
+    if (run.startd.lock() != sd && !run.startd.expired()) continue;
+    if (run.lease_until > 0) continue;
+    Job* j = queue_.Find(run.job);
+    run.lease_until = now + (j ? LeaseOf(*j) : kDefaultLease);
+  }
+  ArmLeases();
+}
+
+void Pool::StartdDied(const std::string& name) {
+  std::vector<std::string> lost;
+  for (auto& [id, run] : runs_) {
+    auto sd = run.startd.lock();
+    if ((!sd || sd->name == name) && run.lease_until > 0 && SlotHost(run.slot) == name)
+      lost.push_back(id);
+  }
+  for (const auto& id : lost) LoseRun(id, "its startd ended");
+}
+
+std::string Pool::SlotHost(const std::string& slot) {
+  auto at = slot.find('@');
+  return at == std::string::npos ? slot : slot.substr(at + 1);
+}
+
+void Pool::ArmLeases() {
+  double next = 0;
+  for (const auto& [id, run] : runs_) {
+    if (run.lease_until > 0 && (next == 0 || run.lease_until < next)) next = run.lease_until;
+  }
+  if (next == 0) return;
+  double in = std::max(0.0, next - queue_.Now());
+  lease_timer_.expires_after(std::chrono::milliseconds(static_cast<int64_t>(in * 1000) + 10));
+  lease_timer_.async_wait([this](auto ec) {
+    if (!ec) ExpireLeases();
+  });
+}
+
+void Pool::ExpireLeases() {
+  double now = queue_.Now();
+  std::vector<std::string> lost;
+  for (const auto& [id, run] : runs_) {
+    if (run.lease_until > 0 && run.lease_until <= now) lost.push_back(id);
+  }
+  for (const auto& id : lost) LoseRun(id, "its startd did not come back within the job's lease");
+  ArmLeases();
+}
+
+void Pool::OnStatus(Job& j, bool leaving) {
+  auto idle = idle_order_.find(j.key);
+  if (idle != idle_order_.end()) {
+    idle_.erase({idle->second, j.key});
+    idle_order_.erase(idle);
+  }
+  if (!leaving && j.status == kIdle) {
+    JobOrder order{j.ad.EvaluateInt("JobPrio").value_or(0), j.key.cluster, j.key.proc};
+    idle_order_[j.key] = order;
+    idle_.insert({order, j.key});
+    NegotiateSoon();
+  } else if (leaving || j.status == kRemoved || j.status == kHeld) {
+    // Stopped on a later turn: the caller may still be using the job.
+    if (run_of_.contains(j.key)) {
+      to_vacate_.insert(j.key);
+      boost::asio::post(io_, [this] { VacateStopped(); });
+    }
+  }
+}
+
+bool Pool::HasRun(const Job& j) const {
+  return run_of_.contains(j.key);
+}
+
+void Pool::VacateStopped() {
+  auto keys = std::move(to_vacate_);
+  to_vacate_.clear();
+  for (JobKey key : keys) {
+    auto r = run_of_.find(key);
+    if (r == run_of_.end()) continue;
+    auto it = runs_.find(r->second);
+    if (it == runs_.end() || it->second.ack_pending) continue;
+    Job* j = queue_.Find(key);
+    if (j && j->status == kRunning) continue;  // released again meanwhile? it runs on
+    Vacate(it->second, !j                   ? "the job left the queue"
+                       : j->status == kHeld ? "the job was held"
+                                            : "the job was removed");
+  }
+}
+
+void Pool::Recover() {
+  double now = queue_.Now();
+  for (auto& [key, j] : queue_.jobs()) {
+    if (j.universe != kUniverseVanilla) continue;
+    if (j.status == kIdle) {
+      OnStatus(j, false);
+      continue;
+    }
+    if (j.status != kRunning && j.status != kRemoved && j.status != kHeld) continue;
+    auto id = j.ad.EvaluateString("PoolRunId");
+    auto slot = j.ad.EvaluateString("RemoteHost");
+    if (!id || !slot) {
+      if (j.status == kRunning)
+        (void)queue_.SetIdle(j,
+                             "The agent restarted and the job's run is not known; it runs again.");
+      else if (j.status == kRemoved)
+        hooks_.retire(j);
+      continue;
+    }
+    Run& run = runs_[*id];
+    run.id = *id;
+    run.job = key;
+    run.slot = *slot;
+    run.state = Run::State::kRunning;
+    run.lease_until = now + LeaseOf(j);
+    run_of_[key] = *id;
+  }
+  ArmLeases();
+  hooks_.commit_soon();
+}
+
+void Pool::OnFlushed() {
+  auto todo = std::move(after_commit_);
+  after_commit_.clear();
+  for (const auto& id : todo) {
+    auto it = runs_.find(id);
+    if (it == runs_.end()) continue;
+    Run& run = it->second;
+    if (run.ack_pending) {
+      if (auto sd = run.startd.lock())
+        Send(sd, Message{.type = MsgType::kAck, .job = JobIdString(run.job), .run = run.id});
+      DropRun(id);
+      NegotiateSoon();
+    } else if (run.state == Run::State::kCommitting) {
+      SendActivate(run);
+    }
+  }
+}
+
+void Pool::NegotiateSoon() {
+  if (negotiate_posted_) return;
+  negotiate_posted_ = true;
+  boost::asio::post(io_, [this] {
+    negotiate_posted_ = false;
+    Negotiate();
+  });
+}
+
+void Pool::Negotiate() {
+  double now = queue_.Now();
+  std::vector<Slot*> free;
+  std::vector<const classad::ClassAd*> ads;
+  for (auto& [name, slot] : slots_) {
+    auto sd = slot.startd.lock();
+    if (!sd || sd->closed || !slot.run.empty() || slot.cool_until > now) continue;
+    free.push_back(&slot);
+    ads.push_back(&slot.ad);
+  }
+  std::vector<std::pair<JobKey, Slot*>> matches;
+  for (const auto& [order, key] : idle_) {
+    if (free.empty()) break;
+    Job* j = queue_.Find(key);
+    if (!j || j->status != kIdle) continue;
+    auto best = BestSlot(j->ad, ads);
+    if (!best) continue;
+    matches.emplace_back(key, free[*best]);
+    free.erase(free.begin() + static_cast<std::ptrdiff_t>(*best));
+    ads.erase(ads.begin() + static_cast<std::ptrdiff_t>(*best));
+  }
+  for (auto& [key, slot] : matches) {
+    if (Job* j = queue_.Find(key)) StartRun(*j, *slot);
+  }
+}
+
+void Pool::StartRun(Job& j, Slot& slot) {
+  std::string id = std::to_string(j.ad.EvaluateInt("QDate").value_or(0)) + "-" +
+                   JobIdString(j.key) + "-" +
+                   std::to_string(j.ad.EvaluateInt("NumJobStarts").value_or(0) + 1);
+  if (!queue_.MarkRunning(j)) return;
+  queue_.SetAttr(j, "PoolRunId", classad::MakeString(id));
+  queue_.SetAttr(j, "RemoteHost", classad::MakeString(slot.name));
+  Run& run = runs_[id];
+  run.id = id;
+  run.job = j.key;
+  run.slot = slot.name;
+  run.startd = slot.startd;
+  slot.run = id;
+  run_of_[j.key] = id;
+  after_commit_.push_back(id);
+  hooks_.commit_soon();
+}
+
+// The job's input as HTCondor sends it: the executable (unless transfer_executable = false), its
+// standard input file, and transfer_input_files (files, and directories with what they hold), each
+// under its base name at the top of the sandbox.
+namespace {
+
+Result<std::vector<InputFile>> InputsOf(const Job& j, classad::ClassAd* ad) {
+  std::vector<InputFile> in;
+  std::string iwd = j.ad.EvaluateString("Iwd").value_or("/");
+  std::error_code ec;
+  auto add = [&](const std::string& local, const std::string& remote, uint32_t mode) -> Status {
+    struct stat sb {};
+    if (::stat(local.c_str(), &sb) != 0) return FailErrno("cannot read input file " + local);
+    if (S_ISDIR(sb.st_mode)) {
+      for (auto& e : fs::recursive_directory_iterator(local, ec)) {
+        if (!e.is_regular_file(ec)) continue;
+        std::string rel = fs::relative(e.path(), local, ec).string();
+        in.push_back({e.path().string(), remote + "/" + rel,
+                      static_cast<uint32_t>(e.status().permissions()) & 0777,
+                      static_cast<uint64_t>(e.file_size(ec)), 0});
+      }
+      if (ec)
+        return Fail(ErrorCode::kIo, "cannot read input directory " + local + ": " + ec.message());
+      return {};
+    }
+    if (!S_ISREG(sb.st_mode)) return Fail(ErrorCode::kInvalidInput, local + " is not a file");
+    in.push_back(
+        {local, remote, mode ? mode : (sb.st_mode & 0777), static_cast<uint64_t>(sb.st_size), 0});
+    return {};
+  };
+  auto cmd = j.ad.EvaluateString("Cmd").value_or("");
+  if (j.ad.EvaluateBool("TransferExecutable").value_or(true) && !cmd.empty()) {
+    std::string base = BaseName(cmd);
+    if (auto st = add(JoinPath(iwd, cmd), base, 0755); !st) return std::unexpected(st.error());
+    ad->Assign("Cmd", base);
+  }
+  auto stdin_file = j.ad.EvaluateString("In").value_or("/dev/null");
+  if (stdin_file != "/dev/null" && !stdin_file.empty() &&
+      j.ad.EvaluateBool("TransferIn").value_or(true)) {
+    std::string base = BaseName(stdin_file);
+    if (auto st = add(JoinPath(iwd, stdin_file), base, 0); !st) return std::unexpected(st.error());
+    ad->Assign("In", base);
+  }
+  for (const auto& item : Split(j.ad.EvaluateString("TransferInput").value_or(""), ',')) {
+    std::string f(Trim(item));
+    if (f.empty()) continue;
+    bool contents = f.size() > 1 && f.back() == '/';
+    while (f.size() > 1 && f.back() == '/') f.pop_back();
+    std::string local = JoinPath(iwd, f);
+    if (contents) {
+      for (auto& e : fs::directory_iterator(local, ec)) {
+        if (auto st = add(e.path().string(), e.path().filename().string(), 0); !st)
+          return std::unexpected(st.error());
+      }
+      if (ec)
+        return Fail(ErrorCode::kIo, "cannot read input directory " + local + ": " + ec.message());
+    } else if (auto st = add(local, BaseName(f), 0); !st) {
+      return std::unexpected(st.error());
+    }
+  }
+  for (const auto& i : in) {
+    if (auto st = pool::CheckRelativePath(i.remote); !st) return std::unexpected(st.error());
+  }
+  return in;
+}
+
+}  // namespace
+
+void Pool::SendActivate(Run& run) {
+  Job* j = queue_.Find(run.job);
+  auto sd = run.startd.lock();
+  if (!j || j->status != kRunning) return DropRun(run.id);
+  if (!sd || sd->closed) return;  // its lease decides
+  auto flat = classad::ParseOldAd(queue_.FlatText(*j));
+  if (!flat) return LoseRun(run.id, "its ad does not read back: " + flat.error().message());
+  auto inputs = InputsOf(*j, &*flat);
+  if (!inputs) {
+    (void)queue_.Hold(*j, "Transfer input files failure: " + inputs.error().message(),
+                      kHoldTransferInputError);
+    DropRun(run.id);
+    hooks_.commit_soon();
+    NegotiateSoon();
+    return;
+  }
+  run.inputs = std::move(*inputs);
+  Message m{.type = MsgType::kActivate,
+            .slot = run.slot,
+            .job = JobIdString(run.job),
+            .run = run.id,
+            .ad = classad::ToNewText(*flat)};
+  for (const auto& i : run.inputs) m.files.push_back({i.remote, i.size, i.mode});
+  Send(sd, m);
+  run.state = Run::State::kSending;
+  sd->pumping.push_back(run.id);
+  PumpInputs(sd);
+}
+
+// Sends input while the startd's queue is short, so a large file is never all in memory.
+void Pool::PumpInputs(const std::shared_ptr<Startd>& sd) {
+  std::string chunk;
+  while (!sd->closed && !sd->pumping.empty() && sd->out_bytes < kOutboxHigh) {
+    auto it = runs_.find(sd->pumping.front());
+    if (it == runs_.end() || it->second.state != Run::State::kSending) {
+      sd->pumping.pop_front();
+      continue;
+    }
+    Run& run = it->second;
+    std::string job = JobIdString(run.job);
+    if (run.next_input == run.inputs.size()) {
+      Send(sd, Message{.type = MsgType::kGo, .job = job, .run = run.id});
+      run.state = Run::State::kRunning;
+      sd->pumping.pop_front();
+      continue;
+    }
+    auto& in = run.inputs[run.next_input];
+    if (run.fd < 0) run.fd = ::open(in.local.c_str(), O_RDONLY | O_CLOEXEC);
+    ssize_t n = -1;
+    if (run.fd >= 0) {
+      chunk.resize(pool::kChunk);
+      n = ::pread(run.fd, chunk.data(), chunk.size(), static_cast<off_t>(in.sent));
+    }
+    if (n < 0) {
+      std::string why = "cannot read input file " + in.local + ": " + std::strerror(errno);
+      if (Job* j = queue_.Find(run.job))
+        (void)queue_.Hold(*j, "Transfer input files failure: " + why, kHoldTransferInputError);
+      sd->pumping.pop_front();
+      hooks_.commit_soon();
+      continue;  // the hold vacates the run
+    }
+    chunk.resize(static_cast<size_t>(n));
+    bool last = n == 0 || in.sent + static_cast<uint64_t>(n) >= in.size;
+    Send(sd,
+         Message{.type = MsgType::kInput,
+                 .job = job,
+                 .run = run.id,
+                 .path = in.remote,
+                 .offset = in.sent,
+                 .last = last,
+                 .mode = in.mode},
+         chunk);
+    in.sent += static_cast<uint64_t>(n);
+    if (last) {
+      ::close(run.fd);
+      run.fd = -1;
+      ++run.next_input;
+    }
+  }
+}
+
+void Pool::Vacate(Run& run, const std::string& reason) {
+  auto sd = run.startd.lock();
+  if (!sd || sd->closed || run.state == Run::State::kCommitting) {
+    // Nothing runs (or nothing we can reach): settle it now.
+    return SettleLost(run.id, "The job's run was stopped: " + reason, 0);
+  }
+  if (run.vacating) return;
+  run.vacating = true;
+  Send(sd, Message{.type = MsgType::kVacate,
+                   .slot = run.slot,
+                   .job = JobIdString(run.job),
+                   .run = run.id,
+                   .reason = reason});
+}
+
+void Pool::DropRun(const std::string& id) {
+  auto it = runs_.find(id);
+  if (it == runs_.end()) return;
+  auto slot = slots_.find(it->second.slot);
+  if (slot != slots_.end() && slot->second.run == id) slot->second.run.clear();
+  auto r = run_of_.find(it->second.job);
+  if (r != run_of_.end() && r->second == id) run_of_.erase(r);
+  runs_.erase(it);
+}
+
+std::vector<Pool::SlotView> Pool::Slots() const {
+  std::vector<SlotView> out;
+  for (const auto& [name, slot] : slots_) {
+    SlotView v{&slot.ad, std::nullopt};
+    auto it = runs_.find(slot.run);
+    if (it != runs_.end()) v.job = it->second.job;
+    out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace kite::agent

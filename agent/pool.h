@@ -1,0 +1,123 @@
+// The agent's side of the personal pool (docs/pool.md): the startds' connections, the collector
+// (their slot ads, soft state rebuilt from each connection's hello and updates), the negotiator
+// (agent/negotiator.h) and a shadow per run (input sent, output written under the job's Iwd, the
+// outcome recorded).
+//
+// Write ahead, then act (docs/architecture.md): a job is marked Running with its run id
+// (PoolRunId) and slot (RemoteHost) and committed before its activate is sent; a run's outcome is
+// committed before the startd is told it may forget the run (ack). A startd that goes away leaves
+// its runs leased for JobLeaseDuration (HTCondor's job lease): a startd that comes back within it
+// (after a network cut, or an agent restart) names the runs it still has and they go on; the
+// others return to Idle when their lease ends.
+//
+// Used only on the agent's thread.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "agent/config.h"
+#include "agent/negotiator.h"
+#include "agent/queue.h"
+#include "common/accept_loop.h"
+#include "pool/protocol.h"
+
+namespace kite::agent {
+
+class Pool {
+ public:
+  struct Hooks {
+    std::function<void()> commit_soon;  // changes are pending: commit them within commit_delay
+    std::function<void(Job&)> retire;   // a job is Completed or Removed: it leaves the queue
+  };
+  Pool(boost::asio::io_context& io, JobQueue& queue, const AgentOptions& options, Hooks hooks);
+  ~Pool();
+
+  // Listens for startds on the Unix socket `path` (this user's own).
+  Status Listen(const std::string& path);
+  void Close();
+
+  // The queue's status hook, for vanilla jobs: idle ones are matched, removed or held running
+  // ones are vacated.
+  void OnStatus(Job& job, bool leaving);
+  // After a restart: every job the queue says runs in the pool keeps its run for a lease, waiting
+  // for its startd to reconnect.
+  void Recover();
+  // After each commit: what waited for it is sent (activates, acks).
+  void OnFlushed();
+
+  struct SlotView {
+    const classad::ClassAd* ad;
+    std::optional<JobKey> job;  // the job running there
+  };
+  std::vector<SlotView> Slots() const;
+  size_t idle_jobs() const { return idle_.size(); }
+  // The local startd (a child of the agent) named `name` ended: its runs are lost now, not when
+  // their lease ends.
+  void StartdDied(const std::string& name);
+  // Whether the job has a run in the pool (a removed one then leaves once the run is stopped).
+  bool HasRun(const Job& job) const;
+
+ private:
+  struct Startd;
+  struct Slot;
+  struct Run;
+  using Socket = boost::asio::local::stream_protocol::socket;
+
+  void Accept(Socket socket);
+  void OnFrame(const std::shared_ptr<Startd>& sd, pool::Frame frame);
+  void OnHello(const std::shared_ptr<Startd>& sd, const pool::Message& m);
+  void OnSlot(const std::shared_ptr<Startd>& sd, const pool::Message& m);
+  void OnOutput(const pool::Message& m, const std::string& body);
+  void OnEnded(const pool::Message& m);
+  void OnVacated(const pool::Message& m, bool refused);
+  void OnGone(const std::shared_ptr<Startd>& sd, const std::string& why);
+
+  void Send(const std::shared_ptr<Startd>& sd, const pool::Message& m, std::string_view body = {});
+  void Write(const std::shared_ptr<Startd>& sd);
+  void SettleLost(const std::string& id, const std::string& why, double wall);
+  void LoseRun(const std::string& id, const std::string& why);
+  void EndRemote(Job& job, double wall);
+  static std::string SlotHost(const std::string& slot);
+  void NegotiateSoon();
+  void Negotiate();
+  void StartRun(Job& job, Slot& slot);
+  void SendActivate(Run& run);
+  void PumpInputs(const std::shared_ptr<Startd>& sd);
+  void Vacate(Run& run, const std::string& reason);
+  void VacateStopped();
+  // Ends run `id` (slot freed, maps cleared). The job's record is the caller's.
+  void DropRun(const std::string& id);
+  Run* FindRun(const pool::Message& m);
+  void ArmLeases();
+  void ExpireLeases();
+
+  boost::asio::io_context& io_;
+  JobQueue& queue_;
+  const AgentOptions& options_;
+  Hooks hooks_;
+  boost::asio::local::stream_protocol::acceptor acceptor_;
+  std::shared_ptr<AcceptLoop<boost::asio::local::stream_protocol>> loop_;
+  std::string path_;
+  std::set<std::shared_ptr<Startd>> startds_;
+  std::map<std::string, Slot> slots_;           // by slot name
+  std::map<std::string, Run> runs_;             // by run id
+  std::map<JobKey, std::string> run_of_;        // job -> its run id
+  std::set<std::pair<JobOrder, JobKey>> idle_;  // idle vanilla jobs, in the order they match
+  std::map<JobKey, JobOrder> idle_order_;
+  std::set<JobKey> to_vacate_;             // removed or held with a run: vacated on the next turn
+  std::vector<std::string> after_commit_;  // run ids whose activate or ack waits for a commit
+  bool negotiate_posted_ = false;
+  boost::asio::steady_timer lease_timer_;
+  bool lease_armed_ = false;
+};
+
+}  // namespace kite::agent

@@ -1,0 +1,54 @@
+// The pool's endpoint of the agent's API: the slot ads.
+#include "agent/pool_api.h"
+
+#include <boost/json.hpp>
+
+#include "agent/agent.h"
+#include "agent/pool.h"
+#include "classad/expr.h"
+#include "classad/io.h"
+
+namespace kite::agent {
+namespace {
+
+namespace http = boost::beast::http;
+namespace json = boost::json;
+
+ApiResponse JsonReply(http::status status, std::string body) {
+  ApiResponse res{status, 11};
+  res.set(http::field::content_type, "application/json");
+  res.body() = std::move(body);
+  return res;
+}
+
+}  // namespace
+
+ApiResponse HandlePoolStatus(Agent& agent, const json::object& body) {
+  classad::ExprPtr constraint;
+  if (auto* c = body.if_contains("constraint"); c && !c->is_null()) {
+    if (!c->is_string())
+      return JsonReply(http::status::bad_request, R"({"error":"constraint must be a string"})");
+    if (!c->as_string().empty()) {
+      auto e = classad::ParseExpr(std::string_view(c->as_string()));
+      if (!e) {
+        json::object o{{"error", "constraint: " + e.error().message()}};
+        return JsonReply(http::status::bad_request, json::serialize(o) + "\n");
+      }
+      constraint = *e;
+    }
+  }
+  std::string out = "[";
+  bool first = true;
+  for (const auto& slot : agent.pool().Slots()) {
+    classad::ClassAd ad = *slot.ad;
+    if (slot.job) ad.Assign("JobId", JobIdString(*slot.job));
+    if (constraint && !classad::EvaluateExpr(*constraint, &ad).IsTrue()) continue;
+    if (!first) out += ",\n";
+    first = false;
+    classad::AppendJson(out, ad);
+  }
+  out += "]\n";
+  return JsonReply(http::status::ok, std::move(out));
+}
+
+}  // namespace kite::agent
