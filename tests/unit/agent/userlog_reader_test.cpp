@@ -91,6 +91,22 @@ TEST(UserLogReader, ReadsWhatKiteWrites) {
   EXPECT_EQ(r->consumed, log.size());
 }
 
+// A reason of several lines (kite hold -reason with newlines) stays inside its entry.
+TEST(UserLogReader, ReasonsWithNewlinesStayInTheirEntry) {
+  std::string reason = "a\n...\n005 (009.000.000) 2026-11-25 10:00:00 Job terminated.\r\nb";
+  std::string log =
+      FormatEvent(kEventHeld, 9, 0, 1.8e9, EventBody(kEventHeld, HeldDetail(reason, 1, 0))) +
+      FormatEvent(kEventAborted, 9, 0, 1.8e9, EventBody(kEventAborted, AbortedDetail(reason))) +
+      FormatEvent(kEventReleased, 9, 0, 1.8e9, EventBody(kEventReleased, ReleasedDetail(reason)));
+  auto r = ParseUserLog(log);
+  ASSERT_TRUE(r) << r.error().ToString() << "\n" << log;
+  ASSERT_EQ(r->events.size(), 3u) << log;
+  EXPECT_EQ(r->events[0].code, kEventHeld);
+  EXPECT_EQ(r->events[1].code, kEventAborted);
+  EXPECT_EQ(r->events[2].code, kEventReleased);
+  EXPECT_NE(log.find("Job was held.\n\ta\n\t...\n\t005 (009"), std::string::npos) << log;
+}
+
 TEST(UserLogReader, AcceptsHtcondorsOlderDatesCrlfAndBlankLines) {
   auto r = ParseUserLog(
       "000 (1234567.010.000) 11/25 10:00:00 Job submitted from host: <10.0.0.1:9618>\r\n...\r\n"
