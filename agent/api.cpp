@@ -1,12 +1,15 @@
 // The agent's API handlers (docs/api.md).
 #include "agent/api.h"
 
+#include <pwd.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <boost/json.hpp>
 #include <cctype>
+#include <cerrno>
 #include <string>
+#include <vector>
 
 #include "agent/agent.h"
 #include "agent/grid_api.h"
@@ -248,7 +251,8 @@ void ActOn(Agent& agent, const ActVerb& v, const std::vector<JobSelector>& sel,
   reply(Reply(http::status::ok, json::serialize(o) + "\n"));
 }
 
-void HandleAct(Agent& agent, const json::object& body, std::function<void(ApiResponse)> reply) {
+void HandleAct(Agent& agent, const json::object& body, const std::string& caller,
+               std::function<void(ApiResponse)> reply) {
   auto action = GetString(body, "action");
   if (!action) return reply(ErrorReply(action.error()));
   const ActVerb* verb = nullptr;
@@ -264,8 +268,9 @@ void HandleAct(Agent& agent, const json::object& body, std::function<void(ApiRes
   if (!reason) return reply(ErrorReply(reason.error()));
   std::string why = *reason;
   if (why.empty()) {
-    const char* user = ::getenv("USER");
-    why = std::string("via ") + verb->via + " (by user " + (user ? user : "?") + ")";
+    // Named from the socket's peer, not from anyone's $USER, which says nothing reliable.
+    std::string user = caller.empty() ? UserNameOf(::geteuid()) : caller;
+    why = std::string("via ") + verb->via + " (by user " + user + ")";
   }
   SelectQueued(agent, named->sel, named->constraint,
                [&agent, verb, sel = named->sel, why, reply](Result<std::vector<JobKey>> keys) {
@@ -391,6 +396,19 @@ ApiResponse HandleEvents(Agent& agent, const json::object& body) {
 
 }  // namespace
 
+std::string UserNameOf(uid_t uid) {
+  long hint = ::sysconf(_SC_GETPW_R_SIZE_MAX);
+  std::vector<char> buf(hint > 0 ? static_cast<size_t>(hint) : 4096);
+  struct passwd pw;
+  struct passwd* found = nullptr;
+  int rc;
+  while ((rc = ::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found)) == ERANGE &&
+         buf.size() < (1u << 20))
+    buf.resize(buf.size() * 2);
+  if (rc == 0 && found) return pw.pw_name;
+  return std::to_string(uid);
+}
+
 void HandleApiRequest(Agent& agent, const ApiRequest& req, std::function<void(ApiResponse)> reply) {
   std::string_view target = req.target();
   if (req.method() == http::verb::get && target == "/v1/ping") {
@@ -421,7 +439,7 @@ void HandleApiRequest(Agent& agent, const ApiRequest& req, std::function<void(Ap
   }
   if (target == "/v1/submit") return reply(HandleSubmit(agent, *body));
   if (target == "/v1/query") return HandleQuery(agent, *body, std::move(reply));
-  if (target == "/v1/act") return HandleAct(agent, *body, std::move(reply));
+  if (target == "/v1/act") return HandleAct(agent, *body, req.caller, std::move(reply));
   if (target == "/v1/edit") return HandleEdit(agent, *body, std::move(reply));
   if (target == "/v1/wait") return HandleWait(agent, *body, std::move(reply));
   if (target == "/v1/events") return reply(HandleEvents(agent, *body));

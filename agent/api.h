@@ -4,15 +4,33 @@
 // answer goes to a callback rather than a return value.
 #pragma once
 
+#include <sys/types.h>
+
 #include <boost/beast/http.hpp>
 #include <functional>
+#include <string>
 
 namespace kite::agent {
 
 class Agent;
 
-using ApiRequest = boost::beast::http::request<boost::beast::http::string_body>;
+using ApiHttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
 using ApiResponse = boost::beast::http::response<boost::beast::http::string_body>;
+
+// A request to the API and who sent it.
+struct ApiRequest : ApiHttpRequest {
+  using ApiHttpRequest::ApiHttpRequest;
+  ApiRequest() = default;
+  // Implicit, for callers with no peer to name (the REST endpoint's reads, calls within the agent).
+  ApiRequest(ApiHttpRequest http) : ApiHttpRequest(std::move(http)) {}
+
+  // The user on the other end of the agent's socket (SO_PEERCRED at accept, by name, else the
+  // uid's number); empty when there is no such peer: the agent's own user is meant then.
+  std::string caller;
+};
+
+// The name the password database gives `uid` (getpwuid_r), else the number.
+std::string UserNameOf(uid_t uid);
 
 void HandleApiRequest(Agent& agent, const ApiRequest& req, std::function<void(ApiResponse)> reply);
 

@@ -2,6 +2,7 @@
 #include "agent/api_server.h"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,6 +44,16 @@ HttpLimits ApiLimits() {
   return l;
 }
 
+// The user at the other end of the socket, by the kernel's word (SO_PEERCRED), not the
+// client's: the name of its uid, or the number when the password database has none; empty if
+// the kernel will not say. Looked up once per connection, at accept.
+std::string PeerUser(int fd) {
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof cred) return "";
+  return UserNameOf(cred.uid);
+}
+
 }  // namespace
 
 ApiServer::ApiServer(Agent& agent) : agent_(agent), acceptor_(agent.io()) {}
@@ -79,8 +90,11 @@ void ApiServer::DoAccept() {
       acceptor_, "agent: API", AcceptLoop<boost::asio::local::stream_protocol>::Limits{},
       [&agent](Socket socket, PeerLimit::Slot) {
         ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
-        auto handler = [&agent](const HttpRequest& req, std::function<void(HttpResponse)> reply) {
-          HandleApiRequest(agent, req, std::move(reply));
+        auto handler = [&agent, caller = PeerUser(socket.native_handle())](
+                           const HttpRequest& req, std::function<void(HttpResponse)> reply) {
+          ApiRequest api(req);
+          api.caller = caller;
+          HandleApiRequest(agent, api, std::move(reply));
         };
         std::make_shared<HttpSession<Socket>>(std::move(socket), ApiLimits(), handler)->Start();
       });

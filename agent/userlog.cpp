@@ -45,6 +45,18 @@ std::string Usage(double seconds) {
   return buf;
 }
 
+// A reason as body lines: each line of it tab-indented, so that no line of a reason can read as
+// an entry's closing "..." or as the next entry's header.
+std::string BodyText(const std::string& reason) {
+  std::string out = "\n\t";
+  for (char c : reason) {
+    if (c == '\r') continue;
+    out += c;
+    if (c == '\n') out += '\t';
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string EventBody(int code, const std::string& detail) {
@@ -76,16 +88,16 @@ std::string TerminatedDetail(const ExecStatus& s) {
 }
 
 std::string AbortedDetail(const std::string& reason) {
-  return "\n\t" + reason;
+  return BodyText(reason);
 }
 
 std::string HeldDetail(const std::string& reason, int code, int subcode) {
-  return "\n\t" + reason + "\n\tCode " + std::to_string(code) + " Subcode " +
+  return BodyText(reason) + "\n\tCode " + std::to_string(code) + " Subcode " +
          std::to_string(subcode);
 }
 
 std::string ReleasedDetail(const std::string& reason) {
-  return "\n\t" + reason;
+  return BodyText(reason);
 }
 
 std::string EvictedDetail(const ExecStatus* s) {

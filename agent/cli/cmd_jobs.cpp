@@ -11,6 +11,7 @@
 #include "agent/cli/commands.h"
 #include "agent/cli/local_store.h"
 #include "agent/cli/util.h"
+#include "agent/cli/wait_log.h"
 #include "agent/userlog.h"
 #include "common/paths.h"
 
@@ -99,13 +100,9 @@ void Edit(const EditArgs& a) {
                 static_cast<long long>(changed));
 }
 
-// `kite wait`'s exit statuses: 0 all done, 1 an error (no agent, a bad argument).
-constexpr int kWaitNoSuchJob = 2;
-constexpr int kWaitTimedOut = 3;
-constexpr int kWaitHeld = 4;  // only held jobs left, and nothing but the user will release them
-
 void Wait(const std::vector<std::string>& ids, double timeout) {
   if (ids.empty()) Die("wait needs job ids");
+  auto ids_json = IdsJson(ids);  // a bad id is refused before the agent is looked for
   auto client = ConnectOrDie();
   bool tty = ::isatty(1);
   auto start = std::chrono::steady_clock::now();
@@ -115,7 +112,7 @@ void Wait(const std::vector<std::string>& ids, double timeout) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     double left = timeout > 0 ? timeout - elapsed : 5;
     json::object body;
-    body["ids"] = IdsJson(ids);
+    body["ids"] = ids_json;
     body["timeout"] = std::max(0.0, std::min(left, 5.0));
     auto r = client->PostJson("/v1/wait", body);
     if (!r) Die(r.error());
@@ -226,15 +223,48 @@ void RegisterJobCommands(CLI::App& app) {
   e->add_option("--constraint", edit.constraint, "the jobs for which this expression is true");
   e->callback([] { Edit(edit); });
 
-  static std::vector<std::string> wait_ids;
+  static std::vector<std::string> wait_words;
   static double wait_timeout = 0;
-  auto* w = app.add_subcommand("wait", "wait until jobs have left the queue, showing progress");
-  w->add_option("ids", wait_ids, "clusters C or jobs C.P")->required();
+  static WaitLogArgs wait_log;
+  auto* w = app.add_subcommand(
+      "wait",
+      "wait until jobs have left the queue, showing progress; or, condor_wait's form, until the "
+      "jobs in a user log have ended (reads only the log: no agent needed)");
+  w->add_option("words", wait_words,
+                "clusters C or jobs C.P; or a user log (the submit file's `log`) and perhaps one "
+                "cluster or job in it")
+      ->required();
   w->add_option("--timeout", wait_timeout, "give up after this many seconds (exit 3)");
+  auto* wait_s =
+      w->add_option("--wait", wait_log.wait, "user log: give up after this many seconds (exit 3)");
+  auto* num = w->add_option("--num", wait_log.num,
+                            "user log: done once this many of the jobs have ended (default: all)");
+  auto* debug = w->add_flag("--debug", wait_log.debug, "user log: what each read found");
+  auto* status =
+      w->add_flag("--status", wait_log.status, "user log: print each event of the jobs waited for");
+  auto* echo = w->add_flag("--echo", wait_log.echo, "user log: print every event read");
   w->footer(
-      "Exit status: 0 all done, 1 error, 2 no such job, 3 timed out, 4 only held jobs left that "
-      "nothing will release (no periodic_release).");
-  w->callback([] { Wait(wait_ids, wait_timeout); });
+      "Forms: kite wait [--timeout S] ID...\n"
+      "       kite wait [-debug] [-status] [-echo] [-num N] [-wait S] LOGFILE [ID]\n"
+      "With a user log (condor_wait's form) kite wait reads the log every 150 ms until every job "
+      "submitted to it, or ID's jobs, or -num of them, have terminated or been removed; held jobs "
+      "are waited for. Its first word is taken as a log unless it is a job id and no -wait, -num, "
+      "-status, -echo or -debug is given (name a log called 12 as ./12).\n"
+      "Exit status: 0 all done, 1 error, 2 no such job (in the queue, or in the log), 3 timed "
+      "out, 4 only held jobs left that nothing will release (no periodic_release; not with a "
+      "log).");
+  w->callback([=] {
+    bool log_form = wait_s->count() || num->count() || debug->count() || status->count() ||
+                    echo->count() || !agent::ParseJobSelector(wait_words[0]);
+    if (!log_form) return Wait(wait_words, wait_timeout);
+    if (wait_words.size() > 2)
+      Die("condor_wait's form takes one user log and at most one job id: kite wait [-wait S] "
+          "[-num N] LOGFILE [C or C.P]");
+    wait_log.log = wait_words[0];
+    if (wait_words.size() == 2) wait_log.job = wait_words[1];
+    if (!wait_log.wait && wait_timeout > 0) wait_log.wait = static_cast<int>(wait_timeout + 0.999);
+    WaitOnLog(wait_log);
+  });
 
   static std::string log_id;
   auto* l = app.add_subcommand(

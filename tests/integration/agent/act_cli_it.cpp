@@ -1,6 +1,8 @@
 // Changing jobs with condor_rm's and condor_qedit's habits: -all, owner names, qedit with
 // ClassAd values and protected attributes refused by name.
 #include <gtest/gtest.h>
+#include <pwd.h>
+#include <unistd.h>
 
 #include <memory>
 #include <string>
@@ -95,6 +97,28 @@ TEST_F(ActCli, QeditRefusesProtectedAttributesAndBadValues) {
   }
   EXPECT_EQ(Af("Owner"), owner_ + "\n" + owner_ + "\n" + owner_ + "\n");
   EXPECT_EQ(Af("Color"), "undefined\nundefined\nundefined\n");
+}
+
+// The "by user" of a default reason names who asked, as the kernel knows them at the agent's
+// socket, not what $USER says (in the CLI's environment or the agent's).
+TEST(ActCliCaller, DefaultReasonsNameTheRealUser) {
+  const passwd* pw = ::getpwuid(::geteuid());
+  ASSERT_NE(pw, nullptr);
+  std::string me = pw->pw_name;
+  ASSERT_NE(me, "somebody-else");
+  KiteEnv env("act-caller");
+  env.AddEnv("USER=somebody-else");
+  env.StartAgent();
+  std::string c = std::to_string(
+      env.Submit("universe = local\nexecutable = /bin/sleep\narguments = 300\nqueue 2\n"));
+  auto r = env.Kite({"hold", c + ".0"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(env.Kite({"q", c + ".0", "-af", "HoldReason"}).out,
+            "via kite hold (by user " + me + ")\n");
+  r = env.Kite({"rm", c});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto h = env.Kite({"history", c + ".1", "-af", "RemoveReason"});
+  EXPECT_EQ(h.out, "via kite rm (by user " + me + ")\n") << h.err;
 }
 
 }  // namespace
