@@ -1,0 +1,65 @@
+// The frame connection.
+#include "glidein/link.h"
+
+namespace kite::glidein {
+
+Link::Link(std::unique_ptr<ByteStream> stream, Handlers handlers)
+    : stream_(std::move(stream)), handlers_(std::move(handlers)) {}
+
+void Link::Start() {
+  DoRead();
+}
+
+void Link::Send(const pool::Message& m, std::string_view body) {
+  if (closed_) return;
+  queue_.push_back(pool::EncodeFrame(m, body));
+  if (!writing_) DoWrite();
+}
+
+void Link::Close() {
+  if (closed_) return;
+  closed_ = true;
+  stream_->Close();
+}
+
+void Link::DoRead() {
+  stream_->AsyncReadSome(read_buf_.data(), read_buf_.size(),
+                         [self = shared_from_this()](auto ec, size_t n) { self->OnRead(ec, n); });
+}
+
+void Link::OnRead(boost::system::error_code ec, size_t n) {
+  if (closed_) return;
+  if (ec) return Abort(Error(ErrorCode::kUnavailable, "the agent's connection: " + ec.message()));
+  reader_.Feed(std::string_view(read_buf_.data(), n));
+  for (;;) {
+    auto f = reader_.Next();
+    if (!f) return Abort(f.error().Wrap("a frame from the agent"));
+    if (!*f) break;
+    handlers_.frame(std::move(**f));
+    if (closed_) return;
+  }
+  DoRead();
+}
+
+void Link::DoWrite() {
+  writing_ = true;
+  const std::string& front = queue_.front();
+  stream_->AsyncWrite(front.data(), front.size(),
+                      [self = shared_from_this()](auto ec, size_t) { self->OnWrite(ec); });
+}
+
+void Link::OnWrite(boost::system::error_code ec) {
+  writing_ = false;
+  if (closed_) return;
+  if (ec) return Abort(Error(ErrorCode::kUnavailable, "writing to the agent: " + ec.message()));
+  queue_.pop_front();
+  if (!queue_.empty()) return DoWrite();
+  if (handlers_.drained) handlers_.drained();
+}
+
+void Link::Abort(const Error& e) {
+  Close();
+  handlers_.closed(e);
+}
+
+}  // namespace kite::glidein

@@ -1,0 +1,97 @@
+// A run's exit, usage and output frames.
+#include "glidein/run.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace kite::glidein {
+
+pool::RunExit ExitOf(const ExecStatus& s) {
+  using K = pool::RunExit::Kind;
+  switch (s.kind) {
+    case ExecStatus::Kind::kExited:
+      return {K::kExited, s.code, ""};
+    case ExecStatus::Kind::kSignaled:
+      return {K::kSignaled, s.code, ""};
+    case ExecStatus::Kind::kExecFailed:
+    case ExecStatus::Kind::kSetupFailed:
+      return {K::kFailed, s.code, s.message};
+  }
+  return {K::kFailed, s.code, s.message};
+}
+
+pool::RunUsage UsageOf(const ExecStatus& s) {
+  return {.user_cpu = s.utime, .sys_cpu = s.stime, .rss_kb = 0, .start = s.start, .end = s.end};
+}
+
+Status CheckInputs(Run& run) {
+  for (const auto& f : run.files) {
+    auto fd = OpenBeneath(run.box.fd(), f.path, O_RDONLY);
+    if (!fd && f.size == 0) {
+      if (auto st = run.box.Write(f.path, 0, "", f.mode, true); !st) return st;
+      continue;
+    }
+    if (!fd) return Fail(fd.error().Wrap("input file '" + f.path + "'"));
+    struct stat st;
+    bool ok = ::fstat(*fd, &st) == 0 && static_cast<uint64_t>(st.st_size) == f.size;
+    ::close(*fd);
+    if (!ok) {
+      return Fail(ErrorCode::kInvalidInput, "input file '" + f.path + "' is incomplete (" +
+                                                std::to_string(f.size) + " bytes announced)");
+    }
+  }
+  return {};
+}
+
+std::optional<std::pair<pool::Message, std::string>> NextOutputFrame(
+    Run& run, std::vector<std::string>* skipped) {
+  if (run.ended_sent) return std::nullopt;
+  while (run.next_output < run.outputs.size()) {
+    const OutputFile& f = run.outputs[run.next_output];
+    if (!run.reader) {
+      auto r = FileReader::Open(run.box.fd(), f.path);
+      if (!r) {
+        if (skipped) skipped->push_back(f.path + ": " + r.error().message());
+        ++run.next_output;
+        continue;
+      }
+      run.reader.emplace(std::move(*r));
+    }
+    auto piece = run.reader->Next(pool::kChunk);
+    if (!piece) {
+      if (skipped) skipped->push_back(f.path + ": " + piece.error().message());
+      run.reader.reset();
+      ++run.next_output;
+      continue;
+    }
+    pool::Message m{.type = pool::MsgType::kOutput,
+                    .job = run.ref.job,
+                    .run = run.ref.run,
+                    .path = f.name,
+                    .offset = piece->offset,
+                    .last = piece->last,
+                    .mode = run.reader->mode()};
+    if (piece->last) {
+      run.reader.reset();
+      ++run.next_output;
+    }
+    return std::pair{std::move(m), std::move(piece->bytes)};
+  }
+  run.ended_sent = true;
+  pool::Message m{.type = pool::MsgType::kEnded,
+                  .slot = run.ref.slot,
+                  .job = run.ref.job,
+                  .run = run.ref.run,
+                  .exit = run.exit,
+                  .usage = run.usage};
+  return std::pair{std::move(m), std::string()};
+}
+
+void RewindOutput(Run& run) {
+  run.next_output = 0;
+  run.reader.reset();
+  run.ended_sent = false;
+}
+
+}  // namespace kite::glidein

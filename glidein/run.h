@@ -1,0 +1,63 @@
+// One run of a job on a slot, from `activate` to `ack` (or `vacated`):
+//
+//   Receiving --go--> Running --wrapper ended--> Ended --(output, ended sent; ack)--> gone
+//       |                |
+//       |             vacate / leaving --> Stopping --wrapper ended--> gone (vacated sent)
+//       +-- vacate / bad input / connection lost --> gone (vacated / refused)
+//
+// The pure parts: how kite-exec's status becomes the protocol's exit and usage, and the frames
+// that carry a finished run's output and its `ended`.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "classad/classad.h"
+#include "common/exec_status.h"
+#include "glidein/sandbox.h"
+#include "pool/protocol.h"
+
+namespace kite::glidein {
+
+enum class RunPhase { kReceiving, kRunning, kStopping, kEnded };
+
+struct Run {
+  pool::RunRef ref;
+  classad::ClassAd job;
+  std::vector<pool::FileInfo> files;  // the input the agent announced
+  Sandbox box;
+  RunPhase phase = RunPhase::kReceiving;
+  pid_t pid = 0;    // kite-exec, leader of the job's process group (Running, Stopping)
+  Snapshot before;  // the sandbox's top level at `go`, to tell the run's own files
+  std::string stop_reason;
+  double stop_at = 0;   // Stopping: when SIGTERM was sent (wall clock)
+  bool killed = false;  // Stopping: SIGKILL was sent
+  pool::RunExit exit;
+  pool::RunUsage usage;
+  // Ended: the output to send, and how far the sending is (reset on a new connection).
+  std::vector<OutputFile> outputs;
+  size_t next_output = 0;
+  std::optional<FileReader> reader;
+  bool ended_sent = false;
+};
+
+pool::RunExit ExitOf(const ExecStatus& s);
+pool::RunUsage UsageOf(const ExecStatus& s);
+
+// Checks that every announced input file is in the sandbox with its size; an announced file
+// that never came (an empty one need not) is made empty with its mode.
+Status CheckInputs(Run& run);
+
+// The next frame of an Ended run's output (an `output` piece, then `ended`), or nullopt when
+// `ended` was given already. A file that cannot be read (gone, a symbolic link) is skipped and
+// described in `skipped`.
+std::optional<std::pair<pool::Message, std::string>> NextOutputFrame(
+    Run& run, std::vector<std::string>* skipped);
+// Starts the output over (a new connection: the agent may have lost what was sent).
+void RewindOutput(Run& run);
+
+}  // namespace kite::glidein

@@ -1,0 +1,29 @@
+// How a run's program is started in its sandbox: the kite-exec launch built from the job's ad
+// (Cmd, Arguments/Args, Environment/Env, In), with stdout and stderr to the sandbox's
+// _kite_stdout and _kite_stderr.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "classad/classad.h"
+#include "common/error.h"
+#include "common/exec_launch.h"
+#include "glidein/sandbox.h"
+
+namespace kite::glidein {
+
+struct RunPlace {
+  std::string exec_path;         // kite-exec
+  std::string slot;              // "slot1@name", for _CONDOR_SLOT
+  int cpus = 1;                  // OMP_NUM_THREADS, as HTCondor sets it
+  std::vector<std::string> env;  // the base environment (PATH=...), before the job's own
+};
+
+// The launch for `job` in `box`. Cmd: absolute as is, relative inside the sandbox (the shadow
+// sends a transferred executable under its base name). In: a relative In that was transferred,
+// else /dev/null. Fails (kInvalidInput) when Cmd is missing or Arguments/Environment do not parse.
+Result<ExecLaunch> BuildRunLaunch(const classad::ClassAd& job, const Sandbox& box,
+                                  const RunPlace& place);
+
+}  // namespace kite::glidein

@@ -1,0 +1,48 @@
+// A slot's ClassAd (docs/pool.md, "Slot ads") and the owner's START policy against a job.
+// Pure: the caller gathers the facts (glidein/machine.h) and the slot's state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "classad/classad.h"
+#include "common/error.h"
+
+namespace kite::glidein {
+
+enum class SlotState { kUnclaimed, kClaimed };
+enum class SlotActivity { kIdle, kBusy, kSuspended, kRetiring };
+std::string_view SlotStateName(SlotState s);        // "Unclaimed", "Claimed"
+std::string_view SlotActivityName(SlotActivity a);  // "Idle", "Busy", ...
+
+// Everything a slot ad says.
+struct SlotFacts {
+  int id = 1;           // N of slotN@startd
+  std::string startd;   // the startd's name
+  std::string machine;  // the host's name
+  SlotState state = SlotState::kUnclaimed;
+  SlotActivity activity = SlotActivity::kIdle;
+  std::string job;  // the job on the slot ("C.P"), if any
+  int cpus = 1;
+  int64_t memory_mib = 0;
+  int64_t disk_kib = 0;
+  std::string arch = "X86_64";
+  double load_avg = 0;
+  int64_t keyboard_idle = 0;
+  int64_t time_to_live = 0;    // seconds left of the startd's lifetime
+  std::string start = "true";  // the owner's START expression (ClassAd text)
+  std::string resource;        // GlideinResource; "" leaves it out
+};
+
+std::string SlotName(int id, const std::string& startd);  // "slot1@name"
+// The host part of a startd name ("glidein_7@node3" -> "node3"; "node3" -> "node3").
+std::string HostPart(const std::string& startd);
+
+// Fails (kInvalidInput, naming the expression) when `f.start` does not parse.
+Result<classad::ClassAd> BuildSlotAd(const SlotFacts& f);
+
+// Whether the slot (its START, as its Requirements) accepts `job` as TARGET: an error saying why
+// not when it does not.
+Status StartAllows(const classad::ClassAd& slot, const classad::ClassAd& job);
+
+}  // namespace kite::glidein

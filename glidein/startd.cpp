@@ -1,0 +1,507 @@
+// The startd's engine: the connection, the agent's messages, the runs' lives, the slots' ads.
+#include "glidein/startd.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "classad/io.h"
+#include "common/clock.h"
+#include "common/exec_launch.h"
+#include "common/files.h"
+#include "glidein/machine.h"
+#include "glidein/run_spec.h"
+
+namespace kite::glidein {
+namespace {
+
+namespace asio = boost::asio;
+using pool::Message;
+using pool::MsgType;
+
+constexpr double kTick = 0.25;            // seconds between looks at runs, lifetime and idleness
+constexpr double kMaxBackoff = 30;        // seconds, the longest wait before redialling
+constexpr double kHandshakeTimeout = 30;  // seconds from connect to `welcome`
+constexpr size_t kMaxQueued = 4;          // output frames queued ahead of the socket
+
+std::chrono::milliseconds Ms(double seconds) {
+  return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+Message About(MsgType type, const pool::RunRef& r, std::string reason = {}) {
+  return Message{.type = type, .slot = r.slot, .job = r.job, .run = r.run, .reason = reason};
+}
+
+}  // namespace
+
+Startd::Startd(asio::io_context& io, StartdOptions options, World world)
+    : io_(io),
+      o_(std::move(options)),
+      world_(std::move(world)),
+      tick_(io),
+      redial_(io),
+      handshake_(io),
+      children_(io, SIGCHLD) {}
+
+Startd::~Startd() = default;
+
+Status Startd::Start() {
+  if (auto st = MakeDirs(o_.work, 0700); !st) return st;
+  machine_ = HostName();
+  arch_ = ArchName();
+  if (o_.name.empty()) o_.name = machine_;
+  if (o_.memory_mib == 0) o_.memory_mib = MemTotalMiB();
+  if (o_.disk_kib == 0) o_.disk_kib = FreeDiskKiB(o_.work);
+  for (int i = 1; i <= o_.slots; ++i) slots_.push_back({i, SlotName(i, o_.name), ""});
+  if (auto ad = BuildSlotAd(Facts(slots_.front())); !ad) return Fail(ad.error());
+  started_at_ = idle_since_ = SteadyNow();
+  children_.async_wait([this](auto ec, int) {
+    if (!ec) OnChildSignal();
+  });
+  spdlog::info("startd {}: {} slot(s) of {} cpu(s), {} MiB, {} KiB; agent {}", o_.name, o_.slots,
+               o_.cpus_per_slot, o_.memory_mib / o_.slots, o_.disk_kib / o_.slots, o_.agent);
+  Tick();
+  Dial();
+  return {};
+}
+
+// ---- the connection ----
+
+void Startd::Dial() {
+  if (exited_ || dialing_ || link_) return;
+  dialing_ = true;
+  world_.dialer->Dial([this](auto s) { OnDialed(std::move(s)); });
+}
+
+void Startd::OnDialed(Result<std::unique_ptr<ByteStream>> stream) {
+  dialing_ = false;
+  if (exited_) return;
+  if (!stream) {
+    spdlog::warn("startd: {}; again in {:.1f} s", stream.error().ToString(), backoff_);
+    return Redial();
+  }
+  link_ = std::make_shared<Link>(
+      std::move(*stream), Link::Handlers{.frame = [this](pool::Frame f) { OnFrame(std::move(f)); },
+                                         .closed = [this](const Error& e) { OnClosed(e); },
+                                         .drained = [this] { Pump(); }});
+  link_->Start();
+  Message hello{.type = MsgType::kHello, .name = o_.name};
+  for (const auto& s : slots_) hello.slots.push_back({s.name, SlotAdText(s)});
+  for (const auto& [id, r] : runs_) hello.runs.push_back(r.ref);
+  link_->Send(hello);
+  handshake_.expires_after(Ms(kHandshakeTimeout));
+  handshake_.async_wait([this](auto ec) {
+    if (!ec && link_ && !welcomed_)
+      OnClosed(Error(ErrorCode::kTimeout, "no welcome from the agent"));
+  });
+}
+
+void Startd::OnClosed(const Error& e) {
+  if (link_) link_->Close();
+  link_.reset();
+  welcomed_ = false;
+  handshake_.cancel();
+  spdlog::warn("startd: lost the agent: {}", e.ToString());
+  // A run still receiving its input cannot finish receiving it: the agent starts over.
+  std::vector<std::string> receiving;
+  for (auto& [id, r] : runs_)
+    if (r.phase == RunPhase::kReceiving) receiving.push_back(id);
+  for (const auto& id : receiving) Drop(runs_.at(id));
+  if (!leaving_.empty()) return MaybeFinishLeaving();
+  Redial();
+}
+
+void Startd::Redial() {
+  double wait = backoff_;
+  backoff_ = std::min(backoff_ * 2, kMaxBackoff);
+  redial_.expires_after(Ms(wait));
+  redial_.async_wait([this](auto ec) {
+    if (!ec) Dial();
+  });
+}
+
+void Startd::Send(const Message& m, std::string_view body) {
+  if (link_) link_->Send(m, body);
+}
+
+void Startd::OnFrame(pool::Frame f) {
+  const Message& m = f.msg;
+  if (!welcomed_ && m.type != MsgType::kWelcome && m.type != MsgType::kRefuse) {
+    return OnClosed(Error(ErrorCode::kProtocol,
+                          "'" + std::string(pool::MsgTypeName(m.type)) + "' before welcome"));
+  }
+  switch (m.type) {
+    case MsgType::kWelcome:
+      return OnWelcome();
+    case MsgType::kRefuse:
+      spdlog::error("startd: the agent refused this startd: {}", m.reason);
+      return Exit(kExitRefused);
+    case MsgType::kActivate:
+      return OnActivate(m);
+    case MsgType::kInput:
+      return OnInput(m, f.body);
+    case MsgType::kGo:
+      return OnGo(m);
+    case MsgType::kVacate:
+      return OnVacate(m);
+    case MsgType::kAck:
+      return OnAck(m);
+    default:
+      spdlog::warn("startd: ignoring '{}' from the agent", pool::MsgTypeName(m.type));
+  }
+}
+
+// ---- the agent's messages ----
+
+void Startd::OnWelcome() {
+  if (welcomed_) return;
+  welcomed_ = true;
+  handshake_.cancel();
+  backoff_ = 0.2;
+  spdlog::info("startd: the agent welcomed {} ({} run(s) on)", o_.name, runs_.size());
+  for (auto& [id, r] : runs_) {
+    if (r.phase == RunPhase::kEnded) RewindOutput(r);
+  }
+  Pump();
+}
+
+Startd::Slot* Startd::FindSlot(const std::string& name) {
+  for (auto& s : slots_)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+Status Startd::CanActivate(const Message& m, Slot** slot) {
+  if (!leaving_.empty()) return Fail(ErrorCode::kConflict, "the glide-in is leaving: " + leaving_);
+  *slot = FindSlot(m.slot);
+  if (*slot == nullptr) return Fail(ErrorCode::kNotFound, "no slot " + m.slot + " here");
+  if (!(*slot)->run.empty()) return Fail(ErrorCode::kConflict, m.slot + " is busy");
+  if (runs_.contains(m.run)) return Fail(ErrorCode::kConflict, "run " + m.run + " is here already");
+  return {};
+}
+
+void Startd::Refuse(const Message& m, const std::string& reason) {
+  spdlog::warn("startd: refused job {} run {} on {}: {}", m.job, m.run, m.slot, reason);
+  Send(About(MsgType::kRefused, {m.slot, m.job, m.run}, reason));
+}
+
+void Startd::OnActivate(const Message& m) {
+  Slot* slot = nullptr;
+  if (auto st = CanActivate(m, &slot); !st) return Refuse(m, st.error().message());
+  auto job = classad::ParseNewAd(m.ad);
+  if (!job) return Refuse(m, "the job's ad does not parse: " + job.error().message());
+  auto slot_ad = BuildSlotAd(Facts(*slot));
+  if (!slot_ad) return Refuse(m, slot_ad.error().message());
+  if (auto st = StartAllows(*slot_ad, *job); !st) return Refuse(m, st.error().message());
+  auto name = SandboxName(m.job, m.run);
+  if (!name) return Refuse(m, name.error().message());
+  auto box = Sandbox::Create(o_.work, *name);
+  if (!box) return Refuse(m, "cannot make the sandbox: " + box.error().message());
+  Run& r = runs_[m.run];
+  r.ref = {m.slot, m.job, m.run};
+  r.job = std::move(*job);
+  r.files = m.files;
+  r.box = std::move(*box);
+  slot->run = m.run;
+  spdlog::info("startd: {} takes job {} run {} ({} input file(s))", m.slot, m.job, m.run,
+               m.files.size());
+  SendSlot(*slot);
+}
+
+Run* Startd::FindRun(const Message& m) {
+  auto it = runs_.find(m.run);
+  if (it != runs_.end() && it->second.ref.job == m.job) return &it->second;
+  spdlog::warn("startd: '{}' for job {} run {}, which is not here", pool::MsgTypeName(m.type),
+               m.job, m.run);
+  Send(About(MsgType::kVacated, {m.slot, m.job, m.run}, "no such run here"));
+  return nullptr;
+}
+
+void Startd::OnInput(const Message& m, const std::string& body) {
+  Run* r = FindRun(m);
+  if (r == nullptr) return;
+  if (r->phase != RunPhase::kReceiving) {
+    spdlog::warn("startd: input for run {} after go; ignored", m.run);
+    return;
+  }
+  if (auto st = r->box.Write(m.path, m.offset, body, m.mode, m.last); !st) {
+    Refuse(About(MsgType::kRefused, r->ref), "input '" + m.path + "': " + st.error().message());
+    Drop(*r);
+  }
+}
+
+void Startd::OnGo(const Message& m) {
+  Run* r = FindRun(m);
+  if (r == nullptr) return;
+  if (r->phase != RunPhase::kReceiving) {
+    spdlog::warn("startd: a second go for run {}; ignored", m.run);
+    return;
+  }
+  if (auto st = CheckInputs(*r); !st) {
+    Refuse(About(MsgType::kRefused, r->ref), st.error().message());
+    return Drop(*r);
+  }
+  Launch(*r);
+}
+
+void Startd::Launch(Run& r) {
+  Slot* slot = FindSlot(r.ref.slot);
+  RunPlace place{world_.exec_path, r.ref.slot, o_.cpus_per_slot, world_.env};
+  auto launch = BuildRunLaunch(r.job, r.box, place);
+  if (!launch) {
+    Refuse(About(MsgType::kRefused, r.ref), launch.error().message());
+    return Drop(r);
+  }
+  r.before = TopLevelFiles(r.box.fd());
+  auto pid = LaunchUnderExec(*launch);
+  if (!pid) {
+    Refuse(About(MsgType::kRefused, r.ref), "cannot start kite-exec: " + pid.error().message());
+    return Drop(r);
+  }
+  r.pid = *pid;
+  r.phase = RunPhase::kRunning;
+  spdlog::info("startd: job {} run {} started on {} (pid {})", r.ref.job, r.ref.run, r.ref.slot,
+               r.pid);
+  Send(About(MsgType::kStarted, r.ref));
+  if (slot) SendSlot(*slot);
+}
+
+void Startd::OnVacate(const Message& m) {
+  Run* r = FindRun(m);
+  if (r == nullptr) return;
+  Stop(*r, m.reason.empty() ? "vacated by the agent" : m.reason);
+}
+
+// Receiving or Ended: nothing runs, so the run goes at once; Running: SIGTERM now, SIGKILL after
+// the grace (Tick), `vacated` once the wrapper is reaped.
+void Startd::Stop(Run& r, const std::string& reason) {
+  if (r.phase == RunPhase::kStopping || exited_) return;
+  spdlog::info("startd: vacating job {} run {}: {}", r.ref.job, r.ref.run, reason);
+  r.stop_reason = reason;
+  if (r.phase != RunPhase::kRunning) {
+    Send(About(MsgType::kVacated, r.ref, reason));
+    return Drop(r);
+  }
+  r.phase = RunPhase::kStopping;
+  r.stop_at = WallNow();
+  ::kill(-r.pid, SIGTERM);
+  if (Slot* s = FindSlot(r.ref.slot)) SendSlot(*s);
+}
+
+void Startd::OnAck(const Message& m) {
+  Run* r = FindRun(m);
+  if (r == nullptr) return;
+  if (r->phase != RunPhase::kEnded || !r->ended_sent) {
+    spdlog::warn("startd: ack for run {} before its end; ignored", m.run);
+    return;
+  }
+  spdlog::info("startd: job {} run {} done", r->ref.job, r->ref.run);
+  Drop(*r);
+}
+
+// ---- runs ----
+
+void Startd::OnChildSignal() {
+  ReapEnded();
+  children_.async_wait([this](auto ec, int) {
+    if (!ec) OnChildSignal();
+  });
+}
+
+// Only our own wrappers are waited for (by pid), so a process embedding the startd (a test)
+// keeps its other children.
+void Startd::ReapEnded() {
+  std::vector<std::pair<std::string, int>> ended;
+  for (auto& [id, r] : runs_) {
+    if (r.phase != RunPhase::kRunning && r.phase != RunPhase::kStopping) continue;
+    int status = 0;
+    if (::waitpid(r.pid, &status, WNOHANG) == r.pid) ended.emplace_back(id, status);
+  }
+  for (const auto& [id, status] : ended) {
+    if (auto it = runs_.find(id); it != runs_.end()) Reap(it->second, status);
+  }
+}
+
+void Startd::Reap(Run& r, int wait_status) {
+  auto st = ReadExecStatus(r.box.control_dir());
+  if (st) {
+    r.exit = ExitOf(*st);
+    r.usage = UsageOf(*st);
+  } else {
+    r.exit = {pool::RunExit::Kind::kFailed, 0,
+              "the job's wrapper ended without a status (wait status " +
+                  std::to_string(wait_status) + ")"};
+    r.usage = {.end = WallNow()};
+  }
+  if (r.phase == RunPhase::kStopping) {
+    Message m = About(MsgType::kVacated, r.ref, r.stop_reason);
+    m.usage = r.usage;
+    Send(m);
+    Drop(r);
+    return MaybeFinishLeaving();
+  }
+  Finished(r);
+}
+
+void Startd::Finished(Run& r) {
+  std::vector<std::string> links, skipped;
+  Snapshot after = TopLevelFiles(r.box.fd(), &links);
+  for (const auto& l : links)
+    spdlog::warn("startd: run {}: '{}' is a symbolic link; not sent", r.ref.run, l);
+  r.outputs = SelectOutputs(r.job.EvaluateString("TransferOutput"), r.before, after, &skipped);
+  for (const auto& s : skipped) spdlog::warn("startd: run {}: {}", r.ref.run, s);
+  r.phase = RunPhase::kEnded;
+  spdlog::info("startd: job {} run {} ended ({} output file(s))", r.ref.job, r.ref.run,
+               r.outputs.size());
+  if (Slot* s = FindSlot(r.ref.slot)) SendSlot(*s);
+  Pump();
+}
+
+void Startd::Drop(Run& r) {
+  if (auto st = r.box.Remove(); !st)
+    spdlog::warn("startd: removing the sandbox of run {}: {}", r.ref.run, st.error().ToString());
+  Slot* s = FindSlot(r.ref.slot);
+  std::string id = r.ref.run;
+  runs_.erase(id);  // r is gone from here on
+  if (s && s->run == id) {
+    s->run.clear();
+    SendSlot(*s);
+  }
+  idle_since_ = SteadyNow();
+  if (!leaving_.empty()) MaybeFinishLeaving();
+}
+
+void Startd::Pump() {
+  if (!Connected()) return;
+  for (auto& [id, r] : runs_) {
+    if (r.phase != RunPhase::kEnded) continue;
+    std::vector<std::string> skipped;
+    while (link_->queued() < kMaxQueued) {
+      auto frame = NextOutputFrame(r, &skipped);
+      if (!frame) break;
+      link_->Send(frame->first, frame->second);
+    }
+    for (const auto& s : skipped) spdlog::warn("startd: run {}: output {}; not sent", id, s);
+    if (link_->queued() >= kMaxQueued) return;
+  }
+  if (!leaving_.empty()) MaybeFinishLeaving();
+}
+
+void Startd::KillStragglers() {
+  double now = WallNow();
+  for (auto& [id, r] : runs_) {
+    if (r.phase == RunPhase::kStopping && !r.killed && now - r.stop_at >= o_.kill_grace) {
+      spdlog::info("startd: run {} outlived its grace; SIGKILL", id);
+      ::kill(-r.pid, SIGKILL);
+      r.killed = true;
+    }
+  }
+}
+
+// ---- slots, time, leaving ----
+
+SlotFacts Startd::Facts(const Slot& s) const {
+  SlotFacts f{.id = s.id,
+              .startd = o_.name,
+              .machine = machine_,
+              .cpus = o_.cpus_per_slot,
+              .memory_mib = o_.memory_mib / o_.slots,
+              .disk_kib = o_.disk_kib / o_.slots,
+              .arch = arch_,
+              .load_avg = LoadAvg(),
+              .keyboard_idle = KeyboardIdle(),
+              .time_to_live = kNoInputDevice,
+              .start = o_.start,
+              .resource = o_.resource};
+  if (o_.lifetime > 0) {
+    double left = o_.lifetime - (SteadyNow() - started_at_);
+    f.time_to_live = std::max<int64_t>(0, static_cast<int64_t>(std::floor(left)));
+  }
+  auto it = s.run.empty() ? runs_.end() : runs_.find(s.run);
+  if (it != runs_.end()) {
+    f.state = SlotState::kClaimed;
+    f.job = it->second.ref.job;
+    f.activity = it->second.phase == RunPhase::kRunning    ? SlotActivity::kBusy
+                 : it->second.phase == RunPhase::kStopping ? SlotActivity::kRetiring
+                                                           : SlotActivity::kIdle;
+  }
+  return f;
+}
+
+std::string Startd::SlotAdText(const Slot& s) const {
+  auto ad = BuildSlotAd(Facts(s));
+  return ad ? classad::ToNewText(*ad) : "[]";  // START was checked at Start()
+}
+
+void Startd::SendSlot(const Slot& s) {
+  if (Connected()) Send(Message{.type = MsgType::kSlot, .slot = s.name, .ad = SlotAdText(s)});
+}
+
+void Startd::Tick() {
+  if (exited_) return;
+  double now = SteadyNow();
+  ReapEnded();  // a lost SIGCHLD costs at most a tick
+  if (!runs_.empty()) idle_since_ = now;
+  KillStragglers();
+  if (leaving_.empty() && o_.lifetime > 0 && now - started_at_ >= o_.lifetime)
+    Leave("its lifetime of " + std::to_string(static_cast<int64_t>(o_.lifetime)) + " s is over");
+  if (leaving_.empty() && o_.idle_timeout > 0 && runs_.empty() &&
+      now - idle_since_ >= o_.idle_timeout)
+    Leave("idle for " + std::to_string(static_cast<int64_t>(o_.idle_timeout)) + " s");
+  if (Connected() && now - last_update_ >= o_.update_interval) {
+    last_update_ = now;
+    for (const auto& s : slots_) SendSlot(s);
+  }
+  if (exited_) return;
+  tick_.expires_after(Ms(kTick));
+  tick_.async_wait([this](auto ec) {
+    if (!ec) Tick();
+  });
+}
+
+void Startd::Leave(const std::string& why) {
+  if (!leaving_.empty() || exited_) return;
+  leaving_ = why;
+  spdlog::info("startd: leaving: {}", why);
+  std::vector<std::string> ids;
+  for (const auto& [id, r] : runs_)
+    if (r.phase != RunPhase::kEnded) ids.push_back(id);
+  for (const auto& id : ids) Stop(runs_.at(id), "the glide-in is leaving: " + why);
+  MaybeFinishLeaving();
+}
+
+// Leaving ends once nothing runs and every ended run's output went out (or there is no agent to
+// send it to): then `bye`, and exit once it is written.
+void Startd::MaybeFinishLeaving() {
+  if (leaving_.empty() || exited_) return;
+  for (const auto& [id, r] : runs_) {
+    if (r.phase == RunPhase::kRunning || r.phase == RunPhase::kStopping) return;
+    if (Connected() && !r.ended_sent) return;
+  }
+  if (!Connected()) return Exit(kExitLeft);
+  if (!bye_sent_) {
+    bye_sent_ = true;
+    Send(Message{.type = MsgType::kBye, .reason = leaving_});
+  }
+  if (link_->queued() == 0) Exit(kExitLeft);
+}
+
+void Startd::Exit(int code) {
+  if (exited_) return;
+  exited_ = true;
+  spdlog::info("startd: exiting ({})", code);
+  for (auto& [id, r] : runs_)
+    if (r.phase == RunPhase::kRunning || r.phase == RunPhase::kStopping) ::kill(-r.pid, SIGKILL);
+  if (link_) link_->Close();
+  link_.reset();
+  tick_.cancel();
+  redial_.cancel();
+  handshake_.cancel();
+  children_.cancel();
+  if (world_.on_exit) world_.on_exit(code);
+}
+
+}  // namespace kite::glidein
