@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "common/paths.h"
 #include "common/spawn.h"
+#include "glidein/options.h"
 
 namespace kite::agent {
 namespace {
@@ -71,21 +72,17 @@ void LocalStartd::Spawn() {
     return After(5);
   }
   adopted_ = false;
+  glidein::StartdOptions startd;
+  startd.agent = "unix:" + options_.pool_socket_path();
+  startd.name = name_;
+  startd.slots = LocalSlotCount(options_.pool);
+  startd.work = work;
+  startd.start = options_.pool.local_start;
+  startd.log_file = options_.home + "/startd.log";
   SpawnOptions o;
   o.program = ProgramPath("kite-startd");
-  o.argv = {o.program,
-            "--agent",
-            "unix:" + options_.pool_socket_path(),
-            "--name",
-            name_,
-            "--slots",
-            std::to_string(LocalSlotCount(options_.pool)),
-            "--work",
-            work,
-            "--start",
-            options_.pool.local_start,
-            "--log",
-            options_.home + "/startd.log"};
+  o.argv = startd.ToArgs();
+  o.argv.insert(o.argv.begin(), o.program);
   o.env = CurrentEnvironment();
   o.stdout_path = o.stderr_path = options_.home + "/startd.log";
   auto pid = kite::Spawn(o);

@@ -88,8 +88,10 @@ struct InputFile {
 }  // namespace
 
 struct Pool::Startd {
-  explicit Startd(Socket s) : socket(std::move(s)) {}
-  Socket socket;
+  Startd(std::unique_ptr<pool::ByteStream> s, std::string p)
+      : stream(std::move(s)), peer(std::move(p)) {}
+  std::unique_ptr<pool::ByteStream> stream;
+  std::string peer;  // who is at the other end: "this user", or the TLS identity
   pool::FrameReader reader;
   std::array<char, 64 * 1024> buf{};
   std::deque<std::string> out;
@@ -162,7 +164,7 @@ void Pool::Close() {
   if (loop_) loop_->Stop();
   boost::system::error_code ec;
   acceptor_.close(ec);
-  for (const auto& sd : startds_) sd->socket.close(ec);
+  for (const auto& sd : startds_) sd->stream->Close();
   if (!path_.empty()) ::unlink(path_.c_str());
 }
 
@@ -176,24 +178,29 @@ void Pool::Accept(Socket socket) {
     spdlog::warn("agent: pool: refused a startd of uid {} on {} (not this user)", cred.uid, path_);
     return;
   }
-  auto sd = std::make_shared<Startd>(std::move(socket));
+  Adopt(std::unique_ptr<pool::ByteStream>(new pool::AsioByteStream<Socket>(std::move(socket))),
+        "this user");
+}
+
+void Pool::Adopt(std::unique_ptr<pool::ByteStream> stream, std::string peer) {
+  auto sd = std::make_shared<Startd>(std::move(stream), std::move(peer));
   startds_.insert(sd);
-  auto read = std::make_shared<std::function<void()>>();
-  *read = [this, sd, read] {
-    sd->socket.async_read_some(boost::asio::buffer(sd->buf), [this, sd, read](auto ec, size_t n) {
-      if (ec) return OnGone(sd, ec == boost::asio::error::eof ? "closed" : ec.message());
-      sd->reader.Feed(std::string_view(sd->buf.data(), n));
-      for (;;) {
-        auto f = sd->reader.Next();
-        if (!f) return OnGone(sd, f.error().message());
-        if (!*f) break;
-        OnFrame(sd, std::move(**f));
-        if (sd->closed) return;
-      }
-      (*read)();
-    });
-  };
-  (*read)();
+  Read(sd);
+}
+
+void Pool::Read(const std::shared_ptr<Startd>& sd) {
+  sd->stream->AsyncReadSome(sd->buf.data(), sd->buf.size(), [this, sd](auto ec, size_t n) {
+    if (ec) return OnGone(sd, ec == boost::asio::error::eof ? "closed" : ec.message());
+    sd->reader.Feed(std::string_view(sd->buf.data(), n));
+    for (;;) {
+      auto f = sd->reader.Next();
+      if (!f) return OnGone(sd, f.error().message());
+      if (!*f) break;
+      OnFrame(sd, std::move(**f));
+      if (sd->closed) return;
+    }
+    Read(sd);
+  });
 }
 
 void Pool::Send(const std::shared_ptr<Startd>& sd, const Message& m, std::string_view body) {
@@ -209,14 +216,14 @@ void Pool::Write(const std::shared_ptr<Startd>& sd) {
     return;
   }
   sd->writing = true;
-  boost::asio::async_write(sd->socket, boost::asio::buffer(sd->out.front()),
-                           [this, sd](auto ec, size_t) {
-                             if (ec) return OnGone(sd, ec.message());
-                             sd->out_bytes -= sd->out.front().size();
-                             sd->out.pop_front();
-                             PumpInputs(sd);
-                             Write(sd);
-                           });
+  sd->stream->AsyncWrite(sd->out.front().data(), sd->out.front().size(),
+                         [this, sd](auto ec, size_t) {
+                           if (ec) return OnGone(sd, ec.message());
+                           sd->out_bytes -= sd->out.front().size();
+                           sd->out.pop_front();
+                           PumpInputs(sd);
+                           Write(sd);
+                         });
 }
 
 void Pool::OnFrame(const std::shared_ptr<Startd>& sd, pool::Frame f) {
@@ -248,7 +255,7 @@ void Pool::OnFrame(const std::shared_ptr<Startd>& sd, pool::Frame f) {
 
 void Pool::OnHello(const std::shared_ptr<Startd>& sd, const Message& m) {
   auto refuse = [&](const std::string& why) {
-    spdlog::warn("agent: pool: refused startd '{}': {}", m.name, why);
+    spdlog::warn("agent: pool: refused startd '{}' ({}): {}", m.name, sd->peer, why);
     Message r{.type = MsgType::kRefuse, .reason = why};
     Send(sd, r);
     sd->welcomed = false;
@@ -452,8 +459,7 @@ void Pool::EndRemote(Job& j, double wall) {
 void Pool::OnGone(const std::shared_ptr<Startd>& sd, const std::string& why) {
   if (sd->closed) return;
   sd->closed = true;
-  boost::system::error_code ec;
-  sd->socket.close(ec);
+  sd->stream->Close();
   startds_.erase(sd);
   if (!sd->name.empty())
     spdlog::info("agent: pool: startd '{}' left ({})", sd->name, why);

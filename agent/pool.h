@@ -29,6 +29,7 @@
 #include "agent/queue.h"
 #include "common/accept_loop.h"
 #include "pool/protocol.h"
+#include "pool/stream.h"
 
 namespace kite::agent {
 
@@ -44,6 +45,8 @@ class Pool {
   // Listens for startds on the Unix socket `path` (this user's own).
   Status Listen(const std::string& path);
   void Close();
+  // A startd's connection, authenticated by whoever accepted it (`peer` says who it is, for logs).
+  void Adopt(std::unique_ptr<pool::ByteStream> stream, std::string peer);
 
   // The queue's status hook, for vanilla jobs: idle ones are matched, removed or held running
   // ones are vacated.
@@ -73,6 +76,7 @@ class Pool {
   using Socket = boost::asio::local::stream_protocol::socket;
 
   void Accept(Socket socket);
+  void Read(const std::shared_ptr<Startd>& sd);
   void OnFrame(const std::shared_ptr<Startd>& sd, pool::Frame frame);
   void OnHello(const std::shared_ptr<Startd>& sd, const pool::Message& m);
   void OnSlot(const std::shared_ptr<Startd>& sd, const pool::Message& m);

@@ -1,13 +1,17 @@
 // kite-startd: advertises slots to a Kite agent and runs the vanilla jobs it is given
 // (docs/pool.md). Started by the agent for this machine's slots, and by a glide-in's bootstrap.
+#include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <cstdio>
 
+#include "common/files.h"
 #include "common/log.h"
 #include "common/paths.h"
 #include "glidein/options.h"
@@ -21,6 +25,23 @@ std::vector<std::string> BaseEnv() {
   return {std::string("PATH=") + (path && *path ? path : "/usr/local/bin:/usr/bin:/bin")};
 }
 
+// One startd per work directory: it holds WORK/startd.lock while it lives (the agent looks at the
+// lock before starting the local startd, so one that outlived a killed agent is not doubled).
+bool LockWork(const std::string& work) {
+  if (auto st = kite::MakeDirs(work, 0700); !st) {
+    std::fprintf(stderr, "kite-startd: %s\n", st.error().ToString().c_str());
+    return false;
+  }
+  std::string path = work + "/startd.lock";
+  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0 || ::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    std::fprintf(stderr, "kite-startd: another startd works in %s (%s is locked)\n", work.c_str(),
+                 path.c_str());
+    return false;
+  }
+  return true;  // the descriptor stays open, and the lock held, for the process's life
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -30,6 +51,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   kite::InitLogging("kite-startd", o.log_file, o.log_level);
   ::signal(SIGPIPE, SIG_IGN);
+  if (!LockWork(o.work)) return 3;
 
   boost::asio::io_context io;
   auto dialer = kite::glidein::MakeDialer(io, o.agent);
