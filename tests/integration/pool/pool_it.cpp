@@ -1,0 +1,311 @@
+// The personal pool on this desktop's own startd: vanilla jobs matched, run in a sandbox with
+// their files transferred, and every failure of a part (startd, agent) survived with no job lost
+// or run twice.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <boost/json.hpp>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "pool/protocol.h"
+#include "tests/fixtures/kite_env.h"
+
+namespace kite::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Pool : public ::testing::Test {
+ protected:
+  void Start(const std::string& config = "[pool]\nlocal_slots = 2\n") {
+    env_ = std::make_unique<KiteEnv>("pool");
+    fs::create_directories(env_->home());
+    WriteFile(env_->home() + "/config.toml", "[agent]\nkill_grace = 2\n" + config);
+    env_->StartAgent();
+  }
+  // The slot ads `kite status -json` shows.
+  boost::json::array Slots() {
+    auto r = env_->Kite({"status", "-json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    boost::system::error_code ec;
+    auto v = boost::json::parse(r.out, ec);
+    return !ec && v.is_array() ? v.as_array() : boost::json::array{};
+  }
+  bool WaitSlots(size_t n, double seconds = 20) {
+    return WaitUntil([&] { return Slots().size() == n; }, seconds);
+  }
+  void WaitDone(int cluster, double seconds = 60) {
+    auto r = env_->Kite({"wait", std::to_string(cluster), "--timeout", std::to_string(seconds)});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err << env_->Kite({"q", "-nobatch"}).out;
+  }
+  std::string History(const std::string& id, const std::string& attr) {
+    auto r = env_->Kite({"history", id, "-af", attr});
+    std::string out = r.out;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  }
+  std::string Q(const std::string& id, const std::string& attr) {
+    auto r = env_->Kite({"q", id, "-af", attr});
+    std::string out = r.out;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  }
+  // A startd process's pid, from the agent's children (the local startd).
+  pid_t StartdPid() {
+    auto r = RunCommand({"pgrep", "-f", "kite-startd --agent unix:" + env_->home() + "/pool.sock"});
+    return r.exit_code == 0 ? static_cast<pid_t>(std::stol(r.out)) : 0;
+  }
+  std::unique_ptr<KiteEnv> env_;
+};
+
+// The job used below: reads its input, writes stdout, stderr and two output files, one in a
+// directory, and leaves a mark per run on the desktop side (its count says how often it ran).
+const char* kJobScript = R"(#!/bin/sh
+set -e
+echo "run of $1" >> "$2"
+cat data.txt
+tr a-z A-Z < data.txt > upper.txt
+mkdir -p sub && echo nested > sub/n.txt
+echo "to stderr" >&2
+sleep "${3:-0}"
+exit 3
+)";
+
+TEST_F(Pool, VanillaJobsRunWithTheirFilesAndMatchWhatALocalRunGives) {
+  Start();
+  ASSERT_TRUE(WaitSlots(2)) << env_->Kite({"status"}).out;
+  env_->Write("job.sh", kJobScript, 0755);
+  std::string bytes;
+  for (int i = 0; i < 70000; ++i) bytes += static_cast<char>('a' + (i * 7) % 26);
+  bytes += "\n";  // more than one chunk: sent in pieces
+  env_->Write("data.txt", bytes);
+  std::string marks = env_->dir() + "/marks";
+  int c =
+      env_->Submit("universe = vanilla\nexecutable = job.sh\narguments = $(Process) " + marks +
+                       "\ntransfer_input_files = data.txt\n"
+                       "transfer_output_files = upper.txt\n"
+                       "transfer_output_remaps = \"upper.txt = upper.$(Process).txt\"\n"
+                       "output = out.$(Process)\nerror = err.$(Process)\nlog = pool.log\nqueue 4\n",
+                   "v.sub");
+  WaitDone(c);
+  // The same program as a local job, in a directory of its own: the reference.
+  fs::create_directories(env_->dir() + "/ref");
+  env_->Write("ref/data.txt", bytes);
+  int ref =
+      env_->Submit("universe = local\nexecutable = " + env_->dir() + "/job.sh\narguments = ref " +
+                       marks + "\ninitialdir = ref\noutput = out\nerror = err\nqueue\n",
+                   "ref.sub");
+  WaitDone(ref);
+  for (int p = 0; p < 4; ++p) {
+    std::string id = std::to_string(c) + "." + std::to_string(p);
+    EXPECT_EQ(ReadFileOr(env_->dir() + "/out." + std::to_string(p)),
+              ReadFileOr(env_->dir() + "/ref/out"));
+    EXPECT_EQ(ReadFileOr(env_->dir() + "/err." + std::to_string(p)), "to stderr\n");
+    EXPECT_EQ(ReadFileOr(env_->dir() + "/upper." + std::to_string(p) + ".txt"),
+              ReadFileOr(env_->dir() + "/ref/upper.txt"));
+    EXPECT_EQ(History(id, "ExitCode"), "3");
+    EXPECT_EQ(History(id, "NumJobStarts"), "1");
+    EXPECT_NE(History(id, "LastRemoteHost").find("slot"), std::string::npos);
+    EXPECT_EQ(History(id, "RemoteHost"), "undefined");
+  }
+  // Only what transfer_output_files names comes back; each job ran once.
+  EXPECT_FALSE(fs::exists(env_->dir() + "/upper.txt"));
+  EXPECT_FALSE(fs::exists(env_->dir() + "/sub"));
+  auto runs = ReadFileOr(marks);
+  for (int p = 0; p < 4; ++p) {
+    std::string line = "run of " + std::to_string(p) + "\n";
+    EXPECT_EQ(runs.find(line), runs.rfind(line)) << runs;
+    EXPECT_NE(runs.find(line), std::string::npos) << runs;
+  }
+  auto log = ReadFileOr(env_->dir() + "/pool.log");
+  EXPECT_NE(log.find("001 ("), std::string::npos) << log;
+  EXPECT_NE(log.find("005 ("), std::string::npos) << log;
+}
+
+TEST_F(Pool, RemovingOrHoldingARunningJobStopsItThere) {
+  Start();
+  ASSERT_TRUE(WaitSlots(2));
+  int c = env_->Submit("universe = vanilla\nexecutable = /bin/sleep\narguments = 300\nqueue 2\n");
+  std::string a = std::to_string(c) + ".0", b = std::to_string(c) + ".1";
+  ASSERT_TRUE(WaitUntil([&] { return env_->JobStatus(a) == 2 && env_->JobStatus(b) == 2; }, 20));
+  ASSERT_TRUE(WaitUntil([&] { return RunCommand({"pgrep", "-x", "sleep"}).exit_code == 0; }, 10));
+  EXPECT_EQ(env_->Kite({"rm", a}).exit_code, 0);
+  EXPECT_EQ(env_->Kite({"hold", b}).exit_code, 0);
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return env_->JobStatus(a) == 3 || env_->JobStatus(a) == 0 || History(a, "JobStatus") == "3";
+      },
+      20));
+  EXPECT_TRUE(WaitUntil([&] { return Q(b, "RemoteHost") == "undefined"; }, 20));
+  EXPECT_EQ(env_->JobStatus(b), 5);
+  // Both slots are free again, and the sleeps are gone.
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        auto s = Slots();
+        return s.size() == 2 && s[0].as_object().if_contains("JobId") == nullptr &&
+               s[1].as_object().if_contains("JobId") == nullptr;
+      },
+      20))
+      << env_->Kite({"status"}).out;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return RunCommand({"pgrep", "-f", "sleep 300"}).exit_code != 0;
+      },
+      10));
+}
+
+TEST_F(Pool, AJobWhoseStartdIsKilledRunsAgainAndFinishes) {
+  Start("[pool]\nlocal_slots = 1\n");
+  ASSERT_TRUE(WaitSlots(1));
+  env_->Write("job.sh", kJobScript, 0755);
+  env_->Write("data.txt", "abc\n");
+  std::string marks = env_->dir() + "/marks";
+  int c = env_->Submit("universe = vanilla\nexecutable = job.sh\narguments = 0 " + marks +
+                       " 2\ntransfer_input_files = data.txt\noutput = out\nqueue\n");
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(marks).size() > 0; }, 20));
+  pid_t startd = StartdPid();
+  ASSERT_GT(startd, 0);
+  ASSERT_EQ(::kill(startd, SIGKILL), 0);
+  WaitDone(c);
+  EXPECT_EQ(History(id, "NumJobStarts"), "2");
+  EXPECT_EQ(History(id, "ExitCode"), "3");
+  EXPECT_EQ(ReadFileOr(env_->dir() + "/out"), "abc\n");
+  EXPECT_EQ(ReadFileOr(marks), "run of 0\nrun of 0\n");  // the lost run, and the one that counted
+}
+
+TEST_F(Pool, JobsKeepRunningWhileTheAgentIsDownAndEachResultIsCollectedOnce) {
+  Start();
+  ASSERT_TRUE(WaitSlots(2));
+  env_->Write("job.sh", kJobScript, 0755);
+  env_->Write("data.txt", "xyz\n");
+  std::string marks = env_->dir() + "/marks";
+  int c = env_->Submit("universe = vanilla\nexecutable = job.sh\narguments = $(Process) " + marks +
+                       " 3\ntransfer_input_files = data.txt\noutput = out.$(Process)\nqueue 4\n");
+  ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(marks).size() >= 2 * 9; }, 20));
+  env_->KillAgent();
+  env_->StartAgent();
+  WaitDone(c, 90);
+  auto runs = ReadFileOr(marks);
+  for (int p = 0; p < 4; ++p) {
+    std::string id = std::to_string(c) + "." + std::to_string(p);
+    std::string line = "run of " + std::to_string(p) + "\n";
+    EXPECT_NE(runs.find(line), std::string::npos) << runs;
+    EXPECT_EQ(runs.find(line), runs.rfind(line)) << "job " << p << " ran twice:\n" << runs;
+    EXPECT_EQ(History(id, "NumJobStarts"), "1");
+    EXPECT_EQ(ReadFileOr(env_->dir() + "/out." + std::to_string(p)), "xyz\n");
+  }
+}
+
+TEST_F(Pool, AFalseStartExpressionKeepsJobsAway) {
+  Start("[pool]\nlocal_slots = 1\nlocal_start = \"TARGET.Owner == \\\"nobody-here\\\"\"\n");
+  ASSERT_TRUE(WaitSlots(1));
+  int c = env_->Submit("universe = vanilla\nexecutable = /bin/true\nqueue\n");
+  std::string id = std::to_string(c) + ".0";
+  ::usleep(1500 * 1000);
+  EXPECT_EQ(env_->JobStatus(id), 1);
+  EXPECT_EQ(Q(id, "NumJobStarts"), "undefined");
+}
+
+TEST_F(Pool, AnInputFileGoneBeforeTheJobStartsHoldsItWithTheReason) {
+  Start();
+  ASSERT_TRUE(WaitSlots(2));
+  // condor_submit checks the file is there; it goes between the submit and the start.
+  env_->Write("soon-gone.txt", "x");
+  int c = env_->Submit(
+      "universe = vanilla\nexecutable = /bin/true\ntransfer_input_files = soon-gone.txt\n"
+      "hold = true\nqueue\n");
+  std::string id = std::to_string(c) + ".0";
+  fs::remove(env_->dir() + "/soon-gone.txt");
+  ASSERT_EQ(env_->Kite({"release", id}).exit_code, 0);
+  ASSERT_TRUE(WaitUntil([&] { return Q(id, "HoldReasonCode") == "13"; }, 20))
+      << env_->Kite({"q", id, "-hold"}).out;
+  EXPECT_EQ(env_->JobStatus(id), 5);
+  EXPECT_NE(Q(id, "HoldReason").find("soon-gone.txt"), std::string::npos) << Q(id, "HoldReason");
+}
+
+// Speaks the pool protocol on the agent's socket as a broken or hostile startd would.
+class RawStartd {
+ public:
+  explicit RawStartd(const std::string& path) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", path.c_str());
+    ok_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  }
+  ~RawStartd() { ::close(fd_); }
+  bool ok() const { return ok_; }
+  void Send(const std::string& bytes) { (void)!::write(fd_, bytes.data(), bytes.size()); }
+  // The next frame, or nullopt when the agent closed the connection.
+  std::optional<pool::Frame> Next() {
+    for (;;) {
+      auto f = reader_.Next();
+      if (!f) return std::nullopt;
+      if (*f) return std::move(**f);
+      char buf[4096];
+      ssize_t n = ::read(fd_, buf, sizeof buf);
+      if (n <= 0) return std::nullopt;
+      reader_.Feed(std::string_view(buf, static_cast<size_t>(n)));
+    }
+  }
+
+ private:
+  int fd_ = -1;
+  bool ok_ = false;
+  pool::FrameReader reader_;
+};
+
+TEST_F(Pool, MalformedStartdsAreRefusedAndNothingElseIsDisturbed) {
+  Start("[pool]\nlocal_slots = 1\n");
+  ASSERT_TRUE(WaitSlots(1));
+  std::string sock = env_->home() + "/pool.sock";
+  {  // a slot ad that does not parse
+    RawStartd s(sock);
+    ASSERT_TRUE(s.ok());
+    pool::Message hello{.type = pool::MsgType::kHello, .name = "evil"};
+    hello.slots = {{"slot1@evil", "[ Cpus = ; ]"}};
+    s.Send(pool::EncodeFrame(hello));
+    auto f = s.Next();
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->msg.type, pool::MsgType::kRefuse);
+    EXPECT_NE(f->msg.reason.find("slot1@evil"), std::string::npos) << f->msg.reason;
+    EXPECT_FALSE(s.Next());  // and the connection is closed
+  }
+  {  // garbage bytes instead of a frame
+    RawStartd s(sock);
+    s.Send(std::string("\xff\xff\xff\xff garbage", 12));
+    EXPECT_FALSE(s.Next());
+  }
+  {  // a well-formed startd that reports output for a job it was never given
+    RawStartd s(sock);
+    pool::Message hello{.type = pool::MsgType::kHello, .name = "liar"};
+    hello.slots = {{"slot1@liar", "[ Requirements = false ]"}};
+    s.Send(pool::EncodeFrame(hello));
+    auto f = s.Next();
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->msg.type, pool::MsgType::kWelcome);
+    pool::Message out{.type = pool::MsgType::kOutput, .job = "1.0", .run = "forged", .path = "x"};
+    s.Send(pool::EncodeFrame(out, "planted"));
+    pool::Message ended{
+        .type = pool::MsgType::kEnded, .slot = "slot1@liar", .job = "1.0", .run = "forged"};
+    s.Send(pool::EncodeFrame(ended));
+    ::usleep(300 * 1000);
+    EXPECT_FALSE(fs::exists(env_->dir() + "/x"));
+  }
+  // The agent and its real startd still serve.
+  int c = env_->Submit(
+      "universe = vanilla\nexecutable = /bin/echo\narguments = fine\noutput = o\nqueue\n");
+  WaitDone(c);
+  EXPECT_EQ(ReadFileOr(env_->dir() + "/o"), "fine\n");
+  auto log = ReadFileOr(env_->home() + "/agent.log");
+  EXPECT_NE(log.find("refused startd 'evil'"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace kite::testing
