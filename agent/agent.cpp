@@ -321,6 +321,7 @@ std::string Agent::Analyze(const std::vector<JobKey>& keys) const {
   f.gridmanager = [this, now](const std::string& proxy) {
     return supervisor_->Describe(proxy, now);
   };
+  for (const auto& slot : pool_->Slots()) f.slots.push_back({slot.ad, slot.job.has_value()});
   auto before = local_->IdleBefore(std::set<JobKey>(keys.begin(), keys.end()));
   std::string out;
   for (JobKey k : keys) {

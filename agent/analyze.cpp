@@ -2,6 +2,9 @@
 
 #include <cmath>
 
+#include "agent/negotiator.h"
+#include "classad/expr.h"
+#include "classad/match.h"
 #include "common/clock.h"
 #include "common/htcondor_codes.h"
 
@@ -62,6 +65,43 @@ std::string Grid(const Job& job, const AnalyzeFacts& f) {
   return out;
 }
 
+// condor_q -better-analyze for the pool: the job's Requirements clause by clause, and the slots'
+// START, each with how many slots it lets through.
+std::string Vanilla(const Job& job, const AnalyzeFacts& f) {
+  if (f.slots.empty())
+    return "  The pool has no slot: start the agent with [pool] local_slots above 0, or submit "
+           "glide-ins (kite glidein submit).\n";
+  size_t free = 0, matching = 0, matching_free = 0, start_ok = 0;
+  for (const auto& s : f.slots) {
+    free += !s.busy;
+    bool both = SlotMatches(job.ad, *s.ad);
+    matching += both;
+    matching_free += both && !s.busy;
+    start_ok += classad::RequirementsMet(*s.ad, job.ad);
+  }
+  std::string n = std::to_string(f.slots.size());
+  std::string out = "  The pool has " + n + " slot(s), " + std::to_string(free) + " free.\n";
+  if (const classad::Expr* req = job.ad.Lookup("Requirements"); !req) {
+    out += "  The job has no Requirements, so it matches no slot.\n";
+  } else {
+    out += "  Its Requirements, clause by clause (slots for which the clause is true):\n";
+    for (const classad::Expr* clause : classad::Conjuncts(*req)) {
+      size_t yes = 0;
+      for (const auto& s : f.slots) yes += classad::EvaluateExpr(*clause, &job.ad, s.ad).IsTrue();
+      out += "    " + std::to_string(yes) + " of " + n + "  " + classad::Unparse(*clause) + "\n";
+    }
+  }
+  out += "  Slots whose START accepts it: " + std::to_string(start_ok) + " of " + n + ".\n";
+  out += "  Slots that match both ways: " + std::to_string(matching) + " (" +
+         std::to_string(matching_free) + " free).\n";
+  if (matching == 0)
+    return out +
+           "  No slot matches: change its requirements (kite qedit) or add slots that "
+           "meet them.\n";
+  if (matching_free == 0) return out + "  Every matching slot is busy: it starts when one frees.\n";
+  return out + "  A free slot matches: it starts at the negotiator's next turn.\n";
+}
+
 }  // namespace
 
 std::string AnalyzeJob(const Job& job, const AnalyzeFacts& f, double now) {
@@ -76,6 +116,7 @@ std::string AnalyzeJob(const Job& job, const AnalyzeFacts& f, double now) {
       out += "running";
       if (auto start = job.ad.EvaluateInt("JobCurrentStartDate"))
         out += " since " + FormatUtc(static_cast<double>(*start));
+      if (auto host = job.ad.EvaluateString("RemoteHost")) out += " on " + *host;
       out += ".\n";
       return job.universe == kUniverseGrid ? out + Grid(job, f) : out;
     case kRemoved:
@@ -90,8 +131,8 @@ std::string AnalyzeJob(const Job& job, const AnalyzeFacts& f, double now) {
   out += "idle.\n";
   if (job.universe == kUniverseLocal) return out + Local(job, f, now);
   if (job.universe == kUniverseGrid) return out + Grid(job, f);
-  return out + "  universe " + std::to_string(job.universe) +
-         " jobs run on a personal pool, which this agent does not have yet.\n";
+  if (job.universe == kUniverseVanilla) return out + Vanilla(job, f);
+  return out + "  universe " + std::to_string(job.universe) + " jobs are not run by Kite.\n";
 }
 
 }  // namespace kite::agent

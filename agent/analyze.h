@@ -6,6 +6,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "agent/job.h"
 
@@ -26,6 +27,12 @@ struct AnalyzeFacts {
   std::function<std::string(const std::string& proxy)> proxy_problem;
   // The gridmanager of a proxy file, in a few words ("running", "restarting in 12 s", ...).
   std::function<std::string(const std::string& proxy)> gridmanager;
+  // The pool's slots (vanilla jobs): each slot's ad, and whether a job holds it.
+  struct Slot {
+    const classad::ClassAd* ad = nullptr;
+    bool busy = false;
+  };
+  std::vector<Slot> slots;
 };
 
 // condor_q -analyze's answer for one job: a first line naming the job and its status, then

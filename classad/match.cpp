@@ -1,6 +1,8 @@
 // Matchmaking: Requirements in both directions, and Rank.
 #include "classad/match.h"
 
+#include "classad/nodes.h"
+
 namespace kite::classad {
 namespace {
 
@@ -28,6 +30,19 @@ double Rank(const ClassAd& my, const ClassAd& target) {
   if (v.IsNumber()) return v.AsNumber();
   if (v.IsBool()) return v.AsBool() ? 1.0 : 0.0;
   return 0.0;
+}
+
+std::vector<const Expr*> Conjuncts(const Expr& expr) {
+  if (expr.kind() == ExprKind::kBinary) {
+    const auto& b = static_cast<const BinaryExpr&>(expr);
+    if (b.op() == Op::kAnd) {
+      auto out = Conjuncts(*b.lhs);
+      auto rest = Conjuncts(*b.rhs);
+      out.insert(out.end(), rest.begin(), rest.end());
+      return out;
+    }
+  }
+  return {&expr};
 }
 
 }  // namespace kite::classad

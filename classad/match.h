@@ -1,6 +1,8 @@
 // Symmetric matchmaking between two ads, as HTCondor's negotiator does it.
 #pragma once
 
+#include <vector>
+
 #include "classad/classad.h"
 
 namespace kite::classad {
@@ -12,5 +14,8 @@ bool RequirementsMet(const ClassAd& my, const ClassAd& target);
 bool Match(const ClassAd& a, const ClassAd& b);
 // my.Rank evaluated against target; 0.0 when absent or not a number (booleans count 0 and 1).
 double Rank(const ClassAd& my, const ClassAd& target);
+// The top-level clauses of a conjunction ("a && (b && c) && d": a, b, c, d), in order, for
+// condor_q -better-analyze's clause-by-clause counts. Anything else is one clause.
+std::vector<const Expr*> Conjuncts(const Expr& expr);
 
 }  // namespace kite::classad

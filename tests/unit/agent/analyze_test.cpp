@@ -1,5 +1,7 @@
 #include "agent/analyze.h"
 
+#include "classad/io.h"
+
 #include <gtest/gtest.h>
 
 #include "common/htcondor_codes.h"
@@ -56,14 +58,39 @@ TEST(Analyze, AGridJobShowsItsSiteProxyAndGridmanager) {
   EXPECT_TRUE(Says(out, "Its gridmanager: running (pid 9)")) << out;
 }
 
-TEST(Analyze, AHeldJobGivesItsReasonAndAVanillaJobSaysThereIsNoPool) {
+TEST(Analyze, AHeldJobGivesItsReasonAndAVanillaJobWithNoPoolSaysHowToGetOne) {
   Job held = MakeJob(kUniverseLocal, kHeld);
   held.ad.Assign("HoldReason", "via kite hold");
   held.ad.Assign("HoldReasonCode", 1);
   std::string out = AnalyzeJob(held, {}, 0);
   EXPECT_TRUE(Says(out, "held.\n  via kite hold (HoldReasonCode 1)")) << out;
   out = AnalyzeJob(MakeJob(kUniverseVanilla, kIdle), {}, 0);
-  EXPECT_TRUE(Says(out, "personal pool")) << out;
+  EXPECT_TRUE(Says(out, "The pool has no slot")) << out;
+  EXPECT_TRUE(Says(out, "kite glidein submit")) << out;
+}
+
+TEST(Analyze, AnIdleVanillaJobCountsTheSlotsEachClauseAndStartLetThrough) {
+  Job j = MakeJob(kUniverseVanilla, kIdle);
+  ASSERT_TRUE(j.ad.InsertText("RequestMemory", "2048"));
+  ASSERT_TRUE(j.ad.InsertText("Requirements",
+                              "TARGET.OpSys == \"LINUX\" && (TARGET.Memory >= RequestMemory)"));
+  auto slot = [](const std::string& text) {
+    auto ad = classad::ParseNewAd(text);
+    EXPECT_TRUE(ad) << text;
+    return *ad;
+  };
+  auto big = slot("[ OpSys = \"LINUX\"; Memory = 4096; Requirements = true ]");
+  auto small = slot("[ OpSys = \"LINUX\"; Memory = 1024; Requirements = true ]");
+  auto closed = slot("[ OpSys = \"LINUX\"; Memory = 8192; Requirements = false ]");
+  AnalyzeFacts f;
+  f.slots = {{&big, true}, {&small, false}, {&closed, false}};
+  std::string out = AnalyzeJob(j, f, 0);
+  EXPECT_TRUE(Says(out, "The pool has 3 slot(s), 2 free.")) << out;
+  EXPECT_TRUE(Says(out, "    3 of 3  TARGET.OpSys == \"LINUX\"")) << out;
+  EXPECT_TRUE(Says(out, "    2 of 3  (TARGET.Memory >= RequestMemory)")) << out;
+  EXPECT_TRUE(Says(out, "START accepts it: 2 of 3")) << out;
+  EXPECT_TRUE(Says(out, "match both ways: 1 (0 free)")) << out;
+  EXPECT_TRUE(Says(out, "Every matching slot is busy")) << out;
 }
 
 }  // namespace
