@@ -23,12 +23,17 @@ struct MyProxySettings {
   bool enabled() const { return !server.empty(); }
 };
 
+inline constexpr std::string_view kDefaultLocalStart =
+    "KeyboardIdle > 15 * 60 || (LoadAvg - TotalCondorLoadAvg) < TotalCpus";
+
 // [pool] in config.toml (docs/pool.md).
 struct PoolSettings {
   // Slots of this desktop's own startd: -1 (the default) one per core; 0 runs none.
   int local_slots = -1;
-  // The local startd's START expression (the owner's policy).
-  std::string local_start = "true";
+  // The local startd's START expression (the owner's policy). By default jobs start while the
+  // owner is away from the keyboard (15 minutes), or while the load not caused by Kite's own
+  // jobs leaves the machine's cores unsaturated.
+  std::string local_start = std::string(kDefaultLocalStart);
 };
 
 struct AgentOptions {

@@ -49,6 +49,9 @@ Result<classad::ClassAd> BuildSlotAd(const SlotFacts& f) {
   ad.Assign("OpSys", "LINUX");
   ad.Assign("Arch", f.arch);
   ad.Assign("LoadAvg", f.load_avg);
+  ad.Assign("TotalCpus", f.total_cpus);
+  ad.Assign("CondorLoadAvg", f.condor_load);
+  ad.Assign("TotalCondorLoadAvg", f.total_condor_load);
   ad.Assign("KeyboardIdle", f.keyboard_idle);
   ad.Assign("TimeToLive", f.time_to_live);
   ad.Assign("HasFileTransfer", true);

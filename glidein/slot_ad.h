@@ -27,7 +27,10 @@ struct SlotFacts {
   int64_t memory_mib = 0;
   int64_t disk_kib = 0;
   std::string arch = "X86_64";
-  double load_avg = 0;
+  double load_avg = 0;           // the machine's (1-minute load average)
+  int total_cpus = 1;            // the machine's cores
+  double condor_load = 0;        // the load this slot's job is taken to cause: its Cpus while busy
+  double total_condor_load = 0;  // the same over all of the startd's slots
   int64_t keyboard_idle = 0;
   int64_t time_to_live = 0;    // seconds left of the startd's lifetime
   std::string start = "true";  // the owner's START expression (ClassAd text)

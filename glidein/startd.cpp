@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 #include "classad/io.h"
 #include "common/clock.h"
@@ -420,7 +421,12 @@ SlotFacts Startd::Facts(const Slot& s) const {
     double left = o_.lifetime - (SteadyNow() - started_at_);
     f.time_to_live = std::max<int64_t>(0, static_cast<int64_t>(std::floor(left)));
   }
+  f.total_cpus = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (const auto& [id, r] : runs_) {
+    if (r.phase == RunPhase::kRunning) f.total_condor_load += o_.cpus_per_slot;
+  }
   auto it = s.run.empty() ? runs_.end() : runs_.find(s.run);
+  if (it != runs_.end() && it->second.phase == RunPhase::kRunning) f.condor_load = o_.cpus_per_slot;
   if (it != runs_.end()) {
     f.state = SlotState::kClaimed;
     f.job = it->second.ref.job;

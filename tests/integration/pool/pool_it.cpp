@@ -22,7 +22,9 @@ namespace fs = std::filesystem;
 
 class Pool : public ::testing::Test {
  protected:
-  void Start(const std::string& config = "[pool]\nlocal_slots = 2\n") {
+  // START is true here: the default owner policy depends on this machine's load and keyboard
+  // (its own unit test checks it), which a test must not.
+  void Start(const std::string& config = "[pool]\nlocal_slots = 2\nlocal_start = true\n") {
     env_ = std::make_unique<KiteEnv>("pool");
     fs::create_directories(env_->home());
     WriteFile(env_->home() + "/config.toml", "[agent]\nkill_grace = 2\n" + config);
@@ -160,7 +162,7 @@ TEST_F(Pool, RemovingOrHoldingARunningJobStopsItThere) {
 }
 
 TEST_F(Pool, AJobWhoseStartdIsKilledRunsAgainAndFinishes) {
-  Start("[pool]\nlocal_slots = 1\n");
+  Start("[pool]\nlocal_slots = 1\nlocal_start = true\n");
   ASSERT_TRUE(WaitSlots(1));
   env_->Write("job.sh", kJobScript, 0755);
   env_->Write("data.txt", "abc\n");
@@ -262,7 +264,7 @@ class RawStartd {
 };
 
 TEST_F(Pool, MalformedStartdsAreRefusedAndNothingElseIsDisturbed) {
-  Start("[pool]\nlocal_slots = 1\n");
+  Start("[pool]\nlocal_slots = 1\nlocal_start = true\n");
   ASSERT_TRUE(WaitSlots(1));
   std::string sock = env_->home() + "/pool.sock";
   {  // a slot ad that does not parse

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "agent/config.h"
 #include "classad/io.h"
 
 namespace kite::agent {
@@ -60,6 +61,19 @@ TEST(Negotiator, HigherPriorityJobsGoFirstThenOlderOnes) {
   std::vector<std::pair<int, int>> ids;
   for (const auto& j : jobs) ids.emplace_back(j.cluster, j.proc);
   EXPECT_EQ(ids, (std::vector<std::pair<int, int>>{{9, 0}, {9, 1}, {2, 7}, {3, 0}, {1, 0}}));
+}
+
+TEST(Negotiator, TheDefaultLocalStartWaitsWhileTheOwnerWorksOnABusyMachine) {
+  auto job = Ad("[ Requirements = true ]");
+  auto slot = [](int keyboard_idle, double load, double kite_load) {
+    return Ad("[ TotalCpus = 2; KeyboardIdle = " + std::to_string(keyboard_idle) + "; LoadAvg = " +
+              std::to_string(load) + "; TotalCondorLoadAvg = " + std::to_string(kite_load) +
+              "; Requirements = " + std::string(kDefaultLocalStart) + " ]");
+  };
+  EXPECT_TRUE(SlotMatches(job, slot(3600, 5.0, 0)));  // away: whatever the load
+  EXPECT_TRUE(SlotMatches(job, slot(10, 0.5, 0)));    // at the keyboard, machine quiet
+  EXPECT_FALSE(SlotMatches(job, slot(10, 3.0, 0)));   // at the keyboard, cores busy with own work
+  EXPECT_TRUE(SlotMatches(job, slot(10, 3.0, 2)));    // the load is mostly Kite's own jobs
 }
 
 }  // namespace
