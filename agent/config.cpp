@@ -94,6 +94,23 @@ Setter Checked(std::string* out, std::function<Status(const std::string&)> check
   };
 }
 
+// A ClassAd expression, written as a string ("KeyboardIdle > 600") or as a TOML boolean.
+Setter Expression(std::string* out) {
+  return [=](const toml::node& n, const std::string& where) -> Status {
+    if (n.is_boolean()) {
+      *out = *n.value<bool>() ? "true" : "false";
+      return {};
+    }
+    auto v = n.value<std::string>();
+    if (!v || !n.is_string())
+      return Fail(ErrorCode::kInvalidInput, where + ": expected a ClassAd expression (a string)");
+    if (auto e = classad::ParseExpr(*v); !e)
+      return Fail(ErrorCode::kInvalidInput, where + ": " + e.error().message());
+    *out = *v;
+    return {};
+  };
+}
+
 Setter String(std::string* out) {
   return [=](const toml::node& n, const std::string& where) -> Status {
     auto v = n.value<std::string>();
@@ -218,11 +235,7 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
       {"rest", {{"listen", String(&o.rest_listen)}, {"allow_remote", Bool(&o.rest_allow_remote)}}},
       {"pool",
        {{"local_slots", Integer(&o.pool.local_slots, 0, 4096)},
-        {"local_start", Checked(&o.pool.local_start,
-                                [](const std::string& v) -> Status {
-                                  if (auto e = classad::ParseExpr(v); !e) return Fail(e.error());
-                                  return {};
-                                })}}},
+        {"local_start", Expression(&o.pool.local_start)}}},
       {"mail",
        {{"smtp_url", Checked(&o.mail.smtp_url,
                              [](const std::string& v) -> Status {

@@ -16,6 +16,7 @@
 #include "agent/policy.h"
 #include "classad/expr.h"
 #include "classad/io.h"
+#include "common/clock.h"
 #include "common/files.h"
 #include "common/strings.h"
 #include "common/unix_socket_path.h"
@@ -620,6 +621,8 @@ void Pool::NegotiateSoon() {
 
 void Pool::Negotiate() {
   double now = queue_.Now();
+  double began = SteadyNow();
+  size_t considered = 0;
   std::vector<Slot*> free;
   std::vector<const classad::ClassAd*> ads;
   for (auto& [name, slot] : slots_) {
@@ -633,11 +636,18 @@ void Pool::Negotiate() {
     if (free.empty()) break;
     Job* j = queue_.Find(key);
     if (!j || j->status != kIdle) continue;
+    ++considered;
     auto best = BestSlot(j->ad, ads);
     if (!best) continue;
     matches.emplace_back(key, free[*best]);
     free.erase(free.begin() + static_cast<std::ptrdiff_t>(*best));
     ads.erase(ads.begin() + static_cast<std::ptrdiff_t>(*best));
+  }
+  double took = SteadyNow() - began;
+  if (took > 0.1) {
+    spdlog::info("agent: pool: negotiation took {:.0f} ms ({} idle job(s) tried against {} free "
+                 "slot(s), {} matched)",
+                 took * 1000, considered, free.size() + matches.size(), matches.size());
   }
   for (auto& [key, slot] : matches) {
     if (Job* j = queue_.Find(key)) StartRun(*j, *slot);

@@ -30,6 +30,23 @@ TEST(AgentConfig, ReadsKnownKeys) {
   EXPECT_DOUBLE_EQ(o->kill_grace, 3);
 }
 
+TEST(AgentConfig, PoolKeys) {
+  auto o = ParseAgentOptions("/h", "[pool]\nlocal_slots = 0\nlocal_start = false\n", "config.toml");
+  ASSERT_TRUE(o) << o.error().ToString();
+  EXPECT_EQ(o->pool.local_slots, 0);
+  EXPECT_EQ(o->pool.local_start, "false");
+  o = ParseAgentOptions("/h", "[pool]\nlocal_start = \"KeyboardIdle > 60\"\n", "config.toml");
+  ASSERT_TRUE(o) << o.error().ToString();
+  EXPECT_EQ(o->pool.local_start, "KeyboardIdle > 60");
+  EXPECT_EQ(o->pool.local_slots, -1);  // one per core
+  auto bad = ParseAgentOptions("/h", "[pool]\nlocal_start = \"KeyboardIdle >\"\n", "c.toml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("c.toml:2: pool.local_start: "), std::string::npos)
+      << bad.error().message();
+  bad = ParseAgentOptions("/h", "[pool]\nlocal_slots = -1\n", "c.toml");
+  ASSERT_FALSE(bad);
+}
+
 struct Bad {
   const char* text;
   const char* message;
