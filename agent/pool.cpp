@@ -122,7 +122,6 @@ struct Pool::Run {
   size_t next_input = 0;
   int fd = -1;             // the input file being sent
   double lease_until = 0;  // 0: its startd is connected
-  bool ack_pending = false;
   bool vacating = false;
   std::string output_error;  // an output file that could not be written
   ~Run() {
@@ -376,7 +375,14 @@ void Pool::OnOutput(const Message& m, const std::string& body) {
 
 void Pool::OnEnded(const Message& m) {
   Run* run = FindRun(m);
-  if (!run) return;
+  if (!run) {
+    // A run we do not know (its outcome stored before a restart, or long lost): nothing to keep.
+    for (const auto& sd : startds_) {
+      if (std::find(sd->slots.begin(), sd->slots.end(), m.slot) != sd->slots.end())
+        Send(sd, Message{.type = MsgType::kAck, .job = m.job, .run = m.run});
+    }
+    return;
+  }
   Job* j = queue_.Find(run->job);
   if (j) {
     const auto& u = m.usage;
@@ -406,8 +412,11 @@ void Pool::OnEnded(const Message& m) {
       hooks_.retire(*j);
     }
   }
-  run->ack_pending = true;
-  after_commit_.push_back(run->id);
+  // The slot is free for the next job now: its activate goes out in the same commit's wake,
+  // right after the ack.
+  acks_.push_back({run->startd, m.job, m.run});
+  DropRun(run->id);
+  NegotiateSoon();
   hooks_.commit_soon();
 }
 
@@ -552,7 +561,7 @@ void Pool::VacateStopped() {
     auto r = run_of_.find(key);
     if (r == run_of_.end()) continue;
     auto it = runs_.find(r->second);
-    if (it == runs_.end() || it->second.ack_pending) continue;
+    if (it == runs_.end()) continue;
     Job* j = queue_.Find(key);
     if (j && j->status == kRunning) continue;  // released again meanwhile? it runs on
     Vacate(it->second, !j                   ? "the job left the queue"
@@ -593,20 +602,17 @@ void Pool::Recover() {
 }
 
 void Pool::OnFlushed() {
+  auto acks = std::move(acks_);
+  acks_.clear();
+  for (const auto& a : acks) {
+    if (auto sd = a.startd.lock())
+      Send(sd, Message{.type = MsgType::kAck, .job = a.job, .run = a.run});
+  }
   auto todo = std::move(after_commit_);
   after_commit_.clear();
   for (const auto& id : todo) {
     auto it = runs_.find(id);
-    if (it == runs_.end()) continue;
-    Run& run = it->second;
-    if (run.ack_pending) {
-      if (auto sd = run.startd.lock())
-        Send(sd, Message{.type = MsgType::kAck, .job = JobIdString(run.job), .run = run.id});
-      DropRun(id);
-      NegotiateSoon();
-    } else if (run.state == Run::State::kCommitting) {
-      SendActivate(run);
-    }
+    if (it != runs_.end() && it->second.state == Run::State::kCommitting) SendActivate(it->second);
   }
 }
 
@@ -645,9 +651,10 @@ void Pool::Negotiate() {
   }
   double took = SteadyNow() - began;
   if (took > 0.1) {
-    spdlog::info("agent: pool: negotiation took {:.0f} ms ({} idle job(s) tried against {} free "
-                 "slot(s), {} matched)",
-                 took * 1000, considered, free.size() + matches.size(), matches.size());
+    spdlog::info(
+        "agent: pool: negotiation took {:.0f} ms ({} idle job(s) tried against {} free "
+        "slot(s), {} matched)",
+        took * 1000, considered, free.size() + matches.size(), matches.size());
   }
   for (auto& [key, slot] : matches) {
     if (Job* j = queue_.Find(key)) StartRun(*j, *slot);

@@ -118,7 +118,12 @@ class Pool {
   std::set<std::pair<JobOrder, JobKey>> idle_;  // idle vanilla jobs, in the order they match
   std::map<JobKey, JobOrder> idle_order_;
   std::set<JobKey> to_vacate_;             // removed or held with a run: vacated on the next turn
-  std::vector<std::string> after_commit_;  // run ids whose activate or ack waits for a commit
+  std::vector<std::string> after_commit_;  // run ids whose activate waits for a commit
+  struct Ack {
+    std::weak_ptr<Startd> startd;
+    std::string job, run;
+  };
+  std::vector<Ack> acks_;  // runs whose outcome waits for a commit before the startd may forget
   bool negotiate_posted_ = false;
   boost::asio::steady_timer lease_timer_;
   bool lease_armed_ = false;
