@@ -25,9 +25,9 @@ std::string Text(const classad::ClassAd& ad, const char* attr, const char* dflt 
   return ad.EvaluateString(attr).value_or(dflt);
 }
 
-// "1+02:03:04", or "-" when there is no limit.
+// "1+02:03:04", or "-" when there is no limit (a startd with no lifetime says 2^31 - 1).
 std::string Duration(std::optional<int64_t> secs) {
-  if (!secs || *secs < 0) return "-";
+  if (!secs || *secs < 0 || *secs >= 2147483647) return "-";
   char buf[32];
   std::snprintf(buf, sizeof buf, "%lld+%02lld:%02lld:%02lld", static_cast<long long>(*secs / 86400),
                 static_cast<long long>(*secs / 3600 % 24), static_cast<long long>(*secs / 60 % 60),
