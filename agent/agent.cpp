@@ -71,7 +71,9 @@ Agent::Agent(AgentOptions options)
       periodic_timer_(io_),
       cred_timer_(io_) {}
 
-Agent::~Agent() = default;
+Agent::~Agent() {
+  if (local_startd_) local_startd_->Stop();  // in-process agents (tests) never call Stop()
+}
 
 Status Agent::Start() {
   if (auto st = MakeHomePrivate(options_.home); !st) return st;

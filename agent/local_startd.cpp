@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "common/clock.h"
+#include "common/files.h"
 #include "common/paths.h"
 #include "common/spawn.h"
 #include "glidein/options.h"
@@ -53,7 +54,16 @@ void LocalStartd::Start() {
 
 void LocalStartd::Stop() {
   timer_.cancel();
-  if (pid_ > 0) ::kill(pid_, SIGTERM);
+  if (pid_ > 0) {
+    ::kill(pid_, SIGTERM);
+    return;
+  }
+  // One from before (adopted): the lock file names it, while it holds the lock.
+  std::string work = options_.home + "/execute";
+  auto text = ReadFile(work + "/startd.lock");
+  if (!text || !StartdRunsIn(work)) return;
+  pid_t pid = static_cast<pid_t>(std::atol(text->c_str()));
+  if (pid > 1) ::kill(pid, SIGTERM);
 }
 
 void LocalStartd::After(double seconds) {
@@ -79,6 +89,9 @@ void LocalStartd::Spawn() {
   startd.work = work;
   startd.start = options_.pool.local_start;
   startd.log_file = options_.home + "/startd.log";
+  // When the agent is gone for a minute (killed and not restarted) it leaves too, rather than
+  // dial a socket no one serves for ever; a restarted agent within the minute finds it.
+  startd.agent_gone_timeout = 60;
   SpawnOptions o;
   o.program = ProgramPath("kite-startd");
   o.argv = startd.ToArgs();

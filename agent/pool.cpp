@@ -14,6 +14,7 @@
 #include <filesystem>
 
 #include "agent/policy.h"
+#include "agent/userlog.h"
 #include "classad/expr.h"
 #include "classad/io.h"
 #include "common/clock.h"
@@ -307,6 +308,10 @@ void Pool::OnHello(const std::shared_ptr<Startd>& sd, const Message& m) {
       continue;
     }
     Run& run = it->second;
+    if (Job* j = queue_.Find(run.job); j && run.lease_until > 0) {
+      queue_.AddEvent(*j, kEventJobReconnected, EventBody(kEventJobReconnected, r.slot));
+      hooks_.commit_soon();
+    }
     run.startd = sd;
     run.slot = r.slot;
     run.lease_until = 0;
@@ -488,6 +493,14 @@ void Pool::OnGone(const std::shared_ptr<Startd>& sd, const std::string& why) {
     if (run.lease_until > 0) continue;
     Job* j = queue_.Find(run.job);
     run.lease_until = now + (j ? LeaseOf(*j) : kDefaultLease);
+    if (j && run.state != Run::State::kCommitting) {
+      queue_.AddEvent(*j, kEventJobDisconnected,
+                      EventBody(kEventJobDisconnected,
+                                LinesDetail("Socket between submit and execute hosts closed "
+                                            "unexpectedly\nTrying to reconnect to " +
+                                            run.slot)));
+      hooks_.commit_soon();
+    }
   }
   ArmLeases();
 }
@@ -526,7 +539,18 @@ void Pool::ExpireLeases() {
   for (const auto& [id, run] : runs_) {
     if (run.lease_until > 0 && run.lease_until <= now) lost.push_back(id);
   }
-  for (const auto& id : lost) LoseRun(id, "its startd did not come back within the job's lease");
+  for (const auto& id : lost) {
+    auto it = runs_.find(id);
+    if (Job* j = queue_.Find(it->second.job)) {
+      queue_.AddEvent(*j, kEventJobReconnectFailed,
+                      EventBody(kEventJobReconnectFailed,
+                                LinesDetail("Job disconnected too long: JobLeaseDuration (" +
+                                            std::to_string(static_cast<int64_t>(LeaseOf(*j))) +
+                                            " seconds) expired\nCan not reconnect to " +
+                                            it->second.slot + ", rescheduling job")));
+    }
+    LoseRun(id, "its startd did not come back within the job's lease");
+  }
   ArmLeases();
 }
 
@@ -665,9 +689,9 @@ void Pool::StartRun(Job& j, Slot& slot) {
   std::string id = std::to_string(j.ad.EvaluateInt("QDate").value_or(0)) + "-" +
                    JobIdString(j.key) + "-" +
                    std::to_string(j.ad.EvaluateInt("NumJobStarts").value_or(0) + 1);
-  if (!queue_.MarkRunning(j)) return;
   queue_.SetAttr(j, "PoolRunId", classad::MakeString(id));
-  queue_.SetAttr(j, "RemoteHost", classad::MakeString(slot.name));
+  queue_.SetAttr(j, "RemoteHost", classad::MakeString(slot.name));  // named by the execute event
+  if (!queue_.MarkRunning(j)) return;
   Run& run = runs_[id];
   run.id = id;
   run.job = j.key;

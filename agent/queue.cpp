@@ -411,7 +411,8 @@ void JobQueue::RecordStart(Job& job) {
   job.ad.Assign("JobRunCount", starts);
   job.ad.Assign("JobCurrentStartDate", Secs(now));
   if (!job.ad.Lookup("JobStartDate")) job.ad.Assign("JobStartDate", Secs(now));
-  AddEvent(job, kEventExecute, EventBody(kEventExecute, ""));
+  auto slot = job.ad.EvaluateString("RemoteHost");
+  AddEvent(job, kEventExecute, EventBody(kEventExecute, slot ? "\n\tSlotName: " + *slot : ""));
 }
 
 // The run's end as MarkExited recorded it.

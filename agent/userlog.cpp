@@ -32,6 +32,12 @@ const char* Headline(int code) {
       return "Job was released.";
     case kEventGridSubmit:
       return "Job submitted to grid resource";
+    case kEventJobDisconnected:
+      return "Job disconnected, attempting to reconnect";
+    case kEventJobReconnected:
+      return "Job reconnected to ";
+    case kEventJobReconnectFailed:
+      return "Job reconnection failed";
     default:
       return "";
   }
@@ -85,6 +91,10 @@ std::string TerminatedDetail(const ExecStatus& s) {
   out += "\n\t0  -  Run Bytes Sent By Job\n\t0  -  Run Bytes Received By Job";
   out += "\n\t0  -  Total Bytes Sent By Job\n\t0  -  Total Bytes Received By Job";
   return out;
+}
+
+std::string LinesDetail(const std::string& text) {
+  return BodyText(text);
 }
 
 std::string AbortedDetail(const std::string& reason) {

@@ -25,6 +25,8 @@ std::string AbortedDetail(const std::string& reason);
 std::string HeldDetail(const std::string& reason, int code, int subcode);
 std::string ReleasedDetail(const std::string& reason);
 std::string EvictedDetail(const ExecStatus* s);
+// Free text as body lines (each tab-indented).
+std::string LinesDetail(const std::string& text);
 
 // One whole entry: header line, body, and the closing "...".
 std::string FormatEvent(int code, int cluster, int proc, double time, const std::string& body);

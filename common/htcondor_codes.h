@@ -44,6 +44,9 @@ enum EventCode : int {
   kEventAborted = 9,
   kEventHeld = 12,
   kEventReleased = 13,
+  kEventJobDisconnected = 22,
+  kEventJobReconnected = 23,
+  kEventJobReconnectFailed = 24,
   kEventGridSubmit = 27,
 };
 

@@ -26,6 +26,8 @@ std::vector<std::string> StartdOptions::ToArgs() const {
           ExactNumber(lifetime),
           "--idle-timeout",
           ExactNumber(idle_timeout),
+          "--agent-gone-timeout",
+          ExactNumber(agent_gone_timeout),
           "--start",
           start,
           "--resource",
@@ -53,6 +55,9 @@ void StartdOptions::AddFlags(CLI::App& app) {
   app.add_option("--lifetime", lifetime, "seconds until the startd leaves (0: no end)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--idle-timeout", idle_timeout, "seconds without a run before leaving (0: never)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--agent-gone-timeout", agent_gone_timeout,
+                 "seconds without the agent before leaving (0: never); running jobs are vacated")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--start", start, "the owner's START expression (ClassAd; TARGET is the job)");
   app.add_option("--resource", resource, "the grid resource of this glide-in (GlideinResource)");

@@ -14,20 +14,21 @@ class App;
 namespace kite::glidein {
 
 struct StartdOptions {
-  std::string agent;           // where to dial: "unix:/path/pool.sock" (TLS "tls:HOST:PORT" later)
-  std::string name;            // the startd's name ("" = this host's name); slots are slotN@name
-  int slots = 1;               // slots advertised
-  int cpus_per_slot = 1;       // Cpus of each slot
-  int64_t memory_mib = 0;      // total, split evenly over the slots (0 = MemTotal of /proc/meminfo)
-  int64_t disk_kib = 0;        // total, split evenly over the slots (0 = free space of `work`)
-  std::string work;            // sandboxes go in work/<job>-<run>/ (required)
-  double lifetime = 0;         // seconds until the startd leaves (0 = no end)
-  double idle_timeout = 0;     // seconds with no run before it leaves (0 = never)
-  std::string start = "true";  // the owner's START expression
-  std::string resource;        // GlideinResource of the slots ("" = the local slots: absent)
-  double kill_grace = 5;       // seconds between SIGTERM and SIGKILL when a run is vacated
-  double update_interval = 10;  // seconds between slot ad updates
-  std::string log_file;         // "" = standard error
+  std::string agent;        // where to dial: "unix:/path/pool.sock" (TLS "tls:HOST:PORT" later)
+  std::string name;         // the startd's name ("" = this host's name); slots are slotN@name
+  int slots = 1;            // slots advertised
+  int cpus_per_slot = 1;    // Cpus of each slot
+  int64_t memory_mib = 0;   // total, split evenly over the slots (0 = MemTotal of /proc/meminfo)
+  int64_t disk_kib = 0;     // total, split evenly over the slots (0 = free space of `work`)
+  std::string work;         // sandboxes go in work/<job>-<run>/ (required)
+  double lifetime = 0;      // seconds until the startd leaves (0 = no end)
+  double idle_timeout = 0;  // seconds with no run before it leaves (0 = never)
+  double agent_gone_timeout = 0;  // seconds without the agent before it leaves (0 = never)
+  std::string start = "true";     // the owner's START expression
+  std::string resource;           // GlideinResource of the slots ("" = the local slots: absent)
+  double kill_grace = 5;          // seconds between SIGTERM and SIGKILL when a run is vacated
+  double update_interval = 10;    // seconds between slot ad updates
+  std::string log_file;           // "" = standard error
   std::string log_level = "info";
 
   // The flags that give a kite-startd exactly these options (without the program name).

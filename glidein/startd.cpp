@@ -58,7 +58,7 @@ Status Startd::Start() {
   if (o_.disk_kib == 0) o_.disk_kib = FreeDiskKiB(o_.work);
   for (int i = 1; i <= o_.slots; ++i) slots_.push_back({i, SlotName(i, o_.name), ""});
   if (auto ad = BuildSlotAd(Facts(slots_.front())); !ad) return Fail(ad.error());
-  started_at_ = idle_since_ = SteadyNow();
+  started_at_ = idle_since_ = lost_since_ = SteadyNow();
   children_.async_wait([this](auto ec, int) {
     if (!ec) OnChildSignal();
   });
@@ -106,6 +106,7 @@ void Startd::OnClosed(const Error& e) {
   welcomed_ = false;
   handshake_.cancel();
   spdlog::warn("startd: lost the agent: {}", e.ToString());
+  if (lost_since_ == 0) lost_since_ = SteadyNow();
   // A run still receiving its input cannot finish receiving it: the agent starts over.
   std::vector<std::string> receiving;
   for (auto& [id, r] : runs_)
@@ -116,6 +117,10 @@ void Startd::OnClosed(const Error& e) {
 }
 
 void Startd::Redial() {
+  if (o_.agent_gone_timeout > 0 && SteadyNow() - lost_since_ >= o_.agent_gone_timeout) {
+    return Leave("no agent for " + std::to_string(static_cast<int64_t>(o_.agent_gone_timeout)) +
+                 " s");
+  }
   double wait = backoff_;
   backoff_ = std::min(backoff_ * 2, kMaxBackoff);
   redial_.expires_after(Ms(wait));
@@ -160,6 +165,7 @@ void Startd::OnFrame(pool::Frame f) {
 void Startd::OnWelcome() {
   if (welcomed_) return;
   welcomed_ = true;
+  lost_since_ = 0;
   handshake_.cancel();
   backoff_ = 0.2;
   spdlog::info("startd: the agent welcomed {} ({} run(s) on)", o_.name, runs_.size());

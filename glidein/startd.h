@@ -104,7 +104,8 @@ class Startd {
   bool dialing_ = false;
   double backoff_ = 0.2;
   double started_at_ = 0, idle_since_ = 0, last_update_ = 0;
-  std::string leaving_;  // why, once leaving
+  double lost_since_ = 0;  // when the agent was last lost (or the start); 0 while welcomed
+  std::string leaving_;    // why, once leaving
   bool bye_sent_ = false, exited_ = false;
   boost::asio::steady_timer tick_, redial_, handshake_;
   boost::asio::signal_set children_;

@@ -39,6 +39,11 @@ bool LockWork(const std::string& work) {
                  path.c_str());
     return false;
   }
+  // The holder's pid, for an agent that must stop a startd it did not start.
+  std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+    std::fprintf(stderr, "kite-startd: cannot write %s\n", path.c_str());
+  }
   return true;  // the descriptor stays open, and the lock held, for the process's life
 }
 

@@ -34,6 +34,7 @@ class AgentTest : public ::testing::Test {
     AgentOptions o;
     o.home = dir_ / "home";
     o.start_gridmanagers = false;
+    o.pool.local_slots = 0;  // no startd: the pool is tested with real processes (pool_it)
     o.kill_grace = 1;
     agent_ = std::make_unique<Agent>(o);
     auto st = agent_->Start();

@@ -119,6 +119,7 @@ class RestServiceTest : public ::testing::Test {
     AgentOptions o;
     o.home = dir_.path();
     o.start_gridmanagers = false;
+    o.pool.local_slots = 0;  // no startd: the pool is tested with real processes (pool_it)
     agent_ = std::make_unique<Agent>(o);
     ASSERT_TRUE(agent_->Start());
     auto c = agent_->queue().NewCluster();
