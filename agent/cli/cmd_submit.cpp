@@ -17,6 +17,7 @@
 #include <string>
 
 #include "agent/cli/commands.h"
+#include "agent/cli/submit_client.h"
 #include "agent/cli/util.h"
 #include "common/files.h"
 #include "submit/submit_file.h"
@@ -73,20 +74,17 @@ Request Interpret(const SubmitArgs& a) {
   return r;
 }
 
-// `on_error` runs before a parse error ends the program.
-submit::ParsedCluster ParseOrDie(const Request& r, submit::SubmitOptions options,
-                                 const std::function<void()>& on_error = {}) {
-  Result<submit::ParsedCluster> parsed;
+Result<submit::ParsedCluster> Parse(const Request& r, const submit::SubmitOptions& options) {
   if (r.file.empty() || r.file == "-") {
     std::string text{std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>()};
-    parsed = submit::ParseSubmitText(text, "<stdin>", options);
-  } else {
-    parsed = submit::ParseSubmitFile(r.file, options);
+    return submit::ParseSubmitText(text, "<stdin>", options);
   }
-  if (!parsed) {
-    if (on_error) on_error();
-    Die(parsed.error());
-  }
+  return submit::ParseSubmitFile(r.file, options);
+}
+
+submit::ParsedCluster ParseOrDie(const Request& r, const submit::SubmitOptions& options) {
+  auto parsed = Parse(r, options);
+  if (!parsed) Die(parsed.error());
   for (auto& w : parsed->warnings) std::fprintf(stderr, "%s\n", w.c_str());
   return std::move(*parsed);
 }
@@ -120,36 +118,47 @@ void DryRun(const Request& r, bool terse) {
 
 void Submit(const Request& r, bool terse) {
   auto client = ConnectOrDie();
-  auto c = client->PostJson("/v1/cluster", {});
-  if (!c) Die(c.error());
-  int cluster = static_cast<int>(c->at("cluster").as_int64());
-  submit::SubmitOptions options = r.options;
-  options.cluster_id = cluster;
-  // A file that does not parse gives its cluster id back, so the next submit gets it.
-  submit::ParsedCluster parsed = ParseOrDie(r, options, [&] {
-    (void)client->PostJson("/v1/cluster/return", {{"cluster", cluster}});
+  SubmittedCluster done = SubmitClusterOrDie(*client, [&](int cluster) {
+    submit::SubmitOptions options = r.options;
+    options.cluster_id = cluster;
+    return Parse(r, options);
   });
-  json::object body;
-  body["cluster"] = cluster;
-  body["common"] = AttrsJson(parsed.common);
-  json::array procs;
-  procs.reserve(parsed.procs.size());
-  for (auto& p : parsed.procs) procs.push_back(AttrsJson(p));
-  body["procs"] = std::move(procs);
-  auto reply = client->PostJson("/v1/submit", body);
-  if (!reply) {
-    (void)client->PostJson("/v1/cluster/return", {{"cluster", cluster}});
-    Die(reply.error());
-  }
-  auto jobs = static_cast<size_t>(reply->at("jobs").as_int64());
   if (terse) {
-    PrintTerse(cluster, jobs);
+    PrintTerse(done.cluster, done.jobs);
   } else {
-    std::printf("%zu job(s) submitted to cluster %d.\n", jobs, cluster);
+    std::printf("%zu job(s) submitted to cluster %d.\n", done.jobs, done.cluster);
   }
 }
 
 }  // namespace
+
+SubmittedCluster SubmitClusterOrDie(
+    AgentClient& client, const std::function<Result<submit::ParsedCluster>(int cluster)>& parse) {
+  auto c = client.PostJson("/v1/cluster", {});
+  if (!c) Die(c.error());
+  int cluster = static_cast<int>(c->at("cluster").as_int64());
+  // A description that does not parse gives its cluster id back, so the next submit gets it.
+  auto give_back = [&] { (void)client.PostJson("/v1/cluster/return", {{"cluster", cluster}}); };
+  auto parsed = parse(cluster);
+  if (!parsed) {
+    give_back();
+    Die(parsed.error());
+  }
+  for (auto& w : parsed->warnings) std::fprintf(stderr, "%s\n", w.c_str());
+  json::object body;
+  body["cluster"] = cluster;
+  body["common"] = AttrsJson(parsed->common);
+  json::array procs;
+  procs.reserve(parsed->procs.size());
+  for (auto& p : parsed->procs) procs.push_back(AttrsJson(p));
+  body["procs"] = std::move(procs);
+  auto reply = client.PostJson("/v1/submit", body);
+  if (!reply) {
+    give_back();
+    Die(reply.error());
+  }
+  return {cluster, static_cast<size_t>(reply->at("jobs").as_int64())};
+}
 
 void RegisterSubmitCommand(CLI::App& app) {
   static SubmitArgs a;

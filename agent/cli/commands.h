@@ -17,5 +17,6 @@ void RegisterProxyCommands(CLI::App& app);     // proxy init|info|destroy
 void RegisterMyproxyCommands(CLI::App& app);   // myproxy get|store
 void RegisterTestgridCommands(CLI::App& app);  // testgrid up|status|down
 void RegisterStatusCommand(CLI::App& app);     // status (the pool's slots)
+void RegisterGlideinCommands(CLI::App& app);   // glidein submit|q|rm
 
 }  // namespace kite::cli

@@ -66,6 +66,7 @@ int main(int argc, char** argv) {
   kite::cli::RegisterMyproxyCommands(app);
   kite::cli::RegisterTestgridCommands(app);
   kite::cli::RegisterStatusCommand(app);
+  kite::cli::RegisterGlideinCommands(app);
 
   auto args = HtcondorStyleArgs(argc, argv);
   std::vector<char*> cargs;

@@ -1,0 +1,70 @@
+// The grid job that is a glide-in: its submit description, built from what the user asks of
+// `kite glidein submit` and what the desktop knows (the agent's pool address, the user's
+// identity, Kite's own programs), and how `kite glidein q` shows glide-ins with their slots.
+// Pure: no files are read and nothing is sent here (agent/cli/cmd_glidein.cpp does that).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "classad/classad.h"
+#include "common/error.h"
+
+namespace kite::glidein {
+
+// What the user asks for.
+struct GlideinRequest {
+  std::string resource;           // grid_resource, "kite HOST:PORT[/BATCH]" (required)
+  int count = 1;                  // glide-ins: grid jobs of one cluster
+  int cpus = 1;                   // slots of each glide-in, one CPU each; asked of the batch
+  int64_t memory_mib = 0;         // each glide-in's, split over its slots (0: the node's
+                                  // MemTotal, and nothing asked of the batch system)
+  double lifetime = 2 * 3600;     // seconds until a glide-in leaves (0: no end, no walltime)
+  double idle_timeout = 10 * 60;  // seconds without a job before it leaves (0: never)
+  std::string start = "true";     // the slots' START expression
+};
+
+// What the desktop supplies.
+struct GlideinSetting {
+  std::string agent;           // the agent's pool listener, "HOST:PORT" (the startd dials tls:)
+  std::string agent_identity;  // the agent's certificate subject: the user's identity
+  std::string proxy;           // x509userproxy: the proxy delegated to each grid job
+  std::string bootstrap;       // absolute paths of kite-glidein-bootstrap, kite-startd, kite-exec
+  std::string startd;
+  std::string exec;
+  std::string startd_sha256;  // lowercase hex digests of kite-startd and kite-exec
+  std::string exec_sha256;
+  std::string output_dir;  // where each glide-in's C.P.out and C.P.err go ($KITE_HOME/glidein)
+};
+
+// Seconds the batch system is asked for beyond a glide-in's lifetime: the bootstrap's checks
+// before the startd starts, and the runs' last output after it stops taking jobs.
+inline constexpr int64_t kWalltimeMarginSeconds = 300;
+
+// A duration: "90s", "10m", "2h", "1d", sums of those ("1h30m"), or plain seconds ("3600",
+// "2.5"). kInvalidInput otherwise.
+Result<double> ParseSeconds(std::string_view text);
+
+// The startd name of glide-in C.P ("glidein-C.P"): its slots are slotN@glidein-C.P, which also
+// keeps two glide-ins on one node apart.
+std::string GlideinStartdName(long cluster, long proc);
+
+// kite-glidein-bootstrap's arguments for one glide-in: the --sha256 checks, then "--" and the
+// startd's flags (StartdOptions::ToArgs, less --work, which the bootstrap gives).
+std::vector<std::string> BootstrapArguments(const GlideinRequest& r, const GlideinSetting& s,
+                                            const std::string& startd_name);
+
+// The submit description of `r.count` glide-ins in cluster `cluster` (one queue statement
+// each, so each has its own startd name and output files). kInvalidInput names what is wrong
+// with the request or the setting.
+Result<std::string> GlideinSubmitText(const GlideinRequest& r, const GlideinSetting& s,
+                                      long cluster);
+
+// `kite glidein q`: one line per glide-in job, with the slots its startd advertises now (from
+// the pool's slot ads, matched by StartdName), and a totals line.
+std::string FormatGlideinTable(const std::vector<classad::ClassAd>& jobs,
+                               const std::vector<classad::ClassAd>& slots, bool slots_known);
+
+}  // namespace kite::glidein

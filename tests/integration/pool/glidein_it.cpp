@@ -1,0 +1,137 @@
+// A personal pool from a glide-in, end to end, as a user builds one: `kite testgrid up`, an agent
+// with no local slots, `kite glidein submit` to the test grid; the glide-in's kite-startd dials
+// the agent's pool listener over mutual TLS, its two slots appear in `kite status`, four vanilla
+// jobs run there with their input sent and their output brought back byte for byte, and the
+// glide-in leaves by itself when idle, its grid job completing.
+//
+// Needs the agent's TLS pool listener ($KITE_HOME/pool.address) and kite-startd's
+// --agent tls:HOST:PORT --agent-identity: registered in CMakeLists.txt once those are in.
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+#include "tests/fixtures/kite_env.h"
+
+namespace kite::testing {
+namespace {
+
+class GlideinPool : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    env_.AddEnv("X509_USER_PROXY=" + env_.dir() + "/x509up");
+    env_.AddEnv("X509_CERT_DIR=" + env_.home() + "/ca/certificates");
+    // The test grid's CA, user certificate and proxy (kite testgrid up makes the proxy when
+    // there is none, as `kite proxy init` would from the user's certificate).
+    auto r = env_.Kite({"testgrid", "up"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.out, m, std::regex("grid_resource = (kite [^\n]+)"))) << r.out;
+    resource_ = m[1];
+    auto info = env_.Kite({"proxy", "info"});
+    ASSERT_EQ(info.exit_code, 0) << info.out << info.err;
+    WriteFile(env_.home() + "/config.toml", "[pool]\nlocal_slots = 0\n");
+    env_.StartAgent();
+    ASSERT_TRUE(WaitUntil([&] { return !ReadFileOr(env_.home() + "/pool.address").empty(); }, 30))
+        << "the agent wrote no pool.address: is its TLS pool listener in?";
+  }
+  void TearDown() override {
+    env_.Kite({"glidein", "rm", "-all"});
+    env_.StopAgent();
+    env_.Kite({"testgrid", "down"});
+  }
+
+  // Slot ads of glide-ins in `kite status -json`.
+  int GlideinSlots() const {
+    auto r = env_.Kite({"status", "-json"});
+    if (r.exit_code != 0) return -1;
+    const std::string ad_says = "\"GlideinResource\": \"" + resource_ + "\"";
+    int n = 0;
+    for (size_t at = r.out.find(ad_says); at != std::string::npos; at = r.out.find(ad_says, at + 1))
+      ++n;
+    return n;
+  }
+  std::string Attr(const std::string& id, const std::string& attr, bool history) const {
+    auto r = env_.Kite({history ? "history" : "q", "-json", id});
+    std::smatch m;
+    std::regex re("\"" + attr + "\": ([^\n]+?),?\n");
+    return std::regex_search(r.out, m, re) ? std::string(m[1]) : "";
+  }
+
+  KiteEnv env_{"glidein-pool"};
+  std::string resource_;
+};
+
+// Input of job P: about 300 KiB of lines that say whose they are.
+std::string InputOf(int p) {
+  std::string s;
+  for (int i = 0; s.size() < 300 * 1024; ++i)
+    s += "line " + std::to_string(i) + " of job " + std::to_string(p) +
+         ": abcdefghijklmnopqrstuvwxyz\n";
+  return s;
+}
+
+std::string Upper(std::string s) {
+  for (auto& c : s)
+    if (c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
+  return s;
+}
+
+TEST_F(GlideinPool, GlideinSlotsRunVanillaJobsThenTheGlideinLeavesWhenIdle) {
+  auto r = env_.Kite({"glidein", "submit", "--resource", resource_, "--count", "1", "--cpus", "2",
+                      "--idle-timeout", "15s"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(r.out, m, std::regex("1 glide-in\\(s\\) submitted to cluster (\\d+)\\.")))
+      << r.out;
+  std::string glidein = std::string(m[1]) + ".0";
+
+  // Its two slots join the pool.
+  ASSERT_TRUE(WaitUntil([&] { return GlideinSlots() == 2; }, 90))
+      << env_.Kite({"status", "-json"}).out << env_.Kite({"q", "-grid"}).out
+      << ReadFileOr(env_.home() + "/glidein/" + glidein + ".err");
+  auto q = env_.Kite({"glidein", "q"});
+  EXPECT_NE(q.out.find(glidein), std::string::npos) << q.out;
+  EXPECT_NE(q.out.find("1 glide-in(s), 2 slot(s)"), std::string::npos) << q.out;
+
+  // Four vanilla jobs, two at a time on its slots.
+  for (int p = 0; p < 4; ++p) env_.Write("in." + std::to_string(p), InputOf(p));
+  env_.Write("upper.sh",
+             "#!/bin/sh\ntr a-z A-Z < in.$1 > result.txt\necho \"job $1 read $(wc -c < in.$1) "
+             "bytes\"\necho \"to stderr $1\" >&2\n",
+             0755);
+  int c = env_.Submit(
+      "universe = vanilla\nexecutable = upper.sh\narguments = $(Process)\n"
+      "transfer_input_files = in.$(Process)\nshould_transfer_files = YES\n"
+      "when_to_transfer_output = ON_EXIT\ntransfer_output_files = result.txt\n"
+      "transfer_output_remaps = \"result.txt = result.$(Process)\"\n"
+      "output = out.$(Process)\nerror = err.$(Process)\nlog = vanilla.log\nqueue 4\n");
+  auto w = env_.Kite({"wait", "--timeout", "120", std::to_string(c)});
+  ASSERT_EQ(w.exit_code, 0) << w.out << w.err << env_.Kite({"q", "-nobatch"}).out
+                            << env_.Kite({"q", "-better-analyze"}).out;
+  for (int p = 0; p < 4; ++p) {
+    std::string ps = std::to_string(p), id = std::to_string(c) + "." + ps;
+    EXPECT_EQ(Attr(id, "JobStatus", true), "4") << id;
+    EXPECT_EQ(Attr(id, "ExitCode", true), "0") << id;
+    EXPECT_NE(Attr(id, "LastRemoteHost", true).find("@glidein-" + glidein), std::string::npos)
+        << Attr(id, "LastRemoteHost", true);
+    EXPECT_TRUE(ReadFileOr(env_.dir() + "/result." + ps) == Upper(InputOf(p)))
+        << "result." << ps << " differs from the upper-cased input";
+    EXPECT_EQ(ReadFileOr(env_.dir() + "/out." + ps),
+              "job " + ps + " read " + std::to_string(InputOf(p).size()) + " bytes\n");
+    EXPECT_EQ(ReadFileOr(env_.dir() + "/err." + ps), "to stderr " + ps + "\n");
+  }
+
+  // Idle for 15 s, the glide-in leaves: its slots go and its grid job completes.
+  ASSERT_TRUE(WaitUntil([&] { return Attr(glidein, "JobStatus", true) == "4"; }, 120))
+      << env_.Kite({"glidein", "q"}).out
+      << ReadFileOr(env_.home() + "/glidein/" + glidein + ".err");
+  EXPECT_EQ(Attr(glidein, "ExitCode", true), "0")
+      << ReadFileOr(env_.home() + "/glidein/" + glidein + ".err");
+  EXPECT_TRUE(WaitUntil([&] { return GlideinSlots() == 0; }, 30))
+      << env_.Kite({"status", "-json"}).out;
+}
+
+}  // namespace
+}  // namespace kite::testing
