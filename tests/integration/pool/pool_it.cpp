@@ -135,7 +135,12 @@ TEST_F(Pool, RemovingOrHoldingARunningJobStopsItThere) {
   int c = env_->Submit("universe = vanilla\nexecutable = /bin/sleep\narguments = 300\nqueue 2\n");
   std::string a = std::to_string(c) + ".0", b = std::to_string(c) + ".1";
   ASSERT_TRUE(WaitUntil([&] { return env_->JobStatus(a) == 2 && env_->JobStatus(b) == 2; }, 20));
-  ASSERT_TRUE(WaitUntil([&] { return RunCommand({"pgrep", "-x", "sleep"}).exit_code == 0; }, 10));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return RunCommand({"pgrep", "-f", "kite-exec .*--dir " + env_->home() + "/execute/"})
+                   .exit_code == 0;
+      },
+      10));
   EXPECT_EQ(env_->Kite({"rm", a}).exit_code, 0);
   EXPECT_EQ(env_->Kite({"hold", b}).exit_code, 0);
   EXPECT_TRUE(WaitUntil(
@@ -156,7 +161,9 @@ TEST_F(Pool, RemovingOrHoldingARunningJobStopsItThere) {
       << env_->Kite({"status"}).out;
   EXPECT_TRUE(WaitUntil(
       [&] {
-        return RunCommand({"pgrep", "-f", "sleep 300"}).exit_code != 0;
+        // No wrapper of this pool's runs is left (other tests' sleeps may run beside).
+        return RunCommand({"pgrep", "-f", "kite-exec .*--dir " + env_->home() + "/execute/"})
+                   .exit_code != 0;
       },
       10));
 }
