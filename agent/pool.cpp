@@ -247,7 +247,7 @@ void Pool::OnFrame(const std::shared_ptr<Startd>& sd, pool::Frame f) {
     case MsgType::kRefused:
       return OnVacated(m, true);
     case MsgType::kBye:
-      return OnGone(sd, "leaving: " + m.reason);
+      return OnGone(sd, "leaving: " + m.reason, /*for_good=*/true);
     default:
       return OnGone(
           sd, "sent " + std::string(pool::MsgTypeName(m.type)) + ", which only the agent sends");
@@ -429,11 +429,13 @@ void Pool::OnEnded(const Message& m) {
 void Pool::OnVacated(const Message& m, bool refused) {
   Run* run = FindRun(m);
   if (!run) return;
-  if (refused) {
+  // A slot that refused a job, or stopped one on its own (its owner's policy, its startd
+  // leaving), is not offered another for a while.
+  if (refused || !run->vacating) {
     auto it = slots_.find(run->slot);
     if (it != slots_.end()) it->second.cool_until = queue_.Now() + kRefusedCoolOff;
-    spdlog::info("agent: pool: {} refused job {}: {}", run->slot, m.job, m.reason);
   }
+  if (refused) spdlog::info("agent: pool: {} refused job {}: {}", run->slot, m.job, m.reason);
   std::string why = (refused ? "The job was refused by " : "The job was vacated from ") +
                     run->slot + (m.reason.empty() ? "" : ": " + m.reason);
   SettleLost(run->id, why, m.usage.end > m.usage.start ? m.usage.end - m.usage.start : 0);
@@ -471,7 +473,7 @@ void Pool::EndRemote(Job& j, double wall) {
   queue_.SetAttr(j, "PoolRunId", classad::MakeUndefined());
 }
 
-void Pool::OnGone(const std::shared_ptr<Startd>& sd, const std::string& why) {
+void Pool::OnGone(const std::shared_ptr<Startd>& sd, const std::string& why, bool for_good) {
   if (sd->closed) return;
   sd->closed = true;
   sd->stream->Close();
@@ -487,13 +489,20 @@ void Pool::OnGone(const std::shared_ptr<Startd>& sd, const std::string& why) {
     else if (it != slots_.end() && it->second.startd.lock() == sd)
       slots_.erase(it);
   }
+  // Runs it never started (its input unsent, or unfinished) are lost now, as are all of them
+  // when it said goodbye; the others wait for it under their lease.
   double now = queue_.Now();
+  std::vector<std::string> lost;
   for (auto& [id, run] : runs_) {
     if (run.startd.lock() != sd && !run.startd.expired()) continue;
     if (run.lease_until > 0) continue;
+    if (for_good || run.state != Run::State::kRunning) {
+      lost.push_back(id);
+      continue;
+    }
     Job* j = queue_.Find(run.job);
     run.lease_until = now + (j ? LeaseOf(*j) : kDefaultLease);
-    if (j && run.state != Run::State::kCommitting) {
+    if (j) {
       queue_.AddEvent(*j, kEventJobDisconnected,
                       EventBody(kEventJobDisconnected,
                                 LinesDetail("Socket between submit and execute hosts closed "
@@ -502,6 +511,7 @@ void Pool::OnGone(const std::shared_ptr<Startd>& sd, const std::string& why) {
       hooks_.commit_soon();
     }
   }
+  for (const auto& id : lost) LoseRun(id, "its startd " + sd->name + " left (" + why + ")");
   ArmLeases();
 }
 

@@ -83,7 +83,8 @@ class Pool {
   void OnOutput(const pool::Message& m, const std::string& body);
   void OnEnded(const pool::Message& m);
   void OnVacated(const pool::Message& m, bool refused);
-  void OnGone(const std::shared_ptr<Startd>& sd, const std::string& why);
+  // The connection is over; `for_good`: the startd said goodbye (it will not come back).
+  void OnGone(const std::shared_ptr<Startd>& sd, const std::string& why, bool for_good = false);
 
   void Send(const std::shared_ptr<Startd>& sd, const pool::Message& m, std::string_view body = {});
   void Write(const std::shared_ptr<Startd>& sd);

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/json.hpp>
@@ -236,6 +237,77 @@ TEST_F(Pool, AnInputFileGoneBeforeTheJobStartsHoldsItWithTheReason) {
       << env_->Kite({"q", id, "-hold"}).out;
   EXPECT_EQ(env_->JobStatus(id), 5);
   EXPECT_NE(Q(id, "HoldReason").find("soon-gone.txt"), std::string::npos) << Q(id, "HoldReason");
+}
+
+// A kite-startd of its own (as a glide-in's would be), dialling the agent's socket.
+pid_t SpawnStartd(const std::string& home, const std::string& name, const std::string& work,
+                  const std::vector<std::string>& extra) {
+  std::vector<std::string> args = {BinDir() + "/kite-startd",
+                                   "--agent",
+                                   "unix:" + home + "/pool.sock",
+                                   "--name",
+                                   name,
+                                   "--slots",
+                                   "1",
+                                   "--work",
+                                   work,
+                                   "--kill-grace",
+                                   "1",
+                                   "--log",
+                                   work + ".log"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// Reaps `pid` within `seconds`; its exit code, or -1.
+int WaitExit(pid_t pid, double seconds) {
+  int status = 0;
+  bool done = WaitUntil([&] { return ::waitpid(pid, &status, WNOHANG) == pid; }, seconds);
+  return done && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST_F(Pool, AStartdThatLeavesVacatesItsJobWhichFinishesOnAnother) {
+  Start("[pool]\nlocal_slots = 0\n");
+  env_->Write("job.sh", kJobScript, 0755);
+  env_->Write("data.txt", "abc\n");
+  std::string marks = env_->dir() + "/marks";
+  std::string work = env_->dir() + "/w";
+  // A's lifetime ends while the job runs; B is told to stop (SIGTERM, as a batch system does
+  // before its walltime); C lets it finish.
+  pid_t a = SpawnStartd(env_->home(), "a", work + "a", {"--lifetime", "3"});
+  ASSERT_TRUE(WaitSlots(1));
+  int c = env_->Submit("universe = vanilla\nexecutable = job.sh\narguments = 0 " + marks +
+                       " 8\ntransfer_input_files = data.txt\noutput = out\nlog = job.log\nqueue\n");
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(marks) == "run of 0\n"; }, 20));
+  EXPECT_EQ(WaitExit(a, 20), 0);  // it left by itself, before the job could end
+  EXPECT_TRUE(WaitUntil([&] { return env_->JobStatus(id) == 1; }, 10));
+  pid_t b = SpawnStartd(env_->home(), "b", work + "b", {});
+  ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(marks) == "run of 0\nrun of 0\n"; }, 20));
+  ASSERT_EQ(::kill(b, SIGTERM), 0);
+  EXPECT_EQ(WaitExit(b, 20), 0);
+  EXPECT_TRUE(WaitUntil([&] { return env_->JobStatus(id) == 1; }, 10));
+  pid_t cc = SpawnStartd(env_->home(), "c", work + "c", {"--idle-timeout", "2"});
+  WaitDone(c, 60);
+  EXPECT_EQ(WaitExit(cc, 30), 0);  // and C leaves once idle
+  EXPECT_EQ(History(id, "NumJobStarts"), "3");
+  EXPECT_EQ(History(id, "LastRemoteHost"), "slot1@c");
+  EXPECT_EQ(History(id, "ExitCode"), "3");
+  EXPECT_EQ(ReadFileOr(env_->dir() + "/out"), "abc\n");
+  auto log = ReadFileOr(env_->dir() + "/job.log");
+  size_t evictions = 0;
+  for (size_t at = log.find("\n004 ("); at != std::string::npos; at = log.find("\n004 (", at + 1))
+    ++evictions;
+  EXPECT_EQ(evictions, 2u) << log;
+  EXPECT_NE(log.find("SlotName: slot1@c"), std::string::npos) << log;
 }
 
 // Speaks the pool protocol on the agent's socket as a broken or hostile startd would.
