@@ -337,7 +337,7 @@ Status PoolTlsListener::Listen() {
         h->Run();
       });
   s.loop->Start();
-  spdlog::info("agent: pool: glide-ins dial tls:{} (the agent speaks for {})", bound, s.own);
+  spdlog::info("agent: pool: glide-ins dial tls:{} (presenting a proxy of {})", bound, s.own);
   return {};
 }
 
