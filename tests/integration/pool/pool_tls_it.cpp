@@ -81,8 +81,11 @@ class PoolTls : public ::testing::Test {
     WriteFile(env_->home() + "/config.toml",
               "[pool]\nlocal_slots = 0\nlisten = \"127.0.0.1:0\"\n" + extra_pool_config);
     env_->StartAgent();
+    WaitForAddress(10);
+  }
+  void WaitForAddress(double seconds) {
     std::string path = env_->home() + "/pool.address";
-    ASSERT_TRUE(WaitUntil([&] { return !ReadFileOr(path).empty(); }, 10))
+    ASSERT_TRUE(WaitUntil([&] { return !ReadFileOr(path).empty(); }, seconds))
         << ReadFileOr(env_->home() + "/agent.log");
     address_ = ReadFileOr(path);
     ASSERT_EQ(address_.back(), '\n');
@@ -330,6 +333,38 @@ TEST_F(PoolTls, AStartdToldAnotherAgentIdentityRefusesTheAgent) {
   EXPECT_EQ(SlotNames(), std::vector<std::string>{});
   EXPECT_EQ(env_->JobStatus(job_), kIdle);
   EXPECT_FALSE(FileExists(dir_ + "/out.dat"));
+}
+
+// Without a usable proxy the listener stays off (said once), and comes up when the proxy appears.
+TEST_F(PoolTls, TheListenerComesUpWhenTheProxyAppears) {
+  std::string later = dir_ + "/later-proxy.pem";
+  env_->AddEnv("X509_USER_PROXY=" + later);
+  ASSERT_TRUE(MakeDirs(env_->home(), 0700));
+  WriteFile(env_->home() + "/config.toml", "[pool]\nlocal_slots = 0\n");
+  env_->StartAgent();
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return AgentLog().find("no TLS listener for glide-ins: proxy " + later) !=
+               std::string::npos;
+      },
+      10))
+      << AgentLog();
+  EXPECT_FALSE(FileExists(env_->home() + "/pool.address"));
+  EXPECT_EQ(env_->Kite({"status", "-json"}).exit_code, 0);  // the agent serves meanwhile
+  ASSERT_TRUE(cred::SaveProxyFile(later, cred::CreateProxy(jane_, {})->credential));
+  WaitForAddress(40);  // looked at again every 30 s
+  auto s = StartStartd("glide-late", SaveProxy(jane_, "glidein.pem"), jane_dn_);
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return SlotNames() == std::vector<std::string>{"slot1@glide-late", "slot2@glide-late"};
+      },
+      15))
+      << ReadFileOr(s.log);
+  // Said once, not at every look.
+  std::string log = AgentLog();
+  EXPECT_EQ(log.find("no TLS listener"), log.rfind("no TLS listener")) << log;
+  env_->StopAgent();
+  EXPECT_FALSE(FileExists(env_->home() + "/pool.address"));  // removed when it stops
 }
 
 }  // namespace
