@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <array>
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
@@ -170,9 +171,23 @@ class PoolTlsListener::Handshake : public std::enable_shared_from_this<Handshake
     timer_.async_wait([self = shared_from_this()](auto e) {
       if (!e) self->Cancel();
     });
-    asio::async_write(stream_, asio::buffer(frame_), [self = shared_from_this()](auto, size_t) {
-      self->timer_.cancel();
-      self->Cancel();
+    asio::async_write(stream_, asio::buffer(frame_), [self = shared_from_this()](auto ec, size_t) {
+      if (ec) return self->Cancel();
+      boost::system::error_code ignored;
+      self->stream_.lowest_layer().shutdown(tcp::socket::shutdown_send, ignored);
+      self->Drain();
+    });
+  }
+
+  // Reads what the startd still sends (its hello) until it closes: closing with unread bytes
+  // would reset the connection, and the startd could lose the refuse before reading it.
+  void Drain() {
+    stream_.async_read_some(asio::buffer(drain_), [self = shared_from_this()](auto ec, size_t) {
+      if (ec) {
+        self->timer_.cancel();
+        return self->Cancel();
+      }
+      self->Drain();
     });
   }
 
@@ -182,6 +197,7 @@ class PoolTlsListener::Handshake : public std::enable_shared_from_this<Handshake
   TlsStream stream_;
   std::string addr_;
   std::string frame_;
+  std::array<char, 4096> drain_{};
 };
 
 PoolTlsListener::PoolTlsListener(asio::io_context& io, const AgentOptions& options, Pool& pool,
@@ -248,50 +264,44 @@ Result<Presented> LoadPresented(const std::string& path,
 
 }  // namespace
 
-// Loads (or reloads) the proxy and listens once it is usable.
+// Loads (or reloads) the proxy and listens once it is usable. Each problem is logged once, until
+// it changes or goes away.
 void PoolTlsListener::Check() {
   State& s = *state_;
   if (s.stopped) return;
-  Status st;
-  if (!s.verifier) {
-    std::string ca_dir = credentials::DefaultCaDir();
-    auto v = ca_dir.empty() ? Result<std::shared_ptr<const credentials::Verifier>>(Fail(
-                                  ErrorCode::kNotFound, "no trusted-CA directory (X509_CERT_DIR)"))
-                            : credentials::Verifier::Create({.ca_dir = ca_dir});
-    if (v)
-      s.verifier = *v;
-    else
-      st = Fail(v.error());
-  }
-  if (st) {
-    auto p = LoadPresented(s.proxy_path, s.verifier);
-    if (!p) {
-      st = Fail(p.error());
-    } else if (p->pem != s.proxy_pem) {
-      if (s.ctx) spdlog::info("agent: pool: presenting the renewed proxy {}", s.proxy_path);
-      s.ctx = p->ctx;
-      s.proxy_pem = std::move(p->pem);
-      s.own = std::move(p->identity);
-    }
-  }
-  if (!st) {
+  Status st = Refresh();
+  if (st && !listening()) st = Listen();
+  if (!st && st.error().message() != s.problem) {
     // An expired proxy after a good one: new handshakes fail on the startds' side until it is
     // renewed; connected startds stay.
-    if (st.error().message() != s.problem) {
-      spdlog::warn("agent: pool: {} glide-ins: {} (the local slots work; looking again every {} s)",
-                   listening() ? "cannot renew the TLS credential for" : "no TLS listener for",
-                   st.error().message(), s.recheck.count() / 1000.0);
-      s.problem = st.error().message();
-    }
-  } else {
-    s.problem.clear();
-    if (!listening()) {
-      if (auto l = Listen(); !l) {
-        spdlog::error("agent: pool: no TLS listener for glide-ins: {}", l.error().message());
-      }
-    }
+    spdlog::warn("agent: pool: {} glide-ins: {} (the local slots work; looking again every {} s)",
+                 listening() ? "cannot renew the TLS credential for" : "no TLS listener for",
+                 st.error().message(), s.recheck.count() / 1000.0);
   }
+  s.problem = st ? "" : st.error().message();
   ArmRecheck();
+}
+
+// The trusted CAs (once) and the proxy (when it changed).
+Status PoolTlsListener::Refresh() {
+  State& s = *state_;
+  if (!s.verifier) {
+    std::string ca_dir = credentials::DefaultCaDir();
+    if (ca_dir.empty())
+      return Fail(ErrorCode::kNotFound, "no trusted-CA directory (set X509_CERT_DIR)");
+    auto v = credentials::Verifier::Create({.ca_dir = ca_dir});
+    if (!v) return Fail(v.error());
+    s.verifier = *v;
+  }
+  auto p = LoadPresented(s.proxy_path, s.verifier);
+  if (!p) return Fail(p.error());
+  if (p->pem != s.proxy_pem) {
+    if (s.ctx) spdlog::info("agent: pool: presenting the renewed proxy {}", s.proxy_path);
+    s.ctx = p->ctx;
+    s.proxy_pem = std::move(p->pem);
+    s.own = std::move(p->identity);
+  }
+  return {};
 }
 
 void PoolTlsListener::ArmRecheck() {

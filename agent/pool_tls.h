@@ -64,6 +64,7 @@ class PoolTlsListener {
   struct State;
   class Handshake;
   void Check();
+  Status Refresh();
   void ArmRecheck();
   Status Listen();
   std::shared_ptr<State> state_;
