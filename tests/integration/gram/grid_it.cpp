@@ -185,7 +185,7 @@ TEST(GramGrid, RedelegationRefreshesInPlaceUnderTheSameId) {
 }
 
 // As GRAM does: a job with a delegation finds its delegated proxy in X509_USER_PROXY (a glide-in
-// dials its agent with it), unless it sets the variable itself.
+// dials its agent with it) and the site's CAs in X509_CERT_DIR, unless it sets them itself.
 TEST(GramGrid, AForkJobSeesItsDelegatedProxyInX509UserProxy) {
   Site site("gram-x509");
   auto c = site.MakeClient();
@@ -202,11 +202,13 @@ TEST(GramGrid, AForkJobSeesItsDelegatedProxyInX509UserProxy) {
     EXPECT_TRUE(end && end->state == JobState::kDone) << (end ? end->failure_message : "");
     return sub->job_id;
   };
-  auto with =
-      Site::ShellJob("echo \"${X509_USER_PROXY-unset}\"; cat \"$X509_USER_PROXY\" > proxy.copy");
+  auto with = Site::ShellJob(
+      "echo \"${X509_USER_PROXY-unset}\"; cat \"$X509_USER_PROXY\" > proxy.copy; "
+      "echo \"${X509_CERT_DIR-unset}\"");
   with.delegation_id = d->id;
   std::string id = run("with", with);
-  EXPECT_EQ(ReadFileOr(site.dir() + "/with.out"), proxy + "\n");
+  // The site's trusted CAs come along: a glide-in verifies its agent with them.
+  EXPECT_EQ(ReadFileOr(site.dir() + "/with.out"), proxy + "\n" + site.ca().trusted_dir() + "\n");
   std::string copy = ReadFileOr(site.account_dir() + "/jobs/" + id + "/proxy.copy");
   EXPECT_FALSE(copy.empty());
   EXPECT_EQ(copy, ReadFileOr(proxy));  // the delegated proxy itself, readable by the job
