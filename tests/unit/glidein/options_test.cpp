@@ -21,6 +21,7 @@ StartdOptions Changed() {
   o.work = "/scratch/kite work";
   o.lifetime = 7200;
   o.idle_timeout = 1.0 / 3;
+  o.agent_gone_timeout = 60;
   o.start = "TARGET.RequestCpus <= 2 && LoadAvg < 0.5";
   o.resource = "kite 127.0.0.1:2119/slurm";
   o.kill_grace = 0;
