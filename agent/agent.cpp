@@ -22,6 +22,7 @@
 #include "agent/notifier.h"
 #include "agent/policy.h"
 #include "agent/pool.h"
+#include "agent/pool_tls.h"
 #include "agent/rest_server.h"
 #include "agent/userlog.h"
 #include "common/clock.h"
@@ -126,6 +127,8 @@ Status Agent::Start() {
     }
   });
   if (auto st = pool_->Listen(options_.pool_socket_path()); !st) return st;
+  pool_tls_ = std::make_unique<PoolTlsListener>(io_, options_, *pool_);
+  pool_tls_->Start();
   local_startd_ = std::make_unique<LocalStartd>(
       io_, options_, [this](const std::string& name) { pool_->StartdDied(name); });
   local_startd_->Start();
@@ -242,6 +245,7 @@ void Agent::Stop() {
     spdlog::error("agent: final flush: {}", st.error().ToString());
   if (api_) api_->Close();
   if (local_startd_) local_startd_->Stop();
+  if (pool_tls_) pool_tls_->Stop();
   if (pool_) pool_->Close();
   if (rest_) {
     rest_->Close();

@@ -42,6 +42,7 @@ class Notifier;
 class LocalJobs;
 class GridManagerSupervisor;
 class Pool;
+class PoolTlsListener;
 class LocalStartd;
 
 class Agent {
@@ -131,7 +132,8 @@ class Agent {
   std::unique_ptr<LocalJobs> local_;
   std::unique_ptr<GridHub> grid_;
   std::unique_ptr<GridManagerSupervisor> supervisor_;
-  std::unique_ptr<Pool> pool_;  // the personal pool (agent/pool.h)
+  std::unique_ptr<Pool> pool_;                 // the personal pool (agent/pool.h)
+  std::unique_ptr<PoolTlsListener> pool_tls_;  // glide-ins dial in here (agent/pool_tls.h)
   std::unique_ptr<LocalStartd> local_startd_;
   std::unique_ptr<Waiters> waiters_;
   std::unique_ptr<ApiServer> api_;

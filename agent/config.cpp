@@ -10,9 +10,11 @@
 #include <string>
 
 #include "agent/myproxy_renewal.h"
+#include "agent/pool_tls.h"
 #include "agent/rest_server.h"
 #include "classad/expr.h"
 #include "common/files.h"
+#include "credentials/certificate.h"
 #include "credentials/proxy.h"
 
 namespace kite::agent {
@@ -196,6 +198,27 @@ Setter Alarms(std::vector<int64_t>* out) {
   };
 }
 
+// A list of distinguished names, "/O=Grid/CN=Jane" or "O=Grid, CN=Jane", kept in the Globus form
+// that certificate identities are compared in.
+Setter DistinguishedNames(std::vector<std::string>* out) {
+  return [=](const toml::node& n, const std::string& where) -> Status {
+    auto* arr = n.as_array();
+    if (!arr) return Fail(ErrorCode::kInvalidInput, where + ": expected a list of DNs");
+    std::vector<std::string> dns;
+    for (auto&& e : *arr) {
+      auto s = e.value_exact<std::string>();
+      if (!s) return Fail(ErrorCode::kInvalidInput, where + ": expected a list of DNs");
+      auto rdns = credentials::ParseDistinguishedName(*s);
+      if (!rdns || rdns->empty())
+        return Fail(ErrorCode::kInvalidInput,
+                    where + ": '" + *s + "' is not a distinguished name (e.g. /O=Grid/CN=Jane)");
+      dns.push_back(credentials::FormatDistinguishedName(*rdns));
+    }
+    *out = std::move(dns);
+    return {};
+  };
+}
+
 }  // namespace
 
 Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view text,
@@ -235,7 +258,11 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
       {"rest", {{"listen", String(&o.rest_listen)}, {"allow_remote", Bool(&o.rest_allow_remote)}}},
       {"pool",
        {{"local_slots", Integer(&o.pool.local_slots, 0, 4096)},
-        {"local_start", Expression(&o.pool.local_start)}}},
+        {"local_start", Expression(&o.pool.local_start)},
+        {"listen", String(&o.pool.listen)},
+        {"allow_remote", Bool(&o.pool.allow_remote)},
+        {"proxy", Checked(&o.pool.proxy, AnyText)},
+        {"allow_identities", DistinguishedNames(&o.pool.allow_identities)}}},
       {"mail",
        {{"smtp_url", Checked(&o.mail.smtp_url,
                              [](const std::string& v) -> Status {
@@ -303,6 +330,12 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
       return Fail(ErrorCode::kInvalidInput,
                   Where(filename, *listen, "rest.listen") + ": " + a.error().message());
   }
+  if (auto* listen = root.at_path("pool.listen").node(); listen && !o.pool.listen.empty()) {
+    if (auto a = ParsePoolListen(o.pool.listen, o.pool.allow_remote); !a)
+      return Fail(ErrorCode::kInvalidInput,
+                  Where(filename, *listen, "pool.listen") + ": " + a.error().message());
+  }
+  if (!o.pool.proxy.empty()) o.pool.proxy = JoinPath(home, o.pool.proxy);
   if (auto* mail = root["mail"].as_table()) {
     std::string where = Where(filename, *mail, "mail");
     if (!o.mail.username.empty() && o.mail.password_file.empty())

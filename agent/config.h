@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "agent/mail_options.h"
 #include "common/error.h"
@@ -34,6 +35,16 @@ struct PoolSettings {
   // owner is away from the keyboard (15 minutes), or while the load not caused by Kite's own
   // jobs leaves the machine's cores unsaturated.
   std::string local_start = std::string(kDefaultLocalStart);
+  // Where glide-ins' startds dial in over mutual TLS (agent/pool_tls.h): "HOST:PORT", port 0 =
+  // any free port (the bound address goes to $KITE_HOME/pool.address); "" = no TLS listener.
+  std::string listen = "127.0.0.1:0";
+  // `listen` may be an address other hosts reach (as [rest] allow_remote).
+  bool allow_remote = false;
+  // The credential the listener presents, and whose identity startds must have: "" = the user's
+  // proxy ($X509_USER_PROXY, else /tmp/x509up_u<uid>).
+  std::string proxy;
+  // Identities (Globus-form DNs) accepted besides the proxy's own, normalised when read.
+  std::vector<std::string> allow_identities;
 };
 
 struct AgentOptions {
@@ -80,6 +91,7 @@ struct AgentOptions {
   std::string queue_path() const { return home + "/queue.db"; }
   std::string socket_path() const { return home + "/agent.sock"; }
   std::string pool_socket_path() const { return home + "/pool.sock"; }
+  std::string pool_address_path() const { return home + "/pool.address"; }
   std::string log_path() const { return home + "/agent.log"; }
   std::string pid_path() const { return home + "/agent.pid"; }
   std::string spool_path() const { return home + "/spool"; }

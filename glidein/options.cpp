@@ -36,6 +36,12 @@ std::vector<std::string> StartdOptions::ToArgs() const {
           ExactNumber(kill_grace),
           "--update-interval",
           ExactNumber(update_interval),
+          "--proxy",
+          proxy,
+          "--ca-dir",
+          ca_dir,
+          "--agent-identity",
+          agent_identity,
           "--log",
           log_file,
           "--log-level",
@@ -43,7 +49,8 @@ std::vector<std::string> StartdOptions::ToArgs() const {
 }
 
 void StartdOptions::AddFlags(CLI::App& app) {
-  app.add_option("--agent", agent, "the agent to dial: unix:/path/to/pool.sock")->required();
+  app.add_option("--agent", agent, "the agent to dial: unix:/path/to/pool.sock or tls:HOST:PORT")
+      ->required();
   app.add_option("--name", name, "the startd's name (default: the host name); slots: slotN@NAME");
   app.add_option("--slots", slots, "slots to advertise")->check(CLI::Range(1, 1024));
   app.add_option("--cpus-per-slot", cpus_per_slot, "Cpus of each slot")->check(CLI::Range(1, 4096));
@@ -65,6 +72,11 @@ void StartdOptions::AddFlags(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--update-interval", update_interval, "seconds between slot ad updates")
       ->check(CLI::PositiveNumber);
+  app.add_option("--proxy", proxy,
+                 "tls: the proxy to present, re-read on each dial (default: $X509_USER_PROXY)");
+  app.add_option("--ca-dir", ca_dir, "tls: trusted CAs (default: $X509_CERT_DIR)");
+  app.add_option("--agent-identity", agent_identity,
+                 "tls: the DN the agent must speak for (required with tls:)");
   app.add_option("--log", log_file, "log file (default: stderr)");
   app.add_option("--log-level", log_level, "debug, info, warn, error");
 }

@@ -14,7 +14,7 @@ class App;
 namespace kite::glidein {
 
 struct StartdOptions {
-  std::string agent;        // where to dial: "unix:/path/pool.sock" (TLS "tls:HOST:PORT" later)
+  std::string agent;        // where to dial: "unix:/path/pool.sock" or "tls:HOST:PORT"
   std::string name;         // the startd's name ("" = this host's name); slots are slotN@name
   int slots = 1;            // slots advertised
   int cpus_per_slot = 1;    // Cpus of each slot
@@ -28,7 +28,13 @@ struct StartdOptions {
   std::string resource;           // GlideinResource of the slots ("" = the local slots: absent)
   double kill_grace = 5;          // seconds between SIGTERM and SIGKILL when a run is vacated
   double update_interval = 10;    // seconds between slot ad updates
-  std::string log_file;           // "" = standard error
+  // tls: only. The credential the startd presents, re-read on every dial ("" = $X509_USER_PROXY,
+  // else /tmp/x509up_u<uid>); the trusted CAs ("" = $X509_CERT_DIR or the default directory);
+  // the identity (Globus-form DN) the agent must speak for: required with tls:.
+  std::string proxy;
+  std::string ca_dir;
+  std::string agent_identity;
+  std::string log_file;  // "" = standard error
   std::string log_level = "info";
 
   // The flags that give a kite-startd exactly these options (without the program name).

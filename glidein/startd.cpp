@@ -80,6 +80,11 @@ void Startd::Dial() {
 void Startd::OnDialed(Result<std::unique_ptr<ByteStream>> stream) {
   dialing_ = false;
   if (exited_) return;
+  if (!stream && stream.error().code() == ErrorCode::kAuthFailed) {
+    // Not the agent this startd works for (Dialer): as good as a refuse.
+    spdlog::error("startd: refusing the agent: {}", stream.error().message());
+    return Exit(kExitRefused);
+  }
   if (!stream) {
     spdlog::warn("startd: {}; again in {:.1f} s", stream.error().ToString(), backoff_);
     return Redial();

@@ -59,7 +59,8 @@ int main(int argc, char** argv) {
   if (!LockWork(o.work)) return 3;
 
   boost::asio::io_context io;
-  auto dialer = kite::glidein::MakeDialer(io, o.agent);
+  auto dialer = kite::glidein::MakeDialer(
+      io, o.agent, {.proxy = o.proxy, .ca_dir = o.ca_dir, .agent_identity = o.agent_identity});
   if (!dialer) {
     std::fprintf(stderr, "kite-startd: %s\n", dialer.error().ToString().c_str());
     return 1;

@@ -22,12 +22,21 @@ class Dialer {
  public:
   using Done = std::function<void(Result<std::unique_ptr<ByteStream>>)>;
   virtual ~Dialer() = default;
-  // Connects to the agent; `done` gets the stream or why not (kUnavailable: try again later).
+  // Connects to the agent; `done` gets the stream or why not: kUnavailable, try again later;
+  // kAuthFailed, the agent is not the one this startd works for: do not dial again.
   virtual void Dial(Done done) = 0;
 };
 
-// The dialer for an --agent address: "unix:/path/to/pool.sock". kInvalidInput for any other
-// (tls:HOST:PORT is not there yet).
-Result<std::unique_ptr<Dialer>> MakeDialer(boost::asio::io_context& io, const std::string& agent);
+// What a tls: dialer presents and checks (StartdOptions' --proxy, --ca-dir, --agent-identity).
+struct TlsDialOptions {
+  std::string proxy;           // re-read on every dial; "" = $X509_USER_PROXY or /tmp/x509up_u<uid>
+  std::string ca_dir;          // trusted CAs; "" = $X509_CERT_DIR or the default directory
+  std::string agent_identity;  // the DN the agent's credential must speak for (required)
+};
+
+// The dialer for an --agent address: "unix:/path/to/pool.sock", or "tls:HOST:PORT" (mutual TLS
+// with `tls`). kInvalidInput for any other, or for tls: without a valid agent identity or CAs.
+Result<std::unique_ptr<Dialer>> MakeDialer(boost::asio::io_context& io, const std::string& agent,
+                                           const TlsDialOptions& tls = {});
 
 }  // namespace kite::glidein

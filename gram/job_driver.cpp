@@ -211,6 +211,13 @@ batch::JobSpec JobManager::SpecFor(const JobRecord& j) const {
   s.env = BaseEnvironment();
   s.env.push_back("KITE_JOB_ID=" + j.id);
   s.env.push_back("KITE_GASS_URL_FILE=" + s.control_dir + "/gass_url");
+  // The proxy delegated for the job, as GRAM gives it (a glide-in dials its agent with it), and
+  // the site's trusted CAs (which verify the user's chain, so the agent's too). The proxy file is
+  // refreshed in place when the delegation is, so a running job sees the renewed proxy. The
+  // job's own X509_USER_PROXY or X509_CERT_DIR, if it sets them, replace these below.
+  if (!j.delegation_id.empty())
+    s.env.push_back("X509_USER_PROXY=" + DelegationPath(j.delegation_id));
+  if (!options_.ca_dir.empty()) s.env.push_back("X509_CERT_DIR=" + options_.ca_dir);
   for (const auto& [k, v] : j.desc.environment) {
     std::string prefix = k + "=";
     std::erase_if(s.env, [&](const std::string& x) { return x.starts_with(prefix); });

@@ -184,6 +184,43 @@ TEST(GramGrid, RedelegationRefreshesInPlaceUnderTheSameId) {
   EXPECT_EQ(ReadFileOr(path), refreshed);
 }
 
+// As GRAM does: a job with a delegation finds its delegated proxy in X509_USER_PROXY (a glide-in
+// dials its agent with it) and the site's CAs in X509_CERT_DIR, unless it sets them itself.
+TEST(GramGrid, AForkJobSeesItsDelegatedProxyInX509UserProxy) {
+  Site site("gram-x509");
+  auto c = site.MakeClient();
+  auto d = c->Delegate("d1");
+  ASSERT_TRUE(d) << d.error().ToString();
+  std::string proxy = site.account_dir() + "/creds/" + d->id + ".pem";
+  auto run = [&](const std::string& name, JobDescription job) -> std::string {
+    job.stdout_file.site = site.dir() + "/" + name + ".out";
+    auto sub = c->Submit("s-" + name, job);
+    EXPECT_TRUE(sub) << sub.error().ToString();
+    if (!sub) return "";
+    EXPECT_TRUE(c->Commit("c-" + name, sub->job_id));
+    auto end = Site::WaitFor(*c, sub->job_id, JobState::kDone);
+    EXPECT_TRUE(end && end->state == JobState::kDone) << (end ? end->failure_message : "");
+    return sub->job_id;
+  };
+  auto with = Site::ShellJob(
+      "echo \"${X509_USER_PROXY-unset}\"; cat \"$X509_USER_PROXY\" > proxy.copy; "
+      "echo \"${X509_CERT_DIR-unset}\"");
+  with.delegation_id = d->id;
+  std::string id = run("with", with);
+  // The site's trusted CAs come along: a glide-in verifies its agent with them.
+  EXPECT_EQ(ReadFileOr(site.dir() + "/with.out"), proxy + "\n" + site.ca().trusted_dir() + "\n");
+  std::string copy = ReadFileOr(site.account_dir() + "/jobs/" + id + "/proxy.copy");
+  EXPECT_FALSE(copy.empty());
+  EXPECT_EQ(copy, ReadFileOr(proxy));  // the delegated proxy itself, readable by the job
+  auto own = Site::ShellJob("echo \"${X509_USER_PROXY-unset}\"");
+  own.delegation_id = d->id;
+  own.environment = {{"X509_USER_PROXY", "/home/jane/my.pem"}};
+  run("own", own);
+  EXPECT_EQ(ReadFileOr(site.dir() + "/own.out"), "/home/jane/my.pem\n");
+  run("none", Site::ShellJob("echo \"${X509_USER_PROXY-unset}\""));
+  EXPECT_EQ(ReadFileOr(site.dir() + "/none.out"), "unset\n");
+}
+
 TEST(GramGrid, AsRootTheJobManagerAndJobsRunUnderTheMappedAccount) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to switch accounts";
   Site site("gram-nobody", {.account = "nobody"});

@@ -82,6 +82,82 @@ TEST(AgentConfig, BadValuesNameKeyAndLine) {
   }
 }
 
+TEST(PoolConfig, DefaultsListenOnLoopbackWithTheUsersProxy) {
+  auto o = ParseAgentOptions("/h", "", "config.toml");
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->pool.listen, "127.0.0.1:0");
+  EXPECT_FALSE(o->pool.allow_remote);
+  EXPECT_EQ(o->pool.proxy, "");  // $X509_USER_PROXY, else /tmp/x509up_u<uid>, when used
+  EXPECT_TRUE(o->pool.allow_identities.empty());
+  EXPECT_EQ(o->pool.local_slots, -1);
+  EXPECT_EQ(o->pool_address_path(), "/h/pool.address");
+}
+
+TEST(PoolConfig, ReadsTheTlsKeys) {
+  auto o =
+      ParseAgentOptions("/h",
+                        "[pool]\nlisten = \"[::1]:9618\"\nproxy = \"glidein.pem\"\n"
+                        "allow_identities = [\"/O=Grid/CN=Robot\", \"O=Lab, OU=Pool, CN=Eve\"]\n"
+                        "local_slots = 0\nlocal_start = \"LoadAvg < 0.3\"\n",
+                        "config.toml");
+  ASSERT_TRUE(o) << o.error().ToString();
+  EXPECT_EQ(o->pool.listen, "[::1]:9618");
+  EXPECT_EQ(o->pool.proxy, "/h/glidein.pem");  // relative to the home, like password_file
+  // Kept in the Globus form that identities are compared in.
+  EXPECT_EQ(o->pool.allow_identities,
+            (std::vector<std::string>{"/O=Grid/CN=Robot", "/O=Lab/OU=Pool/CN=Eve"}));
+  EXPECT_EQ(o->pool.local_slots, 0);
+  EXPECT_EQ(o->pool.local_start, "LoadAvg < 0.3");
+  auto off = ParseAgentOptions("/h", "[pool]\nlisten = \"\"\nproxy = \"/p/x\"\n", "config.toml");
+  ASSERT_TRUE(off) << off.error().ToString();
+  EXPECT_EQ(off->pool.listen, "");
+  EXPECT_EQ(off->pool.proxy, "/p/x");
+}
+
+TEST(PoolConfig, AnAddressOtherHostsReachNeedsAllowRemote) {
+  auto refused = ParseAgentOptions("/h", "[pool]\nlisten = \"0.0.0.0:9618\"\n", "config.toml");
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message().find(
+                "config.toml:2: pool.listen: 0.0.0.0:9618 is not a loopback address; letting "
+                "glide-ins on other hosts dial in needs [pool] allow_remote = true"),
+            std::string::npos)
+      << refused.error().message();
+  // allow_remote may come before or after listen.
+  for (const char* text : {"[pool]\nlisten = \"0.0.0.0:9618\"\nallow_remote = true\n",
+                           "[pool]\nallow_remote = true\nlisten = \"0.0.0.0:0\"\n"}) {
+    auto o = ParseAgentOptions("/h", text, "config.toml");
+    ASSERT_TRUE(o) << text << o.error().ToString();
+    EXPECT_TRUE(o->pool.allow_remote);
+  }
+}
+
+TEST(PoolConfig, BadValuesNameKeyAndLine) {
+  const Bad cases[] = {
+      {"[pool]\nlisten = \"127.0.0.1\"\n", "config.toml:2: pool.listen: expected HOST:PORT"},
+      {"[pool]\nlisten = \"127.0.0.1:99999\"\n", "config.toml:2: pool.listen: bad port"},
+      {"[pool]\nlisten = \"agent.example.org:9618\"\n",
+       "pool.listen: 'agent.example.org' is not an IP address"},
+      {"[pool]\nlisten = 9618\n", "config.toml:2: pool.listen: expected a string"},
+      {"[pool]\nallow_remote = \"yes\"\n", "pool.allow_remote: expected true or false"},
+      {"[pool]\nallow_identities = \"/O=Grid/CN=Robot\"\n",
+       "config.toml:2: pool.allow_identities: expected a list of DNs"},
+      {"[pool]\nallow_identities = [1]\n", "pool.allow_identities: expected a list of DNs"},
+      {"[pool]\n\nallow_identities = [\"Jane Doe\"]\n",
+       "config.toml:3: pool.allow_identities: 'Jane Doe' is not a distinguished name"},
+      {"[pool]\nproxy = \"a\\u0001b\"\n", "pool.proxy: control characters"},
+      {"[pool]\nlocal_slots = -1\n", "pool.local_slots: out of range (0 to 4096)"},
+      {"[pool]\nlocal_start = \"(\"\n", "config.toml:2: pool.local_start:"},
+      {"[pool]\nlisten_on = \"x\"\n", "config.toml:2: pool.listen_on: unknown key"},
+  };
+  for (auto& c : cases) {
+    auto o = ParseAgentOptions("/h", c.text, "config.toml");
+    ASSERT_FALSE(o) << c.text;
+    EXPECT_EQ(o.error().code(), ErrorCode::kInvalidInput);
+    EXPECT_NE(o.error().message().find(c.message), std::string::npos)
+        << c.text << " -> " << o.error().message();
+  }
+}
+
 TEST(AgentConfig, LaterSectionsAreLeftToTheirOwners) {
   auto o = ParseAgentOptions("/h", "[mail]\nsmtp_url = \"smtp://127.0.0.1:25\"\n", "config.toml");
   EXPECT_TRUE(o);
