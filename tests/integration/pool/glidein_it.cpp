@@ -43,12 +43,11 @@ class GlideinPool : public ::testing::Test {
 
   // Slot ads of glide-ins in `kite status -json`.
   int GlideinSlots() const {
-    auto r = env_.Kite({"status", "-json"});
+    auto r = env_.Kite({"status", "-constraint", "GlideinResource == \"" + resource_ + "\"",
+                        "-af", "Name"});
     if (r.exit_code != 0) return -1;
-    const std::string ad_says = "\"GlideinResource\": \"" + resource_ + "\"";
     int n = 0;
-    for (size_t at = r.out.find(ad_says); at != std::string::npos; at = r.out.find(ad_says, at + 1))
-      ++n;
+    for (char c : r.out) n += c == '\n';
     return n;
   }
   std::string Attr(const std::string& id, const std::string& attr, bool history) const {
