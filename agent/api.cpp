@@ -13,8 +13,8 @@
 
 #include "agent/agent.h"
 #include "agent/grid_api.h"
-#include "agent/pool_api.h"
 #include "agent/listing.h"
+#include "agent/pool_api.h"
 #include "agent/select.h"
 #include "classad/expr.h"
 #include "classad/io.h"
@@ -24,13 +24,6 @@ namespace {
 
 namespace http = boost::beast::http;
 namespace json = boost::json;
-
-ApiResponse Reply(http::status status, std::string body, const char* type = "application/json") {
-  ApiResponse res{status, 11};
-  res.set(http::field::content_type, type);
-  res.body() = std::move(body);
-  return res;
-}
 
 ApiResponse ErrorReply(http::status status, const std::string& message) {
   json::object o;

@@ -34,4 +34,8 @@ std::string UserNameOf(uid_t uid);
 
 void HandleApiRequest(Agent& agent, const ApiRequest& req, std::function<void(ApiResponse)> reply);
 
+// A reply to a handler's request: `body` as `type` (JSON unless said otherwise).
+ApiResponse Reply(boost::beast::http::status status, std::string body,
+                  const char* type = "application/json");
+
 }  // namespace kite::agent

@@ -61,19 +61,7 @@ ApiServer::~ApiServer() = default;
 
 Status ApiServer::Listen(const std::string& path) {
   path_ = path;
-  ::unlink(path.c_str());
-  auto addr = UnixSocketPath::For(path);
-  if (!addr) return Fail(addr.error());
-  boost::system::error_code ec;
-  boost::asio::local::stream_protocol::endpoint ep(addr->address());
-  mode_t old = ::umask(0077);  // the socket is the user's alone
-  acceptor_.open(ep.protocol(), ec);
-  if (!ec) acceptor_.bind(ep, ec);
-  ::umask(old);
-  if (!ec) ::fcntl(acceptor_.native_handle(), F_SETFD, FD_CLOEXEC);
-  if (!ec) acceptor_.listen(512, ec);
-  if (ec) return Fail(ErrorCode::kIo, "listen on " + path + ": " + ec.message());
-  ::chmod(path.c_str(), 0600);
+  if (auto st = ListenPrivate(acceptor_, path, 512); !st) return st;
   DoAccept();
   return {};
 }

@@ -13,13 +13,6 @@ namespace {
 namespace http = boost::beast::http;
 namespace json = boost::json;
 
-ApiResponse JsonReply(http::status status, std::string body) {
-  ApiResponse res{status, 11};
-  res.set(http::field::content_type, "application/json");
-  res.body() = std::move(body);
-  return res;
-}
-
 // As the rest of the API answers errors (agent/api.cpp): 400 for what cannot be parsed, 500 when
 // the store fails.
 ApiResponse ErrorReply(const Error& e) {
@@ -28,7 +21,7 @@ ApiResponse ErrorReply(const Error& e) {
   if (e.code() == ErrorCode::kConflict) status = http::status::conflict;
   if (e.code() == ErrorCode::kIo || e.code() == ErrorCode::kInternal)
     status = http::status::internal_server_error;
-  return JsonReply(status, json::serialize(json::object{{"error", e.message()}}) + "\n");
+  return Reply(status, json::serialize(json::object{{"error", e.message()}}) + "\n");
 }
 
 // One update of a grid/update batch: an error for an entry that names no grid job in the queue
@@ -70,7 +63,7 @@ void HandleGridJobs(Agent& agent, const json::object& body,
                    for (const JobKey& key : r.left) {
                      res.jobs.push_back({JobIdString(key), grid::kStatusLeftQueue, ""});
                    }
-                   reply(JsonReply(http::status::ok, grid::ToJson(res) + "\n"));
+                   reply(Reply(http::status::ok, grid::ToJson(res) + "\n"));
                  });
 }
 
@@ -90,7 +83,7 @@ ApiResponse HandleGridUpdate(Agent& agent, const json::object& body) {
   for (const auto& p : req->updates) out.results.push_back(ApplyOneGridUpdate(agent, p));
   // Acknowledged means durable: the gridmanager acts on the reply.
   if (auto st = agent.queue().Flush(); !st) return ErrorReply(st.error());
-  return JsonReply(http::status::ok, grid::ToJson(out) + "\n");
+  return Reply(http::status::ok, grid::ToJson(out) + "\n");
 }
 
 }  // namespace kite::agent

@@ -142,18 +142,7 @@ Pool::~Pool() = default;
 
 Status Pool::Listen(const std::string& path) {
   path_ = path;
-  ::unlink(path.c_str());
-  auto addr = UnixSocketPath::For(path);
-  if (!addr) return Fail(addr.error());
-  boost::system::error_code ec;
-  boost::asio::local::stream_protocol::endpoint ep(addr->address());
-  mode_t old = ::umask(0077);
-  acceptor_.open(ep.protocol(), ec);
-  if (!ec) acceptor_.bind(ep, ec);
-  ::umask(old);
-  if (!ec) ::fcntl(acceptor_.native_handle(), F_SETFD, FD_CLOEXEC);
-  if (!ec) acceptor_.listen(64, ec);
-  if (ec) return Fail(ErrorCode::kIo, "listen on " + path + ": " + ec.message());
+  if (auto st = ListenPrivate(acceptor_, path, 64); !st) return st;
   loop_ = std::make_shared<AcceptLoop<boost::asio::local::stream_protocol>>(
       acceptor_, "agent: pool", AcceptLoop<boost::asio::local::stream_protocol>::Limits{},
       [this](Socket s, PeerLimit::Slot) { Accept(std::move(s)); });

@@ -9,30 +9,20 @@
 #include "classad/io.h"
 
 namespace kite::agent {
-namespace {
 
 namespace http = boost::beast::http;
 namespace json = boost::json;
-
-ApiResponse JsonReply(http::status status, std::string body) {
-  ApiResponse res{status, 11};
-  res.set(http::field::content_type, "application/json");
-  res.body() = std::move(body);
-  return res;
-}
-
-}  // namespace
 
 ApiResponse HandlePoolStatus(Agent& agent, const json::object& body) {
   classad::ExprPtr constraint;
   if (auto* c = body.if_contains("constraint"); c && !c->is_null()) {
     if (!c->is_string())
-      return JsonReply(http::status::bad_request, R"({"error":"constraint must be a string"})");
+      return Reply(http::status::bad_request, R"({"error":"constraint must be a string"})");
     if (!c->as_string().empty()) {
       auto e = classad::ParseExpr(std::string_view(c->as_string()));
       if (!e) {
         json::object o{{"error", "constraint: " + e.error().message()}};
-        return JsonReply(http::status::bad_request, json::serialize(o) + "\n");
+        return Reply(http::status::bad_request, json::serialize(o) + "\n");
       }
       constraint = *e;
     }
@@ -48,7 +38,7 @@ ApiResponse HandlePoolStatus(Agent& agent, const json::object& body) {
     classad::AppendJson(out, ad);
   }
   out += "]\n";
-  return JsonReply(http::status::ok, std::move(out));
+  return Reply(http::status::ok, std::move(out));
 }
 
 }  // namespace kite::agent

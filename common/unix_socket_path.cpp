@@ -2,6 +2,7 @@
 #include "common/unix_socket_path.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -46,6 +47,24 @@ UnixSocketPath& UnixSocketPath::operator=(UnixSocketPath&& other) noexcept {
 
 UnixSocketPath::~UnixSocketPath() {
   if (dir_fd_ >= 0) ::close(dir_fd_);
+}
+
+Status ListenPrivate(boost::asio::local::stream_protocol::acceptor& acceptor,
+                     const std::string& path, int backlog) {
+  ::unlink(path.c_str());
+  auto addr = UnixSocketPath::For(path);
+  if (!addr) return Fail(addr.error());
+  boost::system::error_code ec;
+  boost::asio::local::stream_protocol::endpoint ep(addr->address());
+  mode_t old = ::umask(0077);
+  acceptor.open(ep.protocol(), ec);
+  if (!ec) acceptor.bind(ep, ec);
+  ::umask(old);
+  if (!ec) ::fcntl(acceptor.native_handle(), F_SETFD, FD_CLOEXEC);
+  if (!ec) acceptor.listen(backlog, ec);
+  if (ec) return Fail(ErrorCode::kIo, "listen on " + path + ": " + ec.message());
+  ::chmod(path.c_str(), 0600);
+  return {};
 }
 
 }  // namespace kite

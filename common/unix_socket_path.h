@@ -5,6 +5,7 @@
 // socket is named through /proc/self/fd/N/NAME, which the kernel resolves to the same file.
 #pragma once
 
+#include <boost/asio/local/stream_protocol.hpp>
 #include <string>
 
 #include "common/error.h"
@@ -28,5 +29,11 @@ class UnixSocketPath {
   std::string address_;
   int dir_fd_ = -1;  // held open while address_ refers to it
 };
+
+// Opens `acceptor` listening on `path`, a socket file that is the user's alone (mode 0600, made
+// under umask 077 so no other user can ever connect), close-on-exec; a file already at `path`
+// (a socket left by an earlier run) is replaced.
+Status ListenPrivate(boost::asio::local::stream_protocol::acceptor& acceptor,
+                     const std::string& path, int backlog);
 
 }  // namespace kite
