@@ -389,6 +389,13 @@ ApiResponse HandleEvents(Agent& agent, const json::object& body) {
 
 }  // namespace
 
+ApiResponse Reply(http::status status, std::string body, const char* type) {
+  ApiResponse res{status, 11};
+  res.set(http::field::content_type, type);
+  res.body() = std::move(body);
+  return res;
+}
+
 std::string UserNameOf(uid_t uid) {
   long hint = ::sysconf(_SC_GETPW_R_SIZE_MAX);
   std::vector<char> buf(hint > 0 ? static_cast<size_t>(hint) : 4096);

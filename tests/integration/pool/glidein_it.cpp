@@ -43,8 +43,8 @@ class GlideinPool : public ::testing::Test {
 
   // Slot ads of glide-ins in `kite status -json`.
   int GlideinSlots() const {
-    auto r = env_.Kite({"status", "-constraint", "GlideinResource == \"" + resource_ + "\"",
-                        "-af", "Name"});
+    auto r = env_.Kite(
+        {"status", "-constraint", "GlideinResource == \"" + resource_ + "\"", "-af", "Name"});
     if (r.exit_code != 0) return -1;
     int n = 0;
     for (char c : r.out) n += c == '\n';
