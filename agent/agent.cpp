@@ -421,7 +421,8 @@ int Agent::Act(Action action, const std::vector<Job*>& jobs, const std::string& 
         if (st && local && local_->HasProcess(*j)) local_->StartKill(*j);
         break;
       case Action::kRelease:
-        if (j->status == kHeld && j->kill_sent) {
+        if (j->status == kHeld &&
+            (j->kill_sent || (j->universe == kUniverseVanilla && pool_->HasRun(*j)))) {
           st = Fail(ErrorCode::kConflict,
                     "Job " + JobIdString(j->key) + " is still stopping; release it in a moment");
           break;

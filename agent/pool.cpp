@@ -338,6 +338,12 @@ void Pool::OnSlot(const std::shared_ptr<Startd>& sd, const Message& m) {
   if (it->second.run.empty()) NegotiateSoon();
 }
 
+// Whether `run` is its job's run now: only that one may change the job.
+bool Pool::IsCurrent(const Run& run) const {
+  auto it = run_of_.find(run.job);
+  return it != run_of_.end() && it->second == run.id;
+}
+
 Pool::Run* Pool::FindRun(const Message& m) {
   auto it = runs_.find(m.run);
   if (it == runs_.end() || JobIdString(it->second.job) != m.job) return nullptr;
@@ -377,7 +383,7 @@ void Pool::OnEnded(const Message& m) {
     }
     return;
   }
-  Job* j = queue_.Find(run->job);
+  Job* j = IsCurrent(*run) ? queue_.Find(run->job) : nullptr;
   if (j) {
     const auto& u = m.usage;
     queue_.RecordUsage(*j, Usage{u.user_cpu, u.sys_cpu, u.rss_kb, u.rss_kb});
@@ -434,7 +440,7 @@ void Pool::OnVacated(const Message& m, bool refused) {
 void Pool::SettleLost(const std::string& id, const std::string& why, double wall) {
   auto it = runs_.find(id);
   if (it == runs_.end()) return;
-  Job* j = queue_.Find(it->second.job);
+  Job* j = IsCurrent(it->second) ? queue_.Find(it->second.job) : nullptr;
   if (j) {
     EndRemote(*j, wall);
     if (j->status == kRunning) {

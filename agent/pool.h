@@ -102,6 +102,7 @@ class Pool {
   // Ends run `id` (slot freed, maps cleared). The job's record is the caller's.
   void DropRun(const std::string& id);
   Run* FindRun(const pool::Message& m);
+  bool IsCurrent(const Run& run) const;
   void ArmLeases();
   void ExpireLeases();
 
