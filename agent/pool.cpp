@@ -307,6 +307,11 @@ void Pool::OnHello(const std::shared_ptr<Startd>& sd, const Message& m) {
     run.state = Run::State::kRunning;
     slots_[r.slot].run = run.id;
     named.insert(run.id);
+    // Removed or held while its startd was away (or the agent down): stopped now.
+    if (Job* j = queue_.Find(run.job); j && j->status != kRunning) {
+      to_vacate_.insert(run.job);
+      boost::asio::post(io_, [this] { VacateStopped(); });
+    }
   }
   std::vector<std::string> lost;
   for (auto& [id, run] : runs_) {
