@@ -28,13 +28,9 @@ class GridE2E : public ::testing::Test {
  protected:
   void SetUp() override {
     // Everything of this test stays in its own directory: its proxy, its CA, its agent.
-    env_.AddEnv("X509_USER_PROXY=" + env_.dir() + "/x509up");
-    env_.AddEnv("X509_CERT_DIR=" + env_.home() + "/ca/certificates");
-    auto r = env_.Kite({"testgrid", "up"});
-    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-    std::smatch m;
-    ASSERT_TRUE(std::regex_search(r.out, m, std::regex("grid_resource = kite [^\n]+"))) << r.out;
-    resource_ = m[0];
+    std::string resource = env_.TestgridUp();
+    ASSERT_FALSE(resource.empty());
+    resource_ = "grid_resource = " + resource;
     env_.StartAgent();
   }
   void TearDown() override {

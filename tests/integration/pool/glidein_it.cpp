@@ -19,15 +19,10 @@ namespace {
 class GlideinPool : public ::testing::Test {
  protected:
   void SetUp() override {
-    env_.AddEnv("X509_USER_PROXY=" + env_.dir() + "/x509up");
-    env_.AddEnv("X509_CERT_DIR=" + env_.home() + "/ca/certificates");
     // The test grid's CA, user certificate and proxy (kite testgrid up makes the proxy when
     // there is none, as `kite proxy init` would from the user's certificate).
-    auto r = env_.Kite({"testgrid", "up"});
-    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-    std::smatch m;
-    ASSERT_TRUE(std::regex_search(r.out, m, std::regex("grid_resource = (kite [^\n]+)"))) << r.out;
-    resource_ = m[1];
+    resource_ = env_.TestgridUp();
+    ASSERT_FALSE(resource_.empty());
     auto info = env_.Kite({"proxy", "info"});
     ASSERT_EQ(info.exit_code, 0) << info.out << info.err;
     WriteFile(env_.home() + "/config.toml", "[pool]\nlocal_slots = 0\n");
