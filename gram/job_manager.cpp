@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <filesystem>
 
@@ -306,6 +307,12 @@ Response JobManager::JobStatusOf(const Request& r, const std::string& id) {
 Result<bool> JobManager::ChangeJob(JobRecord& j, const std::string& op, JobEvent event,
                                    const SignalRequest& sig, const std::string& identity) {
   if (op == "signal") {
+    if (sig.run > 0 && sig.run < j.signal_run) {
+      spdlog::info("job {}: a signal from run {} came after one from run {}: left as it is", j.id,
+                   sig.run, j.signal_run);
+      return false;
+    }
+    j.signal_run = std::max(j.signal_run, sig.run);
     if (!sig.delegation_id.empty()) {
       auto d = delegations_.find(sig.delegation_id);
       if (d == delegations_.end() || d->second.owner != identity) {
@@ -315,6 +322,8 @@ Result<bool> JobManager::ChangeJob(JobRecord& j, const std::string& op, JobEvent
     }
     if (!sig.gass_url.empty()) j.gass_url = sig.gass_url;
     if (!sig.callback_url.empty()) j.desc.callback_url = sig.callback_url;
+    spdlog::info("job {}: signalled by run {}: GASS {}, callbacks {}, delegation {}", j.id, sig.run,
+                 j.gass_url, j.desc.callback_url, j.delegation_id);
     return false;
   }
   auto t = NextState(j.state, event);
@@ -375,7 +384,8 @@ Response JobManager::JobOperation(const Request& r, const std::string& id, const
   } else {
     bool state_changed = j.seq != it->second.seq;
     it->second = std::move(j);
-    if (op == "signal" && !sig.gass_url.empty() && FileExists(ControlDir(id))) {
+    if (op == "signal" && !sig.gass_url.empty() && it->second.gass_url == sig.gass_url &&
+        FileExists(ControlDir(id))) {
       (void)WriteFileAtomic(ControlDir(id) + "/gass_url", sig.gass_url + "\n", 0644);
     }
     if (state_changed) {

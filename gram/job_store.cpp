@@ -18,19 +18,20 @@ constexpr store::Migration kMigrations[] = {
      "CREATE INDEX requests_target ON requests (target);"
      "CREATE TABLE delegations (id TEXT PRIMARY KEY, owner TEXT NOT NULL,"
      "  not_after REAL NOT NULL) WITHOUT ROWID;"},
+    {2, "ALTER TABLE jobs ADD COLUMN signal_run INTEGER NOT NULL DEFAULT 0;"},
 };
 
 constexpr char kPutJob[] =
     "INSERT OR REPLACE INTO jobs (id, owner, state, seq, description, gass_url, delegation_id,"
     " batch_id, failure, failure_message, exit_signaled, exit_code, stdout_offset, stderr_offset,"
-    " created, commit_deadline, cancel_requested)"
-    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)";
+    " created, commit_deadline, cancel_requested, signal_run)"
+    " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)";
 constexpr char kDelJob[] = "DELETE FROM jobs WHERE id = ?1";
 constexpr char kDelJobRequests[] = "DELETE FROM requests WHERE target = ?1";
 constexpr char kGetJobs[] =
     "SELECT id, owner, state, seq, description, gass_url, delegation_id, batch_id, failure,"
     " failure_message, exit_signaled, exit_code, stdout_offset, stderr_offset, created,"
-    " commit_deadline, cancel_requested FROM jobs";
+    " commit_deadline, cancel_requested, signal_run FROM jobs";
 constexpr char kGetRequest[] =
     "SELECT op, target, status, body FROM requests WHERE owner = ?1 AND request_id = ?2";
 constexpr char kPutRequest[] =
@@ -87,7 +88,7 @@ Status JobStore::PutJob(const JobRecord& j) {
     s.BindNull(11).BindNull(12);
   }
   s.Bind(13, j.stdout_offset).Bind(14, j.stderr_offset).Bind(15, j.created);
-  s.Bind(16, j.commit_deadline).Bind(17, j.cancel_requested ? 1 : 0);
+  s.Bind(16, j.commit_deadline).Bind(17, j.cancel_requested ? 1 : 0).Bind(18, j.signal_run);
   return s.Run();
 }
 
@@ -128,6 +129,7 @@ Result<std::vector<JobRecord>> JobStore::LoadJobs() {
     j.created = s.Real(14);
     j.commit_deadline = s.Real(15);
     j.cancel_requested = s.Int(16) != 0;
+    j.signal_run = s.Int(17);
     out.push_back(std::move(j));
   }
   s.Reset();

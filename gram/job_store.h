@@ -33,6 +33,7 @@ struct JobRecord {
   double created = 0;          // Unix seconds
   double commit_deadline = 0;  // when an uncommitted job is forgotten
   bool cancel_requested = false;
+  int64_t signal_run = 0;  // the newest run whose signal was applied (SignalRequest::run)
 };
 
 // A reply stored under a client request id.

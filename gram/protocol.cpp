@@ -373,7 +373,9 @@ Result<SignalRequest> ParseSignalRequest(std::string_view text) {
   if (st) st = GetString(*o, "gass_url", &r.gass_url);
   if (st) st = GetString(*o, "delegation_id", &r.delegation_id);
   if (st) st = GetString(*o, "callback_url", &r.callback_url);
+  if (st) st = GetInt(*o, "run", &r.run);
   if (!st) return Fail(st.error());
+  if (r.run < 0) return Bad("run", "negative");
   if (!r.gass_url.empty() && !r.gass_url.starts_with("https://")) {
     return Bad("gass_url", "not an https:// URL");
   }
@@ -492,6 +494,7 @@ std::string ToJson(const SignalRequest& r) {
   if (!r.gass_url.empty()) o["gass_url"] = r.gass_url;
   if (!r.delegation_id.empty()) o["delegation_id"] = r.delegation_id;
   if (!r.callback_url.empty()) o["callback_url"] = r.callback_url;
+  if (r.run > 0) o["run"] = r.run;
   return json::serialize(o);
 }
 

@@ -143,6 +143,10 @@ struct SignalRequest {
   std::string gass_url;       // non-empty: the GASS server moved here
   std::string delegation_id;  // non-empty: use this delegation from now on
   std::string callback_url;   // non-empty: send state-change callbacks here from now on
+  // The sender's run (a gridmanager's start, Unix ms; 0: not said). A signal from an earlier run
+  // than the newest one applied to the job changes nothing: a request the site handles late,
+  // after its sender died, must not take the job back to that sender's dead servers.
+  int64_t run = 0;
 };
 struct DelegationStartRequest {
   std::string request_id;

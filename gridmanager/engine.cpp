@@ -433,6 +433,7 @@ void Engine::Signal(Job& j) {
   req.signal.gass_url = endpoints_.GassUrl(j.id);
   req.signal.callback_url = endpoints_.CallbackUrl(j.id);
   req.signal.delegation_id = j.site->delegation_id();
+  req.signal.run = options_.run_id;
   j.delegation_epoch = j.site->delegation_epoch();
   j.site->Send(std::move(req), [this, id = j.id, serial = j.serial](Result<SiteAnswer> a) {
     OnAnswer(id, serial, Op::kSignal, std::move(a));

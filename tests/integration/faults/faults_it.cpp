@@ -18,6 +18,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <random>
@@ -160,13 +161,39 @@ class Faults : public ::testing::Test {
 
   void WaitDone(int cluster, int limit) const {
     auto r = env_.Kite({"wait", "--timeout", std::to_string(limit), std::to_string(cluster)});
-    ASSERT_EQ(r.exit_code, 0) << r.out << r.err << env_.Kite({"q", "-grid"}).out;
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err << Unfinished();
     // Completed jobs leave the queue once the site forgot them; wait for history to hold all.
     ASSERT_TRUE(WaitUntil(
         [&] {
           return env_.Kite({"q", std::to_string(cluster)}).out.find(" R ") == std::string::npos;
         },
         30));
+  }
+
+  // For a failure's message: the jobs not done, and what the gridmanager's and the job manager's
+  // logs say of each (by its id and by its id at the site).
+  std::string Unfinished() const {
+    std::string q = env_.Kite({"q", "-grid"}).out, out = q;
+    std::string gm = ReadFileOr(env_.home() + "/gridmanager.log");
+    std::string jm;
+    for (const auto& e : std::filesystem::directory_iterator(State() + "/users")) {
+      jm += ReadFileOr(e.path().string() + "/jobmanager.log");
+    }
+    std::regex row(R"(^\s*(\d+\.\d+)\s.*\s([0-9a-f]{32})\s*$)");
+    std::istringstream rows(q);
+    for (std::string line; std::getline(rows, line);) {
+      std::smatch m;
+      if (!std::regex_match(line, m, row)) continue;
+      for (const auto& [log, key] : {std::pair{&gm, "job " + m[1].str() + ":"},
+                                     std::pair{&jm, m[2].str()}}) {
+        out += "--- lines naming " + key + "\n";
+        std::istringstream in(*log);
+        for (std::string l; std::getline(in, l);) {
+          if (l.find(key) != std::string::npos) out += l + "\n";
+        }
+      }
+    }
+    return out;
   }
 
   Tally Check(const std::string& scenario, int cluster, int n, int bytes, int faults) {

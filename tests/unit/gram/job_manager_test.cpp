@@ -168,6 +168,29 @@ TEST_F(JobManagerTest, CancelStopsARunningJob) {
       << ReadFile(ctl + "/status").value_or("");
 }
 
+// Signals move a job to its client's newest servers; one from an earlier run that the site
+// handles late (its sender died with it in flight) leaves the job where the newer run put it,
+// also after a restart of the job manager.
+TEST_F(JobManagerTest, ALateSignalFromAnEarlierRunDoesNotMoveTheJobBack) {
+  std::string id = Submit("s", "sleep 30");
+  Call("POST", "/jobs/" + id + "/commit", R"({"request_id":"c"})");
+  ASSERT_TRUE(RunUntil(id, JobState::kActive));
+  std::string url_file = dir_ / ("state/jobs/" + id + "/.kite/gass_url");
+  auto signal = [&](const std::string& rid, int64_t run, const std::string& url) {
+    SignalRequest r{.request_id = rid, .gass_url = url, .run = run};
+    return Call("POST", "/jobs/" + id + "/signal", ToJson(r)).status;
+  };
+  EXPECT_EQ(signal("sig-3", 3000, "https://new:3/jobs/1"), 200u);
+  EXPECT_EQ(signal("sig-2", 2000, "https://old:2/jobs/1"), 200u);
+  EXPECT_EQ(ReadFile(url_file).value_or(""), "https://new:3/jobs/1\n");
+  Open();
+  EXPECT_EQ(signal("sig-2b", 2500, "https://old:2/jobs/1"), 200u);
+  EXPECT_EQ(ReadFile(url_file).value_or(""), "https://new:3/jobs/1\n");
+  EXPECT_EQ(signal("sig-4", 4000, "https://newer:4/jobs/1"), 200u);
+  EXPECT_EQ(ReadFile(url_file).value_or(""), "https://newer:4/jobs/1\n");
+  Call("POST", "/jobs/" + id + "/cancel", R"({"request_id":"x"})");
+}
+
 TEST_F(JobManagerTest, MalformedRequestsChangeNothing) {
   EXPECT_EQ(Call("POST", "/jobs", "{nope").status, 400u);
   EXPECT_EQ(Call("POST", "/jobs", R"({"request_id":"r","job":{}})").status, 400u);

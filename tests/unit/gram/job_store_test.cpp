@@ -20,6 +20,7 @@ JobRecord SampleJob() {
   j.exit = ExitInfo{false, 3};
   j.stdout_offset = 99;
   j.commit_deadline = 5;
+  j.signal_run = 1764000000123;
   return j;
 }
 
@@ -41,6 +42,39 @@ TEST(JobStore, JobsSurviveAReopen) {
   EXPECT_EQ(j.batch_id, "/x#12");
   EXPECT_EQ(j.exit, (ExitInfo{false, 3}));
   EXPECT_EQ(j.stdout_offset, 99);
+  EXPECT_EQ(j.signal_run, 1764000000123);
+}
+
+// A table written before signals carried their run (schema 1) opens with every job's run 0, so
+// the first signal of any run applies.
+TEST(JobStore, ATableFromBeforeSignalRunsOpensWithRunZero) {
+  testing::TempDir dir;
+  {
+    auto db = store::Db::Open(dir / "jobs.db");
+    ASSERT_TRUE(db) << db.error().ToString();
+    ASSERT_TRUE((*db)->Exec(
+        "CREATE TABLE jobs (id TEXT PRIMARY KEY, owner TEXT NOT NULL, state INTEGER NOT NULL,"
+        "  seq INTEGER NOT NULL, description TEXT NOT NULL, gass_url TEXT NOT NULL,"
+        "  delegation_id TEXT NOT NULL, batch_id TEXT NOT NULL, failure INTEGER NOT NULL,"
+        "  failure_message TEXT NOT NULL, exit_signaled INTEGER, exit_code INTEGER,"
+        "  stdout_offset INTEGER NOT NULL, stderr_offset INTEGER NOT NULL, created REAL NOT NULL,"
+        "  commit_deadline REAL NOT NULL, cancel_requested INTEGER NOT NULL) WITHOUT ROWID;"
+        "CREATE TABLE requests (owner TEXT NOT NULL, request_id TEXT NOT NULL, op TEXT NOT NULL,"
+        "  target TEXT NOT NULL, status INTEGER NOT NULL, body TEXT NOT NULL,"
+        "  created REAL NOT NULL, PRIMARY KEY (owner, request_id)) WITHOUT ROWID;"
+        "CREATE INDEX requests_target ON requests (target);"
+        "CREATE TABLE delegations (id TEXT PRIMARY KEY, owner TEXT NOT NULL,"
+        "  not_after REAL NOT NULL) WITHOUT ROWID;"
+        "INSERT INTO jobs VALUES ('j1', 'o', 2, 1, '{\"executable\":{\"site\":\"/bin/true\"}}',"
+        "  '', '', '', 0, '', NULL, NULL, 0, 0, 0, 0, 0);"
+        "PRAGMA user_version = 1;"));
+  }
+  auto s = JobStore::Open(dir / "jobs.db");
+  ASSERT_TRUE(s) << s.error().ToString();
+  auto jobs = (*s)->LoadJobs();
+  ASSERT_TRUE(jobs) << jobs.error().ToString();
+  ASSERT_EQ(jobs->size(), 1u);
+  EXPECT_EQ(jobs->front().signal_run, 0);
 }
 
 TEST(JobStore, ARequestIdFindsItsReplyPerOwner) {

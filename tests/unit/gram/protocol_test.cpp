@@ -169,6 +169,16 @@ TEST(Protocol, SignalMustSaySomething) {
   EXPECT_TRUE(ParseSignalRequest(R"({"request_id":"r","gass_url":"https://h:2/jobs/1"})"));
 }
 
+TEST(Protocol, ASignalCarriesItsSendersRun) {
+  SignalRequest r{.request_id = "r", .gass_url = "https://h:2/jobs/1", .run = 1764000000123};
+  auto back = ParseSignalRequest(ToJson(r));
+  ASSERT_TRUE(back) << back.error().ToString();
+  EXPECT_EQ(back->run, 1764000000123);
+  EXPECT_EQ(ParseSignalRequest(R"({"request_id":"r","gass_url":"https://h:2/j"})")->run, 0);
+  EXPECT_FALSE(ParseSignalRequest(R"({"request_id":"r","gass_url":"https://h:2/j","run":-1})"));
+  EXPECT_FALSE(ParseSignalRequest(R"({"request_id":"r","gass_url":"https://h:2/j","run":"7"})"));
+}
+
 TEST(Protocol, NamesThatBecomeFilesAreChecked) {
   EXPECT_TRUE(ValidRelativeName("a/b.txt"));
   for (const char* bad : {"", "/a", "a/../b", "..", ".hidden", "a//b", "a/"}) {
