@@ -90,21 +90,12 @@ Result<pid_t> LocalRunner::Start(JobKey key, const LaunchSpec& spec) {
                .program = spec.program,
                .args = spec.args,
                .env = spec.env};
-  auto pid = LaunchUnderExec(l);
-  if (!pid) return Fail(pid.error());
-  // A hint for signalling after an agent restart; not needed for correctness of the outcome.
-  if (FILE* f = std::fopen((dir + "/pid").c_str(), "we")) {
-    std::fprintf(f, "%d\n", *pid);
-    std::fclose(f);
-  }
-  return *pid;
+  return LaunchUnderExec(l);
 }
 
 pid_t LocalRunner::Group(const Job& job) const {
   if (job.pid > 0) return job.pid;
-  auto text = ReadFile(JobDir(job.key) + "/pid");
-  if (!text) return 0;
-  pid_t pid = static_cast<pid_t>(std::atoi(text->c_str()));
+  pid_t pid = ExecWrapperPid(JobDir(job.key));
   // Only a wrapper that still holds the job's lock: the pid may have been reused.
   return pid > 0 && WrapperAlive(job.key) ? pid : 0;
 }

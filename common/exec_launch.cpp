@@ -18,6 +18,11 @@ Result<pid_t> LaunchUnderExec(const ExecLaunch& l) {
     ::close(lock);
     return Fail(ErrorCode::kConflict, l.dir + " already has a live wrapper");
   }
+  if (::ftruncate(lock, 0) != 0) {  // an earlier run's pid is not this one's
+    int err = errno;
+    ::close(lock);
+    return FailErrno("truncate " + l.dir + "/lock", err);
+  }
   std::vector<std::string> argv = {l.exec_path, "--lock-fd", "3",    "--dir", l.dir,
                                    "--cwd",     l.cwd,       "--in", l.in};
   if (!l.out.empty()) argv.insert(argv.end(), {"--out", l.out});
@@ -53,6 +58,15 @@ Result<pid_t> LaunchUnderExec(const ExecLaunch& l) {
   int rc = posix_spawn(&pid, l.exec_path.c_str(), &fa, &attr, cargv.data(), cenv.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
+  if (rc == 0) {
+    // The hint for signalling the job's group after a restart, and the fork adapter's mark that
+    // the job was handed over. Not fsynced: after a machine crash the wrapper is gone anyway.
+    std::string text = std::to_string(pid) + "\n";
+    if (::pwrite(lock, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
+      rc = errno;
+      ::kill(-pid, SIGKILL);  // unrecorded, it could not be stopped after a restart
+    }
+  }
   ::close(lock);  // the wrapper now holds the lock alone
   if (rc != 0) return FailErrno("spawn " + l.exec_path, rc);
   return pid;

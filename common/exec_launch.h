@@ -26,6 +26,8 @@ struct ExecLaunch {
 // signals blocked (common/exec_status.h) and no other descriptor of the caller. The lock is never
 // free between the decision to start and the wrapper's life, so "lock free and no status" always
 // means "never ran to an end". Fails with kConflict when a live wrapper already holds the lock.
+// Once the wrapper is spawned its pid is written into DIR/lock (emptied first), where
+// ExecWrapperPid finds it: no file of its own, so a job's start creates one file, not two.
 Result<pid_t> LaunchUnderExec(const ExecLaunch& l);
 
 }  // namespace kite

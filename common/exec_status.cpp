@@ -5,7 +5,9 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "common/files.h"
@@ -93,6 +95,16 @@ Result<ExecStatus> ReadExecStatus(const std::string& dir) {
   auto text = ReadFile(JoinPath(dir, "status"));
   if (!text) return Fail(text.error());
   return ParseExecStatus(*text);
+}
+
+pid_t ExecWrapperPid(const std::string& dir) {
+  for (const char* name : {"lock", "pid"}) {
+    auto text = ReadFile(JoinPath(dir, name));
+    if (!text) continue;
+    long pid = std::strtol(text->c_str(), nullptr, 10);
+    if (pid > 0 && pid <= INT32_MAX) return static_cast<pid_t>(pid);
+  }
+  return 0;
 }
 
 void ExecStopSignals(sigset_t* set) {

@@ -35,6 +35,11 @@ Result<ExecStatus> ReadExecStatus(const std::string& dir);
 // True while a kite-exec process holds DIR/lock, i.e. the job's wrapper is still alive.
 bool ExecWrapperAlive(const std::string& dir);
 
+// The wrapper's pid as its starter recorded it in DIR/lock (a DIR/pid file of an older Kite is
+// read too); 0 when none was recorded. The pid may be reused once the wrapper is gone: signal it
+// only while ExecWrapperAlive.
+pid_t ExecWrapperPid(const std::string& dir);
+
 // The signals Kite stops jobs with (TERM, INT, HUP, QUIT). Whoever spawns kite-exec starts it with
 // these blocked, so one sent to the job's process group while the wrapper is still starting is
 // held for the job rather than lost or fatal to the wrapper.

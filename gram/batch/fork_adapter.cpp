@@ -24,9 +24,8 @@ std::pair<std::string, pid_t> SplitId(const std::string& id) {
   return {id.substr(0, hash), static_cast<pid_t>(std::atoi(id.c_str() + hash + 1))};
 }
 
-std::string IdFromPidFile(const std::string& dir) {
-  auto text = ReadFile(dir + "/pid");
-  return dir + "#" + std::to_string(text ? std::atoi(text->c_str()) : 0);
+std::string IdOf(const std::string& dir) {
+  return dir + "#" + std::to_string(ExecWrapperPid(dir));
 }
 
 class ForkAdapter : public BatchAdapter {
@@ -37,9 +36,10 @@ class ForkAdapter : public BatchAdapter {
 
   Result<std::string> Submit(const JobSpec& spec) override {
     const std::string& dir = spec.control_dir;
-    // Handed over before: a wrapper holds the lock, left a status, or left its pid and died.
-    if (ExecWrapperAlive(dir) || FileExists(dir + "/status") || FileExists(dir + "/pid")) {
-      return IdFromPidFile(dir);
+    // Handed over before: a wrapper holds the lock, left a status, or had its pid recorded and
+    // died.
+    if (ExecWrapperAlive(dir) || FileExists(dir + "/status") || ExecWrapperPid(dir) > 0) {
+      return IdOf(dir);
     }
     ExecLaunch l{.exec_path = options_.exec_path,
                  .dir = dir,
@@ -52,17 +52,11 @@ class ForkAdapter : public BatchAdapter {
                  .env = spec.env};
     auto pid = LaunchUnderExec(l);
     if (!pid && pid.error().code() == ErrorCode::kConflict) {
-      return IdFromPidFile(dir);  // a wrapper started in between
+      return IdOf(dir);  // a wrapper started in between
     }
     if (!pid) return Fail(pid.error());
-    // The pid file marks "handed over": with it and neither lock nor status, the wrapper died.
-    // Not fsynced: after a machine crash the wrapper is gone anyway and the job is lost either way.
-    std::string text = std::to_string(*pid) + "\n";
-    int fd = ::open((dir + "/pid").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return FailErrno("write " + dir + "/pid");
-    bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    ::close(fd);
-    if (!ok) return FailErrno("write " + dir + "/pid");
+    // The pid recorded in the lock marks "handed over": with it and neither a live lock nor a
+    // status, the wrapper died.
     return dir + "#" + std::to_string(*pid);
   }
 
@@ -105,7 +99,7 @@ class ForkAdapter : public BatchAdapter {
       o.exit = *st;
       return o;
     }
-    o.state = FileExists(dir + "/pid") ? BatchState::kLost : BatchState::kQueued;
+    o.state = ExecWrapperPid(dir) > 0 ? BatchState::kLost : BatchState::kQueued;
     return o;
   }
 

@@ -113,8 +113,8 @@ TEST_F(Restart, JobWhoseWrapperDiedWithTheAgentRunsAgain) {
       "arguments = \"-c 'echo start >> runs; sleep 300'\"\nqueue\n");
   std::string id = std::to_string(c) + ".0";
   ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(env_->dir() + "/runs") == "start\n"; }, 10));
-  // A machine crash: the agent, the wrapper and the job all die at once.
-  pid_t wrapper = std::stoi(ReadFileOr(env_->home() + "/spool/" + id + "/pid", "0"));
+  // A machine crash: the agent, the wrapper (its pid recorded in the lock) and the job all die.
+  pid_t wrapper = std::stoi(ReadFileOr(env_->home() + "/spool/" + id + "/lock", "0"));
   ASSERT_GT(wrapper, 0);
   env_->KillAgent();
   kill(-wrapper, SIGKILL);
