@@ -157,6 +157,7 @@ void Agent::OnStatusChange(Job& j, bool leaving) {
 }
 
 void Agent::OnFlushed() {
+  local_->OnFlushed();
   if (notifier_) notifier_->OnFlushed();
   waiters_->Answer();
   pool_->OnFlushed();

@@ -129,7 +129,7 @@ void LocalJobs::StartSlice() {
     }
     j->starting = true;
     ++running_;
-    runner_.StartAsync(key, std::move(*spec),
+    runner_.StartAsync(key, j->ad.EvaluateInt("NumJobStarts").value_or(0), std::move(*spec),
                        [this, key](Result<pid_t> pid) { OnStarted(key, std::move(pid)); });
   }
   hooks_.commit_soon();
@@ -140,6 +140,7 @@ void LocalJobs::OnStarted(JobKey key, Result<pid_t> pid) {
   Job* j = queue_.Find(key);
   if (!pid) {
     --running_;
+    runner_.ReleaseAfterCommit(key);
     if (j) {
       j->starting = false;
       (void)queue_.Hold(*j, "Failed to start the job: " + pid.error().message(),
@@ -200,6 +201,7 @@ void LocalJobs::ReapSlice() {
 }
 
 void LocalJobs::HandleExit(Job& job, const Result<ExecStatus>& outcome) {
+  runner_.ReleaseAfterCommit(job.key);  // its end is read; free once what it changes is stored
   job.kill_sent = false;
   job.adopted = false;
   if (job.status == kRemoved) {
@@ -259,6 +261,11 @@ void LocalJobs::Recover() {
         (j.status == kRunning || j.status == kRemoved || j.status == kHeld))
       keys.push_back(key);
   }
+  runner_.Recover([&](JobKey key) -> std::optional<int64_t> {
+    const Job* j = queue_.Find(key);
+    if (!j || !std::binary_search(keys.begin(), keys.end(), key)) return std::nullopt;
+    return j->ad.EvaluateInt("NumJobStarts").value_or(0);
+  });
   for (auto key : keys) {
     Job* j = queue_.Find(key);
     if (runner_.WrapperAlive(key)) {
@@ -273,6 +280,7 @@ void LocalJobs::Recover() {
       continue;
     }
     if (j->status != kRunning) {
+      runner_.ReleaseAfterCommit(key);
       if (j->status == kRemoved) hooks_.retire(*j);
       continue;
     }
@@ -283,6 +291,7 @@ void LocalJobs::Recover() {
                       "is recorded.");
       HandleExit(*j, outcome);
     } else {
+      runner_.ReleaseAfterCommit(key);
       (void)queue_.SetIdle(*j,
                            "Agent restarted: the job's wrapper is gone and recorded no outcome; "
                            "the job will run again.");

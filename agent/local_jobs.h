@@ -57,8 +57,10 @@ class LocalJobs {
   bool HasProcess(const Job& job) const { return job.pid > 0 || job.adopted || job.starting; }
   // Stops the job's process: SIGTERM now, SIGKILL every kill_grace seconds until it is gone.
   void StartKill(Job& job);
-  // The job left the queue: its spool directory goes.
-  void Forget(JobKey key) { runner_.CleanupAsync(key); }
+  // The job left the queue: what it still holds of the spool goes after the next commit.
+  void Forget(JobKey key) { runner_.ReleaseAfterCommit(key); }
+  // The queue committed: slots of runs that ended before it take jobs again.
+  void OnFlushed() { runner_.Committed(); }
 
   // Reads what each running job's processes use and records it in the job's ad.
   void SampleUsage();

@@ -18,10 +18,14 @@ Result<pid_t> LaunchUnderExec(const ExecLaunch& l) {
     ::close(lock);
     return Fail(ErrorCode::kConflict, l.dir + " already has a live wrapper");
   }
-  if (::ftruncate(lock, 0) != 0) {  // an earlier run's pid is not this one's
+  // An earlier run's pid and owner are not this one's. Written over, then cut to length: a
+  // lock file reused for another run keeps its data block (emptying it first frees the block).
+  std::string head = l.owner.empty() ? "" : "owner " + l.owner + "\n";
+  if (::pwrite(lock, head.data(), head.size(), 0) != static_cast<ssize_t>(head.size()) ||
+      ::ftruncate(lock, static_cast<off_t>(head.size())) != 0) {
     int err = errno;
     ::close(lock);
-    return FailErrno("truncate " + l.dir + "/lock", err);
+    return FailErrno("write " + l.dir + "/lock", err);
   }
   std::vector<std::string> argv = {l.exec_path, "--lock-fd", "3",    "--dir", l.dir,
                                    "--cwd",     l.cwd,       "--in", l.in};
@@ -61,8 +65,9 @@ Result<pid_t> LaunchUnderExec(const ExecLaunch& l) {
   if (rc == 0) {
     // The hint for signalling the job's group after a restart, and the fork adapter's mark that
     // the job was handed over. Not fsynced: after a machine crash the wrapper is gone anyway.
-    std::string text = std::to_string(pid) + "\n";
-    if (::pwrite(lock, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
+    std::string text = "pid " + std::to_string(pid) + "\n";
+    auto at = static_cast<off_t>(head.size());
+    if (::pwrite(lock, text.data(), text.size(), at) != static_cast<ssize_t>(text.size())) {
       rc = errno;
       ::kill(-pid, SIGKILL);  // unrecorded, it could not be stopped after a restart
     }

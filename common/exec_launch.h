@@ -20,14 +20,18 @@ struct ExecLaunch {
   std::string program;   // absolute path
   std::vector<std::string> args;
   std::vector<std::string> env;  // the job's whole environment
+  // Written into DIR/lock as "owner OWNER" before the spawn, so that a starter that reuses
+  // directories can tell, after a restart, whose wrapper holds (or held) one. Empty: none.
+  std::string owner;
 };
 
 // Takes DIR/lock, then spawns kite-exec holding it as fd 3, in a new session, with the stop
 // signals blocked (common/exec_status.h) and no other descriptor of the caller. The lock is never
 // free between the decision to start and the wrapper's life, so "lock free and no status" always
 // means "never ran to an end". Fails with kConflict when a live wrapper already holds the lock.
-// Once the wrapper is spawned its pid is written into DIR/lock (emptied first), where
-// ExecWrapperPid finds it: no file of its own, so a job's start creates one file, not two.
+// DIR/lock is emptied and given the owner line first; once the wrapper is spawned its pid follows
+// ("pid N"), where ExecWrapperPid finds it: no file of its own, so a start creates no file but
+// the lock (and none at all where the starter reuses the directory).
 Result<pid_t> LaunchUnderExec(const ExecLaunch& l);
 
 }  // namespace kite

@@ -91,20 +91,46 @@ Result<ExecStatus> ParseExecStatus(const std::string& text) {
   return s;
 }
 
+std::string FormatExecStatusRecord(const ExecStatus& s) {
+  return "status\n" + FormatExecStatus(s) + "end status\n";
+}
+
 Result<ExecStatus> ReadExecStatus(const std::string& dir) {
+  if (auto lock = ReadExecLock(dir); lock.status) return ParseExecStatus(*lock.status);
   auto text = ReadFile(JoinPath(dir, "status"));
   if (!text) return Fail(text.error());
   return ParseExecStatus(*text);
 }
 
-pid_t ExecWrapperPid(const std::string& dir) {
-  for (const char* name : {"lock", "pid"}) {
-    auto text = ReadFile(JoinPath(dir, name));
-    if (!text) continue;
-    long pid = std::strtol(text->c_str(), nullptr, 10);
-    if (pid > 0 && pid <= INT32_MAX) return static_cast<pid_t>(pid);
+ExecLockRecord ReadExecLock(const std::string& dir) {
+  ExecLockRecord r;
+  auto pid_of = [](const std::string& text) {
+    long pid = std::strtol(text.c_str(), nullptr, 10);
+    return pid > 0 && pid <= INT32_MAX ? static_cast<pid_t>(pid) : 0;
+  };
+  if (auto text = ReadFile(JoinPath(dir, "lock"))) {
+    std::istringstream in(*text);
+    std::optional<std::string> status;  // a record begun
+    for (std::string line; std::getline(in, line);) {
+      if (status) {
+        if (line == "end status" && !in.eof()) {
+          r.status = std::move(status);
+          break;
+        }
+        *status += line + "\n";
+      } else if (line == "status") {
+        status.emplace();
+      } else if (line.starts_with("owner ")) {
+        r.owner = line.substr(6);
+      } else if (line.starts_with("pid ")) {
+        r.pid = pid_of(line.substr(4));
+      }
+    }
   }
-  return 0;
+  if (r.pid == 0) {
+    if (auto old = ReadFile(JoinPath(dir, "pid"))) r.pid = pid_of(*old);
+  }
+  return r;
 }
 
 void ExecStopSignals(sigset_t* set) {

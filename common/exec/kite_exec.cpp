@@ -5,8 +5,8 @@
 //
 // While it lives it holds an exclusive flock on DIR/lock (or on the already locked file it
 // inherits as fd N, so the lock is never free between its starter's decision and its start); when
-// the job ends it writes DIR/status (see common/exec_status.h) atomically and exits 0. The job runs
-// with this process's environment. The wrapper ignores SIGTERM/SIGINT/SIGHUP/SIGQUIT so that
+// the job ends it appends how it ended to DIR/lock (see common/exec_status.h) and exits 0. The job
+// runs with this process's environment. The wrapper ignores SIGTERM/SIGINT/SIGHUP/SIGQUIT so that
 // signalling the job's process group (how Kite stops a job) stops the job while the wrapper lives
 // on to record the signal. Deliberately small: only libc and common/exec_status, so it starts fast.
 #include <fcntl.h>
@@ -204,9 +204,13 @@ int main(int argc, char** argv) {
     st.kind = kite::ExecStatus::Kind::kExited;
     st.code = WEXITSTATUS(wstatus);
   }
-  auto w = kite::WriteFileAtomic(a.dir + "/status", kite::FormatExecStatus(st), 0644);
-  if (!w) {
-    fprintf(stderr, "kite-exec: %s\n", w.error().ToString().c_str());
+  // Appended to the lock this process still holds, and synced: no new file, no rename.
+  std::string record = kite::FormatExecStatusRecord(st);
+  off_t end = lseek(lock_fd, 0, SEEK_END);
+  if (end < 0 ||
+      pwrite(lock_fd, record.data(), record.size(), end) != static_cast<ssize_t>(record.size()) ||
+      fsync(lock_fd) != 0) {
+    perror(("kite-exec: recording the job's end in " + lock).c_str());
     return 2;
   }
   return 0;

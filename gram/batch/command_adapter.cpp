@@ -48,7 +48,7 @@ Result<std::string> CommandAdapter::Submit(const JobSpec& spec) {
     if (!found) return Fail(found.error());
     if (!found->empty()) return Remember(dir, *found);
     // Ran, and the batch system has forgotten it since: kite-exec's record tells the rest.
-    if (FileExists(dir + "/status") || ExecWrapperAlive(dir)) return dir + "#";
+    if (ReadExecStatus(dir) || ExecWrapperAlive(dir)) return dir + "#";
   }
   if (Paused()) return Unreachable();
   return SubmitNew(spec);

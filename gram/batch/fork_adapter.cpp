@@ -38,7 +38,7 @@ class ForkAdapter : public BatchAdapter {
     const std::string& dir = spec.control_dir;
     // Handed over before: a wrapper holds the lock, left a status, or had its pid recorded and
     // died.
-    if (ExecWrapperAlive(dir) || FileExists(dir + "/status") || ExecWrapperPid(dir) > 0) {
+    if (ExecWrapperAlive(dir) || ReadExecStatus(dir) || ExecWrapperPid(dir) > 0) {
       return IdOf(dir);
     }
     ExecLaunch l{.exec_path = options_.exec_path,

@@ -114,7 +114,13 @@ TEST_F(Restart, JobWhoseWrapperDiedWithTheAgentRunsAgain) {
   std::string id = std::to_string(c) + ".0";
   ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(env_->dir() + "/runs") == "start\n"; }, 10));
   // A machine crash: the agent, the wrapper (its pid recorded in the lock) and the job all die.
-  pid_t wrapper = std::stoi(ReadFileOr(env_->home() + "/spool/" + id + "/lock", "0"));
+  // The wrapper's pid, from the lock of the slot that names the job's first run.
+  pid_t wrapper = 0;
+  for (const auto& slot : std::filesystem::directory_iterator(env_->home() + "/spool/slots")) {
+    std::string lock = ReadFileOr(slot.path().string() + "/lock"),
+                head = "owner " + id + " 1\npid ";
+    if (lock.starts_with(head)) wrapper = std::atoi(lock.c_str() + head.size());
+  }
   ASSERT_GT(wrapper, 0);
   env_->KillAgent();
   kill(-wrapper, SIGKILL);

@@ -184,8 +184,8 @@ class Faults : public ::testing::Test {
     for (std::string line; std::getline(rows, line);) {
       std::smatch m;
       if (!std::regex_match(line, m, row)) continue;
-      for (const auto& [log, key] : {std::pair{&gm, "job " + m[1].str() + ":"},
-                                     std::pair{&jm, m[2].str()}}) {
+      for (const auto& [log, key] :
+           {std::pair{&gm, "job " + m[1].str() + ":"}, std::pair{&jm, m[2].str()}}) {
         out += "--- lines naming " + key + "\n";
         std::istringstream in(*log);
         for (std::string l; std::getline(in, l);) {

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <thread>
 
+#include "common/exec_status.h"
 #include "common/files.h"
 #include "credentials/delegation.h"
 #include "gram/callback_server.h"
@@ -84,9 +85,9 @@ TEST(GramGrid, CancelOfARunningJob) {
   EXPECT_EQ(st->state, JobState::kFailed);
   EXPECT_EQ(st->failure, FailureCode::kCancelled);
   // The job is really gone: its wrapper records the signal and the marker never appears.
-  std::string status = site.account_dir() + "/jobs/" + sub->job_id + "/.kite/status";
-  ASSERT_TRUE(WaitUntil([&] { return FileExists(status); }, 10));
-  EXPECT_NE(ReadFileOr(status).find("signaled"), std::string::npos);
+  std::string control = site.account_dir() + "/jobs/" + sub->job_id + "/.kite";
+  ASSERT_TRUE(WaitUntil([&] { return ReadExecStatus(control).has_value(); }, 10));
+  EXPECT_EQ(ReadExecStatus(control)->kind, ExecStatus::Kind::kSignaled);
   EXPECT_FALSE(FileExists(marker));
 }
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "common/exec_status.h"
 #include "common/files.h"
 #include "common/strings.h"
 #include "tests/fixtures/kite_env.h"
@@ -226,12 +227,13 @@ TEST_F(SlurmGrid, CancelWhileRunningStopsTheJobAndTheSlurmJobIsGone) {
       << cluster_->JobState(sid);
   EXPECT_TRUE(cluster_->Jobs("PENDING,RUNNING,COMPLETING").empty());
   // The payload died of the signal (kite-exec recorded it) and never reached its end.
-  std::string status = JobFile(id, ".kite/status");
-  ASSERT_TRUE(WaitUntil([&] { return FileExists(status); }, 20));
-  std::string recorded = ReadFileOr(status);
-  EXPECT_TRUE(recorded.find("kind signaled\ncode 15\n") != std::string::npos ||
-              recorded.find("kind exited\ncode 143\n") != std::string::npos)
-      << recorded;
+  std::string control = JobFile(id, ".kite");
+  ASSERT_TRUE(WaitUntil([&] { return ReadExecStatus(control).has_value(); }, 20))
+      << ReadFileOr(control + "/lock");
+  auto recorded = ReadExecStatus(control);
+  EXPECT_TRUE((recorded->kind == ExecStatus::Kind::kSignaled && recorded->code == 15) ||
+              (recorded->kind == ExecStatus::Kind::kExited && recorded->code == 143))
+      << FormatExecStatus(*recorded);
   EXPECT_FALSE(FileExists(marker));
 }
 

@@ -6,6 +6,7 @@
 
 #include <boost/json.hpp>
 
+#include "common/exec_status.h"
 #include "common/files.h"
 #include "credentials/ca.h"
 #include "test_util.h"
@@ -161,11 +162,12 @@ TEST_F(JobManagerTest, CancelStopsARunningJob) {
   EXPECT_EQ(s->failure, FailureCode::kCancelled);
   // The job's wrapper records the SIGTERM it died of.
   std::string ctl = dir_ / ("state/jobs/" + id + "/.kite");
-  for (int i = 0; i < 500 && !FileExists(ctl + "/status"); ++i) {
+  for (int i = 0; i < 500 && !ReadExecStatus(ctl); ++i) {
     io_.run_for(std::chrono::milliseconds(10));
   }
-  EXPECT_NE(ReadFile(ctl + "/status").value_or("").find("signal"), std::string::npos)
-      << ReadFile(ctl + "/status").value_or("");
+  auto recorded = ReadExecStatus(ctl);
+  ASSERT_TRUE(recorded) << ReadFile(ctl + "/lock").value_or("");
+  EXPECT_EQ(recorded->kind, ExecStatus::Kind::kSignaled);
 }
 
 // Signals move a job to its client's newest servers; one from an earlier run that the site
