@@ -62,17 +62,7 @@ Result<pid_t> LaunchUnderExec(const ExecLaunch& l) {
   int rc = posix_spawn(&pid, l.exec_path.c_str(), &fa, &attr, cargv.data(), cenv.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
-  if (rc == 0) {
-    // The hint for signalling the job's group after a restart, and the fork adapter's mark that
-    // the job was handed over. Not fsynced: after a machine crash the wrapper is gone anyway.
-    std::string text = "pid " + std::to_string(pid) + "\n";
-    auto at = static_cast<off_t>(head.size());
-    if (::pwrite(lock, text.data(), text.size(), at) != static_cast<ssize_t>(text.size())) {
-      rc = errno;
-      ::kill(-pid, SIGKILL);  // unrecorded, it could not be stopped after a restart
-    }
-  }
-  ::close(lock);  // the wrapper now holds the lock alone
+  ::close(lock);  // the wrapper now holds the lock alone; it adds its pid and, later, its end
   if (rc != 0) return FailErrno("spawn " + l.exec_path, rc);
   return pid;
 }

@@ -29,9 +29,11 @@ struct ExecLaunch {
 // signals blocked (common/exec_status.h) and no other descriptor of the caller. The lock is never
 // free between the decision to start and the wrapper's life, so "lock free and no status" always
 // means "never ran to an end". Fails with kConflict when a live wrapper already holds the lock.
-// DIR/lock is emptied and given the owner line first; once the wrapper is spawned its pid follows
-// ("pid N"), where ExecWrapperPid finds it: no file of its own, so a start creates no file but
-// the lock (and none at all where the starter reuses the directory).
+// DIR/lock is emptied and given the owner line first; the wrapper appends its pid ("pid N") and,
+// when the job ends, how it ended (common/exec_status.h). Only the wrapper writes to it once it
+// is spawned, so a job that ends at once cannot have its record overwritten. No file of its own
+// for either, so a start creates no file but the lock (and none at all where the starter reuses
+// the directory).
 Result<pid_t> LaunchUnderExec(const ExecLaunch& l);
 
 }  // namespace kite

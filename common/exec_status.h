@@ -6,7 +6,7 @@
 // with no reliance on being the wrapper's parent. DIR/lock holds, line by line:
 //
 //   owner OWNER        written by the starter before the spawn (common/exec_launch.h); optional
-//   pid N              written by the starter after the spawn; optional
+//   pid N              appended by kite-exec once it holds the lock, before the job starts
 //   status             how the job ended (FormatExecStatus), appended by kite-exec at its end
 //   kind exited ...
 //   end status         the record counts only when complete: a crash mid-write leaves none

@@ -86,6 +86,14 @@ bool ParseArgs(int argc, char** argv, Args* a) {
   return !a->dir.empty() && a->argv.size() > 1;
 }
 
+// Writes `text` at the end of the file `fd` is open on (synced when `sync`).
+bool Append(int fd, const std::string& text, bool sync) {
+  off_t end = lseek(fd, 0, SEEK_END);
+  return end >= 0 &&
+         pwrite(fd, text.data(), text.size(), end) == static_cast<ssize_t>(text.size()) &&
+         (!sync || fsync(fd) == 0);
+}
+
 // Child side: report a failure through the pipe as "S<errno> <what>" or "E<errno>", then exit.
 [[noreturn]] void ChildFail(int fd, char kind, int err, const std::string& what) {
   std::string msg = std::string(1, kind) + std::to_string(err) + " " + what;
@@ -154,6 +162,12 @@ int main(int argc, char** argv) {
     perror(("kite-exec: lock " + lock).c_str());
     return 2;
   }
+  // Its pid after its starter's lines: how a restarted starter signals the job's group, and the
+  // mark that the job was handed over. Not synced: after a machine crash no process is left.
+  if (!Append(lock_fd, "pid " + std::to_string(getpid()) + "\n", false)) {
+    perror(("kite-exec: writing its pid to " + lock).c_str());
+    return 2;
+  }
   struct sigaction ign {};
   ign.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &ign, nullptr);
@@ -205,11 +219,7 @@ int main(int argc, char** argv) {
     st.code = WEXITSTATUS(wstatus);
   }
   // Appended to the lock this process still holds, and synced: no new file, no rename.
-  std::string record = kite::FormatExecStatusRecord(st);
-  off_t end = lseek(lock_fd, 0, SEEK_END);
-  if (end < 0 ||
-      pwrite(lock_fd, record.data(), record.size(), end) != static_cast<ssize_t>(record.size()) ||
-      fsync(lock_fd) != 0) {
+  if (!Append(lock_fd, kite::FormatExecStatusRecord(st), true)) {
     perror(("kite-exec: recording the job's end in " + lock).c_str());
     return 2;
   }

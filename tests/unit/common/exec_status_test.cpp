@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <string>
 
@@ -55,6 +56,27 @@ TEST(ExecStatus, ARecordCutShortCountsAsNone) {
   EXPECT_TRUE(ReadExecStatus(tmp.path()));
 }
 
+// A job that ends at once: its wrapper's record is whole however soon its starter looks, since
+// nobody but the wrapper writes to the lock once it is spawned.
+TEST(ExecStatus, AJobThatEndsAtOnceLeavesAWholeRecord) {
+  TempDir tmp("exec-status");
+  for (int i = 0; i < 50; ++i) {
+    ExecLaunch l{.exec_path = std::string(KITE_BIN_DIR) + "/kite-exec",
+                 .dir = tmp.path(),
+                 .cwd = tmp.path(),
+                 .program = "/bin/true",
+                 .owner = "1.0 " + std::to_string(i)};
+    auto pid = LaunchUnderExec(l);
+    ASSERT_TRUE(pid) << pid.error().ToString();
+    ASSERT_EQ(::waitpid(*pid, nullptr, 0), *pid);
+    auto st = ReadExecStatus(tmp.path());
+    ASSERT_TRUE(st) << "run " << i << ": " << ReadFile(tmp.path() + "/lock").value_or("");
+    EXPECT_EQ(st->code, 0);
+    EXPECT_EQ(ExecWrapperPid(tmp.path()), *pid);
+    EXPECT_EQ(ReadExecLock(tmp.path()).owner, "1.0 " + std::to_string(i));
+  }
+}
+
 TEST(ExecStatus, AnOlderKitesStatusAndPidFilesAreRead) {
   TempDir tmp("exec-status");
   ASSERT_TRUE(WriteFileAtomic(tmp.path() + "/status", FormatExecStatus(Exited(5)), 0644));
@@ -90,6 +112,8 @@ TEST(ExecStatus, AReusedDirectoryNeverShowsTheEarlierRunsEnd) {
   ASSERT_TRUE(second) << second.error().ToString();
   EXPECT_TRUE(ExecWrapperAlive(tmp.path()));
   EXPECT_EQ(ReadExecLock(tmp.path()).owner, "2.0 1");
+  // The wrapper adds its pid as soon as it runs.
+  for (int i = 0; i < 500 && ExecWrapperPid(tmp.path()) != *second; ++i) ::usleep(10000);
   EXPECT_EQ(ExecWrapperPid(tmp.path()), *second);
   EXPECT_FALSE(ReadExecStatus(tmp.path())) << ReadFile(tmp.path() + "/lock").value_or("");
   // A third start while the second's wrapper lives is refused and changes nothing.
