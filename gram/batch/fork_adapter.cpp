@@ -24,8 +24,15 @@ std::pair<std::string, pid_t> SplitId(const std::string& id) {
   return {id.substr(0, hash), static_cast<pid_t>(std::atoi(id.c_str() + hash + 1))};
 }
 
+// "<dir>#<pid>" of a job handed over before. A wrapper that has just started adds its pid to
+// its lock at once; it is waited for (a moment) so the id names it.
 std::string IdOf(const std::string& dir) {
-  return dir + "#" + std::to_string(ExecWrapperPid(dir));
+  pid_t pid = ExecWrapperPid(dir);
+  for (int i = 0; pid == 0 && i < 1000 && ExecWrapperAlive(dir); ++i) {
+    ::usleep(1000);
+    pid = ExecWrapperPid(dir);
+  }
+  return dir + "#" + std::to_string(pid);
 }
 
 class ForkAdapter : public BatchAdapter {
@@ -72,6 +79,7 @@ class ForkAdapter : public BatchAdapter {
 
   Status Cancel(const std::string& id) override {
     auto [dir, pid] = SplitId(id);
+    if (pid <= 0) pid = ExecWrapperPid(dir);  // an id made before the wrapper said its pid
     // Signal only a live wrapper: after it ended, its pid may belong to someone else. The wrapper
     // ignores SIGTERM and records the job's death by it.
     if (pid > 0 && ExecWrapperAlive(dir)) {
