@@ -112,8 +112,9 @@ std::string AnalyzeJob(const Job& job, const AnalyzeFacts& f, double now) {
              " (HoldReasonCode " +
              std::to_string(job.ad.EvaluateInt("HoldReasonCode").value_or(0)) + ")\n";
       return out;
+    case kSuspended:
     case kRunning:
-      out += "running";
+      out += job.status == kSuspended ? "suspended by its slot's owner policy; running" : "running";
       if (auto start = job.ad.EvaluateInt("JobCurrentStartDate"))
         out += " since " + FormatUtc(static_cast<double>(*start));
       if (auto host = job.ad.EvaluateString("RemoteHost")) out += " on " + *host;

@@ -6,6 +6,7 @@
 
 #include "agent/mail_options.h"
 #include "common/error.h"
+#include "glidein/options.h"
 #include "gridmanager/options.h"
 
 namespace kite::agent {
@@ -35,6 +36,9 @@ struct PoolSettings {
   // owner is away from the keyboard (15 minutes), or while the load not caused by Kite's own
   // jobs leaves the machine's cores unsaturated.
   std::string local_start = std::string(kDefaultLocalStart);
+  // The rest of its owner's policy (SUSPEND, CONTINUE, PREEMPT, KILL, MAXJOBRETIREMENTTIME):
+  // HTCondor's defaults, never suspend or preempt.
+  glidein::OwnerPolicy local_policy;
   // Where glide-ins' startds dial in over mutual TLS (agent/pool_tls.h): "HOST:PORT", port 0 =
   // any free port (the bound address goes to $KITE_HOME/pool.address); "" = no TLS listener.
   std::string listen = "127.0.0.1:0";

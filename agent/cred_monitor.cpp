@@ -30,7 +30,7 @@ int64_t Epoch(cred::Clock::time_point t) {
 }
 
 bool Queued(const Job& j) {
-  return j.status == kIdle || j.status == kRunning || j.status == kHeld;
+  return j.status == kIdle || RunUnderWay(j.status) || j.status == kHeld;
 }
 
 bool HeldByMonitor(const Job& j, const std::string& path) {
@@ -386,7 +386,7 @@ void CredentialMonitor::Check() {
     // Too little left: renewal first, then hold.
     std::vector<Job*> to_hold;
     for (Job* j : jobs) {
-      if (j->status == kIdle || j->status == kRunning) to_hold.push_back(j);
+      if (j->status == kIdle || RunUnderWay(j->status)) to_hold.push_back(j);
     }
     if (to_hold.empty() && p.hold_mailed) continue;
     if (renew_ && left > 0 && !to_hold.empty()) {

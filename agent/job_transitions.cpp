@@ -11,11 +11,21 @@ struct Row {
 };
 
 constexpr Row kRows[] = {
-    {kIdle, JobEvent::kStart, kRunning},         {kRunning, JobEvent::kRequeue, kIdle},
-    {kRunning, JobEvent::kComplete, kCompleted}, {kIdle, JobEvent::kHold, kHeld},
-    {kRunning, JobEvent::kHold, kHeld},          {kHeld, JobEvent::kRelease, kIdle},
-    {kIdle, JobEvent::kRemove, kRemoved},        {kRunning, JobEvent::kRemove, kRemoved},
+    {kIdle, JobEvent::kStart, kRunning},
+    {kRunning, JobEvent::kRequeue, kIdle},
+    {kRunning, JobEvent::kComplete, kCompleted},
+    {kIdle, JobEvent::kHold, kHeld},
+    {kRunning, JobEvent::kHold, kHeld},
+    {kHeld, JobEvent::kRelease, kIdle},
+    {kIdle, JobEvent::kRemove, kRemoved},
+    {kRunning, JobEvent::kRemove, kRemoved},
     {kHeld, JobEvent::kRemove, kRemoved},
+    {kRunning, JobEvent::kSuspend, kSuspended},
+    {kSuspended, JobEvent::kContinue, kRunning},
+    {kSuspended, JobEvent::kRequeue, kIdle},
+    {kSuspended, JobEvent::kComplete, kCompleted},
+    {kSuspended, JobEvent::kHold, kHeld},
+    {kSuspended, JobEvent::kRemove, kRemoved},
 };
 
 }  // namespace
@@ -34,6 +44,10 @@ std::string_view JobEventName(JobEvent e) {
       return "release";
     case JobEvent::kRemove:
       return "remove";
+    case JobEvent::kSuspend:
+      return "suspend";
+    case JobEvent::kContinue:
+      return "continue";
   }
   return "?";
 }

@@ -7,6 +7,8 @@
 //    │                            ▼
 //    └───────release──────────── Held
 //   Idle, Running, Held ──remove──► Removed ──(retire)──► history
+//   Running ◄──suspend / continue──► Suspended (pool jobs; as Running for requeue, complete,
+//                                              hold and remove)
 //
 // JobQueue::Transition applies a row and is the only code that sets JobStatus after a submit.
 #pragma once
@@ -26,6 +28,8 @@ enum class JobEvent {
   kHold,      // held: by the user, a policy, the system
   kRelease,   // released from hold
   kRemove,    // removed
+  kSuspend,   // its startd's owner policy suspended the run (pool jobs)
+  kContinue,  // and let it go on
 };
 
 std::string_view JobEventName(JobEvent e);

@@ -44,7 +44,7 @@ int StatusOf(const classad::ClassAd& ad) {
 
 double RunTime(const classad::ClassAd& ad, double now) {
   double t = ad.EvaluateReal("RemoteWallClockTime").value_or(0);
-  if (StatusOf(ad) == kRunning) {
+  if (RunUnderWay(StatusOf(ad))) {
     if (auto start = ad.EvaluateInt("JobCurrentStartDate")) t += now - static_cast<double>(*start);
   }
   return t;
@@ -192,6 +192,7 @@ std::string FormatBatchTable(const std::vector<ListedJob>& jobs, double /*now*/)
     }
     r.last = j.key;
     switch (StatusOf(*j.ad)) {
+      case kSuspended:
       case kRunning:
         ++r.run;
         break;
@@ -255,7 +256,7 @@ std::string FormatRunTable(const std::vector<ListedJob>& jobs, double now) {
   out += line;
   for (auto& j : jobs) {
     const auto& ad = *j.ad;
-    if (StatusOf(ad) != kRunning) continue;
+    if (!RunUnderWay(StatusOf(ad))) continue;
     std::string owner = ad.EvaluateString("Owner").value_or("?");
     double qdate = static_cast<double>(ad.EvaluateInt("QDate").value_or(0));
     double start = static_cast<double>(ad.EvaluateInt("JobCurrentStartDate").value_or(0));
@@ -284,8 +285,8 @@ std::string FormatTotals(const std::vector<ListedJob>& jobs, bool grid_only) {
   char line[256];
   std::snprintf(line, sizeof line,
                 "Total for query: %zu jobs; %d completed, %d removed, %d idle, %d running, %d "
-                "held, 0 suspended\n",
-                total, n[kCompleted], n[kRemoved], n[kIdle], n[kRunning], n[kHeld]);
+                "held, %d suspended\n",
+                total, n[kCompleted], n[kRemoved], n[kIdle], n[kRunning], n[kHeld], n[kSuspended]);
   return line;
 }
 

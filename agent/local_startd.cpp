@@ -88,6 +88,7 @@ void LocalStartd::Spawn() {
   startd.slots = LocalSlotCount(options_.pool);
   startd.work = work;
   startd.start = options_.pool.local_start;
+  startd.policy = options_.pool.local_policy;
   startd.log_file = options_.home + "/startd.log";
   // When the agent is gone for a minute (killed and not restarted) it leaves too, rather than
   // dial a socket no one serves for ever; a restarted agent within the minute finds it.

@@ -39,7 +39,7 @@ PolicyDecision EvaluatePeriodic(const Job& job) {
     d.reason = PolicyReason(job, "PeriodicRemove", "PeriodicRemoveReason");
     return d;
   }
-  if ((job.status == kIdle || job.status == kRunning) && IsTrue(job, "PeriodicHold")) {
+  if ((job.status == kIdle || RunUnderWay(job.status)) && IsTrue(job, "PeriodicHold")) {
     d.action = PolicyDecision::Action::kHold;
     d.reason = PolicyReason(job, "PeriodicHold", "PeriodicHoldReason");
     d.code = kHoldJobPolicy;

@@ -235,6 +235,9 @@ void Pool::OnFrame(const std::shared_ptr<Startd>& sd, pool::Frame f) {
       return OnVacated(m, false);
     case MsgType::kRefused:
       return OnVacated(m, true);
+    case MsgType::kSuspended:
+    case MsgType::kContinued:
+      return OnSuspension(m);
     case MsgType::kBye:
       return OnGone(sd, "leaving: " + m.reason, /*for_good=*/true);
     default:
@@ -308,7 +311,7 @@ void Pool::OnHello(const std::shared_ptr<Startd>& sd, const Message& m) {
     slots_[r.slot].run = run.id;
     named.insert(run.id);
     // Removed or held while its startd was away (or the agent down): stopped now.
-    if (Job* j = queue_.Find(run.job); j && j->status != kRunning) {
+    if (Job* j = queue_.Find(run.job); j && !RunUnderWay(j->status)) {
       to_vacate_.insert(run.job);
       boost::asio::post(io_, [this] { VacateStopped(); });
     }
@@ -404,7 +407,7 @@ void Pool::OnEnded(const Message& m) {
     if (j->status == kRemoved) {
       queue_.MarkExited(*j, exit);
       hooks_.retire(*j);
-    } else if (j->status != kRunning) {
+    } else if (!RunUnderWay(j->status)) {
       // Held meanwhile: it stays held.
     } else if (!run->output_error.empty()) {
       (void)queue_.Hold(*j,
@@ -422,6 +425,23 @@ void Pool::OnEnded(const Message& m) {
   acks_.push_back({run->startd, m.job, m.run});
   DropRun(run->id);
   NegotiateSoon();
+  hooks_.commit_soon();
+}
+
+// The slot's owner policy suspended the run or let it go on. Said again after every reconnect,
+// so a change made while the agent was away is learnt; a repeat changes nothing.
+void Pool::OnSuspension(const Message& m) {
+  Run* run = FindRun(m);
+  Job* j = run && IsCurrent(*run) ? queue_.Find(run->job) : nullptr;
+  if (!j) return;
+  if (m.type == MsgType::kSuspended && j->status == kRunning) {
+    (void)queue_.Suspend(*j,
+                         "Suspended by " + run->slot + (m.reason.empty() ? "" : ": " + m.reason));
+  } else if (m.type == MsgType::kContinued && j->status == kSuspended) {
+    (void)queue_.Continue(*j);
+  } else {
+    return;
+  }
   hooks_.commit_soon();
 }
 
@@ -448,7 +468,7 @@ void Pool::SettleLost(const std::string& id, const std::string& why, double wall
   Job* j = IsCurrent(it->second) ? queue_.Find(it->second.job) : nullptr;
   if (j) {
     EndRemote(*j, wall);
-    if (j->status == kRunning) {
+    if (RunUnderWay(j->status)) {
       (void)queue_.SetIdle(*j, why);
     } else if (j->status == kRemoved) {
       hooks_.retire(*j);
@@ -597,7 +617,7 @@ void Pool::VacateStopped() {
     auto it = runs_.find(r->second);
     if (it == runs_.end()) continue;
     Job* j = queue_.Find(key);
-    if (j && j->status == kRunning) continue;  // released again meanwhile? it runs on
+    if (j && RunUnderWay(j->status)) continue;  // released again meanwhile? it runs on
     Vacate(it->second, !j                   ? "the job left the queue"
                        : j->status == kHeld ? "the job was held"
                                             : "the job was removed");
@@ -612,11 +632,11 @@ void Pool::Recover() {
       OnStatus(j, false);
       continue;
     }
-    if (j.status != kRunning && j.status != kRemoved && j.status != kHeld) continue;
+    if (!RunUnderWay(j.status) && j.status != kRemoved && j.status != kHeld) continue;
     auto id = j.ad.EvaluateString("PoolRunId");
     auto slot = j.ad.EvaluateString("RemoteHost");
     if (!id || !slot) {
-      if (j.status == kRunning)
+      if (RunUnderWay(j.status))
         (void)queue_.SetIdle(j,
                              "The agent restarted and the job's run is not known; it runs again.");
       else if (j.status == kRemoved)

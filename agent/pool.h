@@ -83,6 +83,7 @@ class Pool {
   void OnOutput(const pool::Message& m, const std::string& body);
   void OnEnded(const pool::Message& m);
   void OnVacated(const pool::Message& m, bool refused);
+  void OnSuspension(const pool::Message& m);
   // The connection is over; `for_good`: the startd said goodbye (it will not come back).
   void OnGone(const std::shared_ptr<Startd>& sd, const std::string& why, bool for_good = false);
 

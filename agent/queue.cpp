@@ -63,6 +63,8 @@ const char* StatusLetter(int s) {
       return "C";
     case kHeld:
       return "H";
+    case kSuspended:
+      return "S";
   }
   return "?";
 }
@@ -79,6 +81,8 @@ const char* StatusName(int s) {
       return "Completed";
     case kHeld:
       return "Held";
+    case kSuspended:
+      return "Suspended";
   }
   return "Unknown";
 }
@@ -184,7 +188,7 @@ Status JobQueue::Load() {
 }
 
 void JobQueue::HoldDamaged(Job& job, const std::string& why) {
-  if (job.status != kIdle && job.status != kRunning) {
+  if (job.status != kIdle && !RunUnderWay(job.status)) {
     AddEvent(job, kEventGeneric, "Queue damage found at load: " + why + ".");
     return;
   }
@@ -355,6 +359,18 @@ void JobQueue::SetStatus(Job& job, int status) {
   if (on_status_) on_status_(job, false);
 }
 
+// A suspension is over (continued, or the run ended some other way): its length joins
+// CumulativeSuspensionTime, as in HTCondor.
+void JobQueue::EndSuspension(Job& job) {
+  int64_t since = job.ad.EvaluateInt("LastSuspensionTime").value_or(0);
+  int64_t now = Secs(clock_());
+  if (since > 0 && now > since) {
+    job.ad.Assign("CumulativeSuspensionTime",
+                  job.ad.EvaluateInt("CumulativeSuspensionTime").value_or(0) + (now - since));
+  }
+  job.ad.Assign("LastSuspensionTime", int64_t{0});
+}
+
 void JobQueue::AddEvent(Job& job, int code, const std::string& body) {
   PendingEvent e;
   e.record = store::EventRecord{job.key, clock_(), code, body};
@@ -367,8 +383,19 @@ Status JobQueue::Transition(Job& job, JobEvent event, const Change& change) {
   if (!to) {
     return Fail(ErrorCode::kConflict, RefusalReason(JobIdString(job.key), job.status, event));
   }
+  if (job.status == kSuspended) EndSuspension(job);
   SetStatus(job, *to);
   switch (event) {
+    case JobEvent::kSuspend:
+      job.ad.Assign("TotalSuspensions", job.ad.EvaluateInt("TotalSuspensions").value_or(0) + 1);
+      job.ad.Assign("LastSuspensionTime", Secs(clock_()));
+      AddEvent(job, kEventSuspended,
+               EventBody(kEventSuspended, "\n\tNumber of processes actually suspended: 1"));
+      if (!change.reason.empty()) AddEvent(job, kEventGeneric, change.reason);
+      break;
+    case JobEvent::kContinue:
+      AddEvent(job, kEventUnsuspended, EventBody(kEventUnsuspended, ""));
+      break;
     case JobEvent::kStart:
       RecordStart(job);
       break;
@@ -492,6 +519,12 @@ Status JobQueue::MarkRemoved(Job& job, const std::string& reason) {
 }
 Status JobQueue::MarkCompleted(Job& job) {
   return Transition(job, JobEvent::kComplete);
+}
+Status JobQueue::Suspend(Job& job, const std::string& why) {
+  return Transition(job, JobEvent::kSuspend, {.reason = why});
+}
+Status JobQueue::Continue(Job& job) {
+  return Transition(job, JobEvent::kContinue);
 }
 
 void JobQueue::Retire(Job& job) {

@@ -85,6 +85,10 @@ class JobQueue {
   Status Release(Job& job, const std::string& reason);
   Status MarkRemoved(Job& job, const std::string& reason);
   Status MarkCompleted(Job& job);
+  // Its startd's owner policy suspended the run / let it go on (user log 010 / 011;
+  // TotalSuspensions, LastSuspensionTime, CumulativeSuspensionTime as in HTCondor).
+  Status Suspend(Job& job, const std::string& why);
+  Status Continue(Job& job);
   // The exit attributes of a run that ended; the status is left to Transition.
   void MarkExited(Job& job, const ExecStatus& st);
   // Moves a Completed or Removed job to history and out of the queue. `job` is invalid after.
@@ -134,6 +138,7 @@ class JobQueue {
     bool cluster_gone;
   };
   void SetStatus(Job& job, int status);
+  void EndSuspension(Job& job);
   void RecordStart(Job& job);
   static ExecStatus ExitOf(const Job& job);
   void MarkDirty(Job& job);

@@ -95,11 +95,9 @@ bool EmptyArray(const std::string& body) {
 }
 
 Result<int> StatusCode(std::string_view name) {
-  static const std::pair<const char*, int> kNames[] = {{"idle", kIdle},
-                                                       {"running", kRunning},
-                                                       {"removed", kRemoved},
-                                                       {"completed", kCompleted},
-                                                       {"held", kHeld}};
+  static const std::pair<const char*, int> kNames[] = {
+      {"idle", kIdle},           {"running", kRunning}, {"removed", kRemoved},
+      {"completed", kCompleted}, {"held", kHeld},       {"suspended", kSuspended}};
   for (auto& [n, code] : kNames) {
     if (name == n) return code;
   }

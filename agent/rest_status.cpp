@@ -42,6 +42,8 @@ const char* StatusKey(int status) {
       return "completed";
     case kHeld:
       return "held";
+    case kSuspended:
+      return "suspended";
     default:
       return "other";
   }
@@ -221,7 +223,7 @@ HttpResponse RestService::Metrics() {
   std::map<int, int> counts;
   for (auto& [key, j] : agent_.queue().jobs()) ++counts[j.status];
   Metric(m, "kite_jobs", "gauge", "Jobs in the queue, by status.");
-  for (int s : {kIdle, kRunning, kHeld, kRemoved, kCompleted})
+  for (int s : {kIdle, kRunning, kSuspended, kHeld, kRemoved, kCompleted})
     Sample(m, "kite_jobs", std::string("status=\"") + StatusKey(s) + "\"", counts[s]);
   const auto& st = agent_.queue().stats();
   Metric(m, "kite_jobs_submitted_total", "counter", "Jobs submitted since the agent started.");

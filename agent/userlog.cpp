@@ -26,6 +26,10 @@ const char* Headline(int code) {
       return "Job terminated.";
     case kEventAborted:
       return "Job was aborted.";
+    case kEventSuspended:
+      return "Job was suspended.";
+    case kEventUnsuspended:
+      return "Job was unsuspended.";
     case kEventHeld:
       return "Job was held.";
     case kEventReleased:

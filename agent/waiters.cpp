@@ -26,6 +26,7 @@ WaitCounts Waiters::Count(const std::vector<JobSelector>& sel) {
       case kIdle:
         ++c.idle;
         break;
+      case kSuspended:
       case kRunning:
         ++c.running;
         break;

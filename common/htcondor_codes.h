@@ -12,7 +12,13 @@ enum JobStatus : int {
   kRemoved = 3,
   kCompleted = 4,
   kHeld = 5,
+  kSuspended = 7,  // a pool job its startd's owner policy stopped for now (SIGSTOP)
 };
+
+// Running or Suspended: a run is under way (a suspended job's run goes on once continued).
+inline bool RunUnderWay(int status) {
+  return status == kRunning || status == kSuspended;
+}
 
 // JobUniverse.
 enum Universe : int { kUniverseVanilla = 5, kUniverseGrid = 9, kUniverseLocal = 12 };
@@ -42,6 +48,8 @@ enum EventCode : int {
   kEventTerminated = 5,
   kEventGeneric = 8,
   kEventAborted = 9,
+  kEventSuspended = 10,
+  kEventUnsuspended = 11,
   kEventHeld = 12,
   kEventReleased = 13,
   kEventJobDisconnected = 22,

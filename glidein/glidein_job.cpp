@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 
+#include "classad/expr.h"
 #include "common/strings.h"
 #include "glidein/options.h"
 #include "submit/quoting.h"
@@ -75,8 +76,21 @@ void DropFlag(std::vector<std::string>& args, const std::string& flag) {
 Status CheckRequest(const GlideinRequest& r) {
   std::string_view res = Trim(r.resource);
   if (res.empty()) return Fail(Invalid("--resource is required: \"kite HOST:PORT/BATCH\""));
-  if (HasControl(r.resource) || HasControl(r.start)) {
-    return Fail(Invalid("--resource and --start must be one line of text"));
+  if (HasControl(r.resource)) return Fail(Invalid("--resource must be one line of text"));
+  // The owner's policy: each a one-line ClassAd expression, checked here rather than by a startd
+  // failing at the site.
+  for (const auto& [flag, text] : {std::pair{"--start", &r.start},
+                                   {"--suspend", &r.policy.suspend},
+                                   {"--continue", &r.policy.cont},
+                                   {"--preempt", &r.policy.preempt},
+                                   {"--kill", &r.policy.kill},
+                                   {"--max-job-retirement-time", &r.policy.retirement}}) {
+    if (HasControl(*text)) return Fail(Invalid(std::string(flag) + " must be one line of text"));
+    if (Trim(*text).empty()) return Fail(Invalid(std::string(flag) + " must not be empty"));
+    if (auto e = classad::ParseExpr(*text); !e) {
+      return Fail(Invalid(std::string(flag) + " '" + *text +
+                          "' is not a ClassAd expression: " + e.error().message()));
+    }
   }
   if (r.count < 1 || r.count > 10000) return Fail(Invalid("--count must be 1 to 10000"));
   if (r.cpus < 1 || r.cpus > 1024) return Fail(Invalid("--cpus must be 1 to 1024"));
@@ -86,7 +100,6 @@ Status CheckRequest(const GlideinRequest& r) {
       return Fail(Invalid("--lifetime and --idle-timeout must be durations of 0 or more"));
     }
   }
-  if (Trim(r.start).empty()) return Fail(Invalid("--start must not be empty"));
   return {};
 }
 
@@ -160,6 +173,7 @@ std::vector<std::string> BootstrapArguments(const GlideinRequest& r, const Glide
   o.lifetime = r.lifetime;
   o.idle_timeout = r.idle_timeout;
   o.start = r.start;
+  o.policy = r.policy;
   o.resource = std::string(Trim(r.resource));
   std::vector<std::string> startd = o.ToArgs();
   DropFlag(startd, "--work");  // the bootstrap gives it: $PWD/execute at the site

@@ -11,6 +11,7 @@
 
 #include "classad/classad.h"
 #include "common/error.h"
+#include "glidein/options.h"
 
 namespace kite::glidein {
 
@@ -24,6 +25,7 @@ struct GlideinRequest {
   double lifetime = 2 * 3600;     // seconds until a glide-in leaves (0: no end, no walltime)
   double idle_timeout = 10 * 60;  // seconds without a job before it leaves (0: never)
   std::string start = "true";     // the slots' START expression
+  OwnerPolicy policy;             // SUSPEND, CONTINUE, PREEMPT, KILL, MAXJOBRETIREMENTTIME
 };
 
 // What the desktop supplies.

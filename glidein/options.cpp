@@ -30,6 +30,16 @@ std::vector<std::string> StartdOptions::ToArgs() const {
           ExactNumber(agent_gone_timeout),
           "--start",
           start,
+          "--suspend",
+          policy.suspend,
+          "--continue",
+          policy.cont,
+          "--preempt",
+          policy.preempt,
+          "--kill",
+          policy.kill,
+          "--max-job-retirement-time",
+          policy.retirement,
           "--resource",
           resource,
           "--kill-grace",
@@ -67,6 +77,13 @@ void StartdOptions::AddFlags(CLI::App& app) {
                  "seconds without the agent before leaving (0: never); running jobs are vacated")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--start", start, "the owner's START expression (ClassAd; TARGET is the job)");
+  app.add_option("--suspend", policy.suspend, "SUSPEND: while true, a running job is stopped");
+  app.add_option("--continue", policy.cont, "CONTINUE: when true, a suspended job goes on");
+  app.add_option("--preempt", policy.preempt,
+                 "PREEMPT: when true, the job is vacated (after its retirement time)");
+  app.add_option("--kill", policy.kill, "KILL: when true while vacating, SIGKILL at once");
+  app.add_option("--max-job-retirement-time", policy.retirement,
+                 "MAXJOBRETIREMENTTIME: seconds a preempted job may still run (expression)");
   app.add_option("--resource", resource, "the grid resource of this glide-in (GlideinResource)");
   app.add_option("--kill-grace", kill_grace, "seconds from SIGTERM to SIGKILL when vacating")
       ->check(CLI::NonNegativeNumber);

@@ -13,6 +13,18 @@ class App;
 
 namespace kite::glidein {
 
+// The owner's policy besides START: HTCondor's SUSPEND, CONTINUE, PREEMPT, KILL and
+// MAXJOBRETIREMENTTIME, as ClassAd text evaluated in the slot's ad with its job as TARGET. The
+// defaults are HTCondor's: never suspend or preempt.
+struct OwnerPolicy {
+  std::string suspend = "false";  // true while Busy: the job is stopped (SIGSTOP) for now
+  std::string cont = "true";      // true while Suspended: it goes on (SIGCONT)
+  std::string preempt = "false";  // true while Busy or Suspended: it is vacated, after retirement
+  std::string kill = "false";     // true while it is being vacated: SIGKILL without the grace
+  std::string retirement = "0";   // seconds a preempted job may still run to its end
+  bool operator==(const OwnerPolicy&) const = default;
+};
+
 struct StartdOptions {
   std::string agent;        // where to dial: "unix:/path/pool.sock" or "tls:HOST:PORT"
   std::string name;         // the startd's name ("" = this host's name); slots are slotN@name
@@ -25,6 +37,7 @@ struct StartdOptions {
   double idle_timeout = 0;  // seconds with no run before it leaves (0 = never)
   double agent_gone_timeout = 0;  // seconds without the agent before it leaves (0 = never)
   std::string start = "true";     // the owner's START expression
+  OwnerPolicy policy;             // SUSPEND, CONTINUE, PREEMPT, KILL, MAXJOBRETIREMENTTIME
   std::string resource;           // GlideinResource of the slots ("" = the local slots: absent)
   double kill_grace = 5;          // seconds between SIGTERM and SIGKILL when a run is vacated
   double update_interval = 10;    // seconds between slot ad updates

@@ -1,8 +1,12 @@
 // One run of a job on a slot, from `activate` to `ack` (or `vacated`):
 //
 //   Receiving --go--> Running --wrapper ended--> Ended --(output, ended sent; ack)--> gone
-//       |                |
-//       |             vacate / leaving --> Stopping --wrapper ended--> gone (vacated sent)
+//       |              |  ^ |
+//       |     SUSPEND  v  | CONTINUE
+//       |           Suspended
+//       |              |   |
+//       |   vacate / leaving / PREEMPT (after the retirement time) --> Stopping
+//       |                                       --wrapper ended--> gone (vacated sent)
 //       +-- vacate / bad input / connection lost --> gone (vacated / refused)
 //
 // The pure parts: how kite-exec's status becomes the protocol's exit and usage, and the frames
@@ -23,7 +27,12 @@
 
 namespace kite::glidein {
 
-enum class RunPhase { kReceiving, kRunning, kStopping, kEnded };
+// kSuspended: the owner's SUSPEND stopped the program (SIGSTOP) until CONTINUE or PREEMPT.
+enum class RunPhase { kReceiving, kRunning, kSuspended, kStopping, kEnded };
+// The program's processes exist (Running, Suspended or Stopping): there is a wrapper to reap.
+inline bool HasProcesses(RunPhase p) {
+  return p == RunPhase::kRunning || p == RunPhase::kSuspended || p == RunPhase::kStopping;
+}
 
 struct Run {
   pool::RunRef ref;
@@ -31,9 +40,13 @@ struct Run {
   std::vector<pool::FileInfo> files;  // the input the agent announced
   Sandbox box;
   RunPhase phase = RunPhase::kReceiving;
-  pid_t pid = 0;    // kite-exec, leader of the job's process group (Running, Stopping)
-  Snapshot before;  // the sandbox's top level at `go`, to tell the run's own files
+  pid_t pid = 0;           // kite-exec, leader of the job's process group (while HasProcesses)
+  double launched_at = 0;  // wall clock of the launch: the run's start when kite-exec says none
+  Snapshot before;         // the sandbox's top level at `go`, to tell the run's own files
   std::string stop_reason;
+  bool ever_suspended = false;  // the agent is told its state after every reconnect
+  double retire_until = 0;  // Running, preempted: vacated at this time (wall clock) unless it ends
+  std::string preempt_reason;
   double stop_at = 0;   // Stopping: when SIGTERM was sent (wall clock)
   bool killed = false;  // Stopping: SIGKILL was sent
   pool::RunExit exit;

@@ -1,6 +1,9 @@
 // Slot ads and the START policy.
 #include "glidein/slot_ad.h"
 
+#include <algorithm>
+#include <cctype>
+
 #include "classad/match.h"
 
 namespace kite::glidein {
@@ -55,14 +58,52 @@ Result<classad::ClassAd> BuildSlotAd(const SlotFacts& f) {
   ad.Assign("KeyboardIdle", f.keyboard_idle);
   ad.Assign("TimeToLive", f.time_to_live);
   ad.Assign("HasFileTransfer", true);
-  if (auto st = ad.InsertText("Start", f.start); !st) {
-    return Fail(ErrorCode::kInvalidInput,
-                "the START expression '" + f.start + "' does not parse: " + st.error().message());
+  struct Named {
+    const char* attr;
+    const char* knob;
+    const std::string& text;
+  };
+  for (const Named& e :
+       {Named{"Start", "START", f.start}, Named{"Suspend", "SUSPEND", f.policy.suspend},
+        Named{"Continue", "CONTINUE", f.policy.cont}, Named{"Preempt", "PREEMPT", f.policy.preempt},
+        Named{"Kill", "KILL", f.policy.kill},
+        Named{"MaxJobRetirementTime", "MAXJOBRETIREMENTTIME", f.policy.retirement}}) {
+    if (auto st = ad.InsertText(e.attr, e.text); !st) {
+      return Fail(ErrorCode::kInvalidInput, std::string("the ") + e.knob + " expression '" +
+                                                e.text +
+                                                "' does not parse: " + st.error().message());
+    }
   }
+  if (f.entered_state > 0) ad.Assign("EnteredCurrentState", f.entered_state);
+  if (f.entered_activity > 0) ad.Assign("EnteredCurrentActivity", f.entered_activity);
   (void)ad.InsertText("Requirements", "Start");
   ad.Assign("Rank", 0);
   if (!f.resource.empty()) ad.Assign("GlideinResource", f.resource);
   return ad;
+}
+
+bool PolicySays(const classad::ClassAd& slot, const classad::ClassAd& job, std::string_view attr) {
+  const classad::Expr* e = slot.Lookup(attr);
+  return e != nullptr && classad::EvaluateExpr(*e, &slot, &job).IsTrue();
+}
+
+double RetirementTime(const classad::ClassAd& slot, const classad::ClassAd& job) {
+  auto seconds = [](const classad::ClassAd& my, const classad::ClassAd* target) {
+    const classad::Expr* e = my.Lookup("MaxJobRetirementTime");
+    if (e == nullptr) return -1.0;
+    classad::Value v = classad::EvaluateExpr(*e, &my, target);
+    return v.IsNumber() ? std::max(0.0, v.AsNumber()) : -1.0;
+  };
+  double mine = std::max(0.0, seconds(slot, &job));
+  double theirs = seconds(job, &slot);
+  return theirs >= 0 ? std::min(mine, theirs) : mine;
+}
+
+std::string PolicyText(const classad::ClassAd& slot, std::string_view attr) {
+  std::string knob(attr);
+  for (auto& c : knob) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  const classad::Expr* e = slot.Lookup(attr);
+  return knob + " = " + (e ? classad::Unparse(*e) : "undefined");
 }
 
 Status StartAllows(const classad::ClassAd& slot, const classad::ClassAd& job) {

@@ -7,6 +7,7 @@
 
 #include "classad/classad.h"
 #include "common/error.h"
+#include "glidein/options.h"
 
 namespace kite::glidein {
 
@@ -34,15 +35,28 @@ struct SlotFacts {
   int64_t keyboard_idle = 0;
   int64_t time_to_live = 0;    // seconds left of the startd's lifetime
   std::string start = "true";  // the owner's START expression (ClassAd text)
-  std::string resource;        // GlideinResource; "" leaves it out
+  OwnerPolicy policy;
+  std::string resource;          // GlideinResource; "" leaves it out
+  int64_t entered_state = 0;     // EnteredCurrentState: when State last changed (Unix seconds)
+  int64_t entered_activity = 0;  // EnteredCurrentActivity: when Activity last changed
 };
 
 std::string SlotName(int id, const std::string& startd);  // "slot1@name"
 // The host part of a startd name ("glidein_7@node3" -> "node3"; "node3" -> "node3").
 std::string HostPart(const std::string& startd);
 
-// Fails (kInvalidInput, naming the expression) when `f.start` does not parse.
+// Fails (kInvalidInput, naming the expression) when `f.start` or a policy expression does not
+// parse.
 Result<classad::ClassAd> BuildSlotAd(const SlotFacts& f);
+
+// Whether the slot's policy expression `attr` ("Suspend", "Continue", "Preempt", "Kill") is true
+// for `job` as TARGET; UNDEFINED and ERROR count as false.
+bool PolicySays(const classad::ClassAd& slot, const classad::ClassAd& job, std::string_view attr);
+// The seconds a preempted `job` may still run: the slot's MaxJobRetirementTime, or the job's own
+// when that is shorter (HTCondor's rule); 0 when neither is a number.
+double RetirementTime(const classad::ClassAd& slot, const classad::ClassAd& job);
+// "PREEMPT = <its expression>", for a reason.
+std::string PolicyText(const classad::ClassAd& slot, std::string_view attr);
 
 // Whether the slot (its START, as its Requirements) accepts `job` as TARGET: an error saying why
 // not when it does not.

@@ -56,7 +56,11 @@ Status Startd::Start() {
   if (o_.name.empty()) o_.name = machine_;
   if (o_.memory_mib == 0) o_.memory_mib = MemTotalMiB();
   if (o_.disk_kib == 0) o_.disk_kib = FreeDiskKiB(o_.work);
-  for (int i = 1; i <= o_.slots; ++i) slots_.push_back({i, SlotName(i, o_.name), ""});
+  int64_t now = static_cast<int64_t>(WallNow());
+  for (int i = 1; i <= o_.slots; ++i) {
+    slots_.push_back(
+        {.id = i, .name = SlotName(i, o_.name), .state_since = now, .activity_since = now});
+  }
   if (auto ad = BuildSlotAd(Facts(slots_.front())); !ad) return Fail(ad.error());
   started_at_ = idle_since_ = lost_since_ = SteadyNow();
   children_.async_wait([this](auto ec, int) {
@@ -95,7 +99,10 @@ void Startd::OnDialed(Result<std::unique_ptr<ByteStream>> stream) {
                                          .drained = [this] { Pump(); }});
   link_->Start();
   Message hello{.type = MsgType::kHello, .name = o_.name};
-  for (const auto& s : slots_) hello.slots.push_back({s.name, SlotAdText(s)});
+  for (auto& s : slots_) {
+    Note(s);
+    hello.slots.push_back({s.name, SlotAdText(s)});
+  }
   for (const auto& [id, r] : runs_) hello.runs.push_back(r.ref);
   link_->Send(hello);
   handshake_.expires_after(Ms(kHandshakeTimeout));
@@ -176,6 +183,7 @@ void Startd::OnWelcome() {
   spdlog::info("startd: the agent welcomed {} ({} run(s) on)", o_.name, runs_.size());
   for (auto& [id, r] : runs_) {
     if (r.phase == RunPhase::kEnded) RewindOutput(r);
+    TellSuspension(r);  // a change made while the agent was away
   }
   Pump();
 }
@@ -274,6 +282,7 @@ void Startd::Launch(Run& r) {
     return Drop(r);
   }
   r.pid = *pid;
+  r.launched_at = WallNow();
   r.phase = RunPhase::kRunning;
   spdlog::info("startd: job {} run {} started on {} (pid {})", r.ref.job, r.ref.run, r.ref.slot,
                r.pid);
@@ -293,14 +302,89 @@ void Startd::Stop(Run& r, const std::string& reason) {
   if (r.phase == RunPhase::kStopping || exited_) return;
   spdlog::info("startd: vacating job {} run {}: {}", r.ref.job, r.ref.run, reason);
   r.stop_reason = reason;
-  if (r.phase != RunPhase::kRunning) {
+  if (!HasProcesses(r.phase)) {
     Send(About(MsgType::kVacated, r.ref, reason));
     return Drop(r);
   }
+  bool suspended = r.phase == RunPhase::kSuspended;
   r.phase = RunPhase::kStopping;
   r.stop_at = WallNow();
   ::kill(-r.pid, SIGTERM);
+  if (suspended) ::kill(-r.pid, SIGCONT);  // a stopped process would never see the SIGTERM
   if (Slot* s = FindSlot(r.ref.slot)) SendSlot(*s);
+}
+
+// ---- the owner's policy ----
+
+void Startd::ApplyPolicy() {
+  std::vector<std::string> ids;
+  for (const auto& [id, r] : runs_)
+    if (HasProcesses(r.phase)) ids.push_back(id);
+  double now = WallNow();
+  for (const auto& id : ids) {
+    auto it = runs_.find(id);
+    if (it == runs_.end()) continue;
+    Run& r = it->second;
+    Slot* slot = FindSlot(r.ref.slot);
+    if (slot == nullptr) continue;
+    Note(*slot);
+    auto ad = BuildSlotAd(Facts(*slot));
+    if (!ad) continue;
+    if (r.phase == RunPhase::kStopping) {
+      if (!r.killed && PolicySays(*ad, r.job, "Kill")) {
+        spdlog::info("startd: run {}: {}; SIGKILL", id, PolicyText(*ad, "Kill"));
+        ::kill(-r.pid, SIGKILL);
+        r.killed = true;
+      }
+    } else if (r.retire_until > 0) {
+      if (now >= r.retire_until) Stop(r, r.preempt_reason);
+    } else if (PolicySays(*ad, r.job, "Preempt")) {
+      r.preempt_reason = "preempted by the owner's policy (" + PolicyText(*ad, "Preempt") + ")";
+      double retire = r.phase == RunPhase::kRunning ? RetirementTime(*ad, r.job) : 0;
+      if (retire <= 0) {
+        Stop(r, r.preempt_reason);
+      } else {
+        spdlog::info("startd: run {} {}; it may run {} s more", id, r.preempt_reason, retire);
+        r.retire_until = now + retire;
+        SendSlot(*slot);
+      }
+    } else if (r.phase == RunPhase::kRunning && PolicySays(*ad, r.job, "Suspend")) {
+      Suspend(r, *ad);
+    } else if (r.phase == RunPhase::kSuspended && PolicySays(*ad, r.job, "Continue")) {
+      Resume(r);
+    }
+  }
+}
+
+void Startd::Suspend(Run& r, const classad::ClassAd& slot_ad) {
+  spdlog::info("startd: suspending job {} run {}: {}", r.ref.job, r.ref.run,
+               PolicyText(slot_ad, "Suspend"));
+  ::kill(-r.pid, SIGSTOP);
+  r.phase = RunPhase::kSuspended;
+  r.ever_suspended = true;
+  r.stop_reason = PolicyText(slot_ad, "Suspend");
+  TellSuspension(r);
+  if (Slot* s = FindSlot(r.ref.slot)) SendSlot(*s);
+}
+
+void Startd::Resume(Run& r) {
+  spdlog::info("startd: job {} run {} goes on", r.ref.job, r.ref.run);
+  ::kill(-r.pid, SIGCONT);
+  r.phase = RunPhase::kRunning;
+  r.stop_reason.clear();
+  TellSuspension(r);
+  if (Slot* s = FindSlot(r.ref.slot)) SendSlot(*s);
+}
+
+// The agent learns whether the run is suspended; said again after every reconnect for a run
+// that ever was.
+void Startd::TellSuspension(const Run& r) {
+  if (!r.ever_suspended) return;
+  if (r.phase == RunPhase::kSuspended) {
+    Send(About(MsgType::kSuspended, r.ref, r.stop_reason));
+  } else if (r.phase == RunPhase::kRunning) {
+    Send(About(MsgType::kContinued, r.ref));
+  }
 }
 
 void Startd::OnAck(const Message& m) {
@@ -328,7 +412,7 @@ void Startd::OnChildSignal() {
 void Startd::ReapEnded() {
   std::vector<std::pair<std::string, int>> ended;
   for (auto& [id, r] : runs_) {
-    if (r.phase != RunPhase::kRunning && r.phase != RunPhase::kStopping) continue;
+    if (!HasProcesses(r.phase)) continue;
     int status = 0;
     if (::waitpid(r.pid, &status, WNOHANG) == r.pid) ended.emplace_back(id, status);
   }
@@ -346,7 +430,8 @@ void Startd::Reap(Run& r, int wait_status) {
     r.exit = {pool::RunExit::Kind::kFailed, 0,
               "the job's wrapper ended without a status (wait status " +
                   std::to_string(wait_status) + ")"};
-    r.usage = {.end = WallNow()};
+    // Killed with its job (SIGKILL to the group): the run lasted from its launch until now.
+    r.usage = {.start = r.launched_at, .end = WallNow()};
   }
   if (r.phase == RunPhase::kStopping) {
     Message m = About(MsgType::kVacated, r.ref, r.stop_reason);
@@ -438,14 +523,32 @@ SlotFacts Startd::Facts(const Slot& s) const {
   }
   auto it = s.run.empty() ? runs_.end() : runs_.find(s.run);
   if (it != runs_.end() && it->second.phase == RunPhase::kRunning) f.condor_load = o_.cpus_per_slot;
-  if (it != runs_.end()) {
-    f.state = SlotState::kClaimed;
-    f.job = it->second.ref.job;
-    f.activity = it->second.phase == RunPhase::kRunning    ? SlotActivity::kBusy
-                 : it->second.phase == RunPhase::kStopping ? SlotActivity::kRetiring
-                                                           : SlotActivity::kIdle;
-  }
+  if (it != runs_.end()) f.job = it->second.ref.job;
+  f.state = s.state;
+  f.activity = s.activity;
+  f.entered_state = s.state_since;
+  f.entered_activity = s.activity_since;
+  f.policy = o_.policy;
   return f;
+}
+
+void Startd::Note(Slot& s) {
+  auto it = s.run.empty() ? runs_.end() : runs_.find(s.run);
+  SlotState state = it == runs_.end() ? SlotState::kUnclaimed : SlotState::kClaimed;
+  SlotActivity activity = SlotActivity::kIdle;
+  if (it != runs_.end()) {
+    const Run& r = it->second;
+    activity = r.phase == RunPhase::kRunning && r.retire_until > 0 ? SlotActivity::kRetiring
+               : r.phase == RunPhase::kRunning                     ? SlotActivity::kBusy
+               : r.phase == RunPhase::kSuspended                   ? SlotActivity::kSuspended
+               : r.phase == RunPhase::kStopping                    ? SlotActivity::kRetiring
+                                                                   : SlotActivity::kIdle;
+  }
+  auto now = static_cast<int64_t>(WallNow());
+  if (state != s.state) s.state_since = now;
+  if (state != s.state || activity != s.activity) s.activity_since = now;
+  s.state = state;
+  s.activity = activity;
 }
 
 std::string Startd::SlotAdText(const Slot& s) const {
@@ -453,7 +556,8 @@ std::string Startd::SlotAdText(const Slot& s) const {
   return ad ? classad::ToNewText(*ad) : "[]";  // START was checked at Start()
 }
 
-void Startd::SendSlot(const Slot& s) {
+void Startd::SendSlot(Slot& s) {
+  Note(s);
   if (Connected()) Send(Message{.type = MsgType::kSlot, .slot = s.name, .ad = SlotAdText(s)});
 }
 
@@ -468,9 +572,13 @@ void Startd::Tick() {
   if (leaving_.empty() && o_.idle_timeout > 0 && runs_.empty() &&
       now - idle_since_ >= o_.idle_timeout)
     Leave("idle for " + std::to_string(static_cast<int64_t>(o_.idle_timeout)) + " s");
+  if (now - last_policy_ >= 1) {
+    last_policy_ = now;
+    ApplyPolicy();
+  }
   if (Connected() && now - last_update_ >= o_.update_interval) {
     last_update_ = now;
-    for (const auto& s : slots_) SendSlot(s);
+    for (auto& s : slots_) SendSlot(s);
   }
   if (exited_) return;
   tick_.expires_after(Ms(kTick));
@@ -495,7 +603,7 @@ void Startd::Leave(const std::string& why) {
 void Startd::MaybeFinishLeaving() {
   if (leaving_.empty() || exited_) return;
   for (const auto& [id, r] : runs_) {
-    if (r.phase == RunPhase::kRunning || r.phase == RunPhase::kStopping) return;
+    if (HasProcesses(r.phase)) return;
     if (Connected() && !r.ended_sent) return;
   }
   if (!Connected()) return Exit(kExitLeft);
@@ -511,7 +619,7 @@ void Startd::Exit(int code) {
   exited_ = true;
   spdlog::info("startd: exiting ({})", code);
   for (auto& [id, r] : runs_)
-    if (r.phase == RunPhase::kRunning || r.phase == RunPhase::kStopping) ::kill(-r.pid, SIGKILL);
+    if (HasProcesses(r.phase)) ::kill(-r.pid, SIGKILL);
   if (link_) link_->Close();
   link_.reset();
   tick_.cancel();

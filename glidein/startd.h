@@ -51,6 +51,10 @@ class Startd {
     int id = 1;
     std::string name;
     std::string run;  // the run on it ("" = free)
+    // Its State and Activity as last advertised, and since when (Unix seconds).
+    SlotState state = SlotState::kUnclaimed;
+    SlotActivity activity = SlotActivity::kIdle;
+    int64_t state_since = 0, activity_since = 0;
   };
 
   // Connection.
@@ -76,6 +80,11 @@ class Startd {
   void Refuse(const pool::Message& m, const std::string& reason);
   void Launch(Run& run);
   void Stop(Run& run, const std::string& reason);
+  // The owner's policy (SUSPEND, CONTINUE, PREEMPT, KILL) for each run with processes.
+  void ApplyPolicy();
+  void Suspend(Run& run, const classad::ClassAd& slot_ad);
+  void Resume(Run& run);
+  void TellSuspension(const Run& run);
   void OnChildSignal();
   void ReapEnded();
   void Reap(Run& run, int wait_status);
@@ -87,8 +96,10 @@ class Startd {
   // Slots and time.
   Slot* FindSlot(const std::string& name);
   SlotFacts Facts(const Slot& s) const;
+  // Brings the slot's State and Activity (and their start times) up to date.
+  void Note(Slot& s);
   std::string SlotAdText(const Slot& s) const;
-  void SendSlot(const Slot& s);
+  void SendSlot(Slot& s);
   void Tick();
   void MaybeFinishLeaving();
   void Exit(int code);
@@ -103,7 +114,7 @@ class Startd {
   bool welcomed_ = false;
   bool dialing_ = false;
   double backoff_ = 0.2;
-  double started_at_ = 0, idle_since_ = 0, last_update_ = 0;
+  double started_at_ = 0, idle_since_ = 0, last_update_ = 0, last_policy_ = 0;
   double lost_since_ = 0;  // when the agent was last lost (or the start); 0 while welcomed
   std::string leaving_;    // why, once leaving
   bool bye_sent_ = false, exited_ = false;

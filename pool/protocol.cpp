@@ -11,7 +11,7 @@ namespace {
 
 namespace json = boost::json;
 
-constexpr std::array<std::pair<MsgType, std::string_view>, 15> kTypeNames = {{
+constexpr std::array<std::pair<MsgType, std::string_view>, 17> kTypeNames = {{
     {MsgType::kHello, "hello"},
     {MsgType::kSlot, "slot"},
     {MsgType::kStarted, "started"},
@@ -20,6 +20,8 @@ constexpr std::array<std::pair<MsgType, std::string_view>, 15> kTypeNames = {{
     {MsgType::kVacated, "vacated"},
     {MsgType::kRefused, "refused"},
     {MsgType::kBye, "bye"},
+    {MsgType::kSuspended, "suspended"},
+    {MsgType::kContinued, "continued"},
     {MsgType::kWelcome, "welcome"},
     {MsgType::kRefuse, "refuse"},
     {MsgType::kActivate, "activate"},
@@ -48,6 +50,8 @@ Needs NeedsOf(MsgType t) {
     case MsgType::kSlot:
       return {.slot = true};
     case MsgType::kStarted:
+    case MsgType::kSuspended:
+    case MsgType::kContinued:
     case MsgType::kEnded:
     case MsgType::kVacated:
     case MsgType::kRefused:

@@ -26,14 +26,16 @@ inline constexpr size_t kChunk = 256 << 10;    // the size of the file chunks ei
 
 enum class MsgType {
   // startd -> agent
-  kHello,    // name, slots (its ads), runs (what it is running: after a reconnect)
-  kSlot,     // slot, ad: a slot's ad changed (state, load, time left)
-  kStarted,  // slot, job, run: the job's program runs
-  kOutput,   // job, run, path, offset, last, mode + body: an output file's bytes
-  kEnded,    // slot, job, run, exit, usage: the run ended and every output file was sent
-  kVacated,  // slot, job, run, reason: the run was stopped before its end; the job runs again
-  kRefused,  // slot, job, run, reason: the slot will not run this job (nothing was started)
-  kBye,      // reason: the startd is leaving (lifetime, idle, told to stop)
+  kHello,      // name, slots (its ads), runs (what it is running: after a reconnect)
+  kSlot,       // slot, ad: a slot's ad changed (state, load, time left)
+  kStarted,    // slot, job, run: the job's program runs
+  kOutput,     // job, run, path, offset, last, mode + body: an output file's bytes
+  kEnded,      // slot, job, run, exit, usage: the run ended and every output file was sent
+  kVacated,    // slot, job, run, reason: the run was stopped before its end; the job runs again
+  kRefused,    // slot, job, run, reason: the slot will not run this job (nothing was started)
+  kBye,        // reason: the startd is leaving (lifetime, idle, told to stop)
+  kSuspended,  // slot, job, run, reason: the owner's SUSPEND stopped the program for now
+  kContinued,  // slot, job, run: the owner's CONTINUE let it go on
   // agent -> startd
   kWelcome,   // version: the startd is accepted
   kRefuse,    // reason: the startd is not (the connection closes)
@@ -88,7 +90,7 @@ struct Message {
   std::string job;     // "C.P"
   std::string run;     // the run's id, chosen by the agent (unique per start of a job)
   std::string ad;      // slot: the slot's ad; activate: the job's ad
-  std::string reason;  // refuse, vacate, vacated, refused, bye
+  std::string reason;  // refuse, vacate, vacated, refused, bye, suspended
   std::string path;    // input, output
   uint64_t offset = 0;
   bool last = false;  // input, output: the file ends with this chunk

@@ -2,7 +2,9 @@
 // dials back to this user's agent and offers slots for vanilla jobs (docs/pool.md, "Glide-ins").
 //
 //   kite glidein submit --resource "kite HOST:PORT/BATCH" [--count N] [--cpus N] [--memory MiB]
-//                       [--lifetime DUR] [--idle-timeout DUR] [--start EXPR] [--proxy FILE]
+//                       [--lifetime DUR] [--idle-timeout DUR] [--start EXPR] [--suspend EXPR]
+//                       [--continue EXPR] [--preempt EXPR] [--kill EXPR]
+//                       [--max-job-retirement-time EXPR] [--proxy FILE]
 //                       [--agent HOST:PORT]
 //   kite glidein q
 //   kite glidein rm ID... | -all
@@ -240,6 +242,17 @@ void RegisterGlideinCommands(CLI::App& app) {
                   "a glide-in leaves after this long without a job; 0 = never (default 10m)");
   sub->add_option("--start", s.request.start,
                   "the slots' START expression; TARGET is the job (default true)");
+  sub->add_option("--suspend", s.request.policy.suspend,
+                  "SUSPEND: while true, a running job is stopped (default false)");
+  sub->add_option("--continue", s.request.policy.cont,
+                  "CONTINUE: when true, a suspended job goes on (default true)");
+  sub->add_option(
+      "--preempt", s.request.policy.preempt,
+      "PREEMPT: when true, the job is vacated and runs again elsewhere (default false)");
+  sub->add_option("--kill", s.request.policy.kill,
+                  "KILL: when true while a job is vacated, it is killed at once (default false)");
+  sub->add_option("--max-job-retirement-time", s.request.policy.retirement,
+                  "seconds a preempted job may still run to its end (default 0)");
   sub->add_option("--proxy", s.proxy,
                   "the proxy the glide-ins run with and are trusted by (default: X509_USER_PROXY "
                   "or /tmp/x509up_u<uid>)");

@@ -251,10 +251,11 @@ pid_t SpawnStartd(const std::string& home, const std::string& name, const std::s
                                    "1",
                                    "--work",
                                    work,
-                                   "--kill-grace",
-                                   "1",
                                    "--log",
                                    work + ".log"};
+  // A short grace unless the test sets its own.
+  if (std::find(extra.begin(), extra.end(), "--kill-grace") == extra.end())
+    args.insert(args.end(), {"--kill-grace", "1"});
   args.insert(args.end(), extra.begin(), extra.end());
   pid_t pid = ::fork();
   if (pid == 0) {
@@ -308,6 +309,101 @@ TEST_F(Pool, AStartdThatLeavesVacatesItsJobWhichFinishesOnAnother) {
     ++evictions;
   EXPECT_EQ(evictions, 2u) << log;
   EXPECT_NE(log.find("SlotName: slot1@c"), std::string::npos) << log;
+}
+
+// Runs about `tenths` tenths of a second of its own time (a stopped process does not count on),
+// leaving a mark per run.
+std::string TimedJob(const std::string& marks, int tenths, bool ignore_term = false) {
+  return std::string("#!/bin/sh\n") + (ignore_term ? "trap '' TERM\n" : "") + "echo run >> " +
+         marks + "\ni=0\nwhile [ $i -lt " + std::to_string(tenths) +
+         " ]; do sleep 0.1; i=$((i+1)); done\nexit 3\n";
+}
+
+// The owner's SUSPEND stops the running job and CONTINUE lets it go on: the job is Suspended
+// (JobStatus 7) meanwhile, the user log says both, and the suspension shows in the job's times.
+TEST_F(Pool, SuspendAndContinueStopAndResumeARunningJob) {
+  // Suspended 2 s after the claim, for about 3 s, once.
+  Start(
+      "[pool]\nlocal_slots = 1\nlocal_start = true\n"
+      "local_suspend = \"Activity == \\\"Busy\\\" && time() - EnteredCurrentState >= 2 && "
+      "time() - EnteredCurrentState < 4\"\n"
+      "local_continue = \"time() - EnteredCurrentState >= 5\"\n");
+  ASSERT_TRUE(WaitSlots(1));
+  std::string marks = env_->dir() + "/marks";
+  env_->Write("job.sh", TimedJob(marks, 40), 0755);
+  int c = env_->Submit("universe = vanilla\nexecutable = job.sh\nlog = job.log\nqueue\n");
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return env_->JobStatus(id) == 7; }, 20))
+      << env_->Kite({"q", "-nobatch"}).out;
+  EXPECT_NE(env_->Kite({"q", "-nobatch", id}).out.find(" S "), std::string::npos)
+      << env_->Kite({"q", "-nobatch", id}).out;
+  EXPECT_NE(env_->Kite({"status"}).out.find("Suspended"), std::string::npos)
+      << env_->Kite({"status"}).out;
+  ASSERT_TRUE(WaitUntil([&] { return env_->JobStatus(id) == 2; }, 20));
+  WaitDone(c, 60);
+  EXPECT_EQ(History(id, "ExitCode"), "3");
+  EXPECT_EQ(History(id, "NumJobStarts"), "1");
+  EXPECT_EQ(History(id, "TotalSuspensions"), "1");
+  EXPECT_EQ(History(id, "LastSuspensionTime"), "0");
+  int suspended = std::atoi(History(id, "CumulativeSuspensionTime").c_str());
+  EXPECT_GE(suspended, 2);
+  EXPECT_LE(suspended, 5);
+  // Four seconds of its own time and the suspension: the wall clock counts both.
+  EXPECT_GE(std::atof(History(id, "RemoteWallClockTime").c_str()), 4.0 + suspended - 1);
+  auto log = ReadFileOr(env_->dir() + "/job.log");
+  size_t exec = log.find("001 ("), susp = log.find("010 ("), cont = log.find("011 ("),
+         end = log.find("005 (");
+  ASSERT_NE(susp, std::string::npos) << log;
+  ASSERT_NE(cont, std::string::npos) << log;
+  EXPECT_LT(exec, susp);
+  EXPECT_LT(susp, cont);
+  EXPECT_LT(cont, end);
+  EXPECT_NE(log.find("Job was suspended.\n\tNumber of processes actually suspended: 1"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("Job was unsuspended."), std::string::npos) << log;
+  EXPECT_EQ(ReadFileOr(marks), "run\n");
+}
+
+// PREEMPT vacates a running job after its retirement time (MaxJobRetirementTime), KILL cuts the
+// vacating short for a job that ignores SIGTERM, and the job finishes on another slot.
+TEST_F(Pool, PreemptVacatesAfterTheRetirementTimeAndTheJobFinishesElsewhere) {
+  Start("[pool]\nlocal_slots = 0\n");
+  std::string marks = env_->dir() + "/marks", work = env_->dir() + "/w";
+  env_->Write("job.sh", TimedJob(marks, 60, /*ignore_term=*/true), 0755);
+  pid_t a =
+      SpawnStartd(env_->home(), "a", work + "a",
+                  {"--preempt", "Activity == \"Busy\" && time() - EnteredCurrentActivity >= 1",
+                   "--max-job-retirement-time", "2", "--kill", "true", "--kill-grace", "60"});
+  ASSERT_TRUE(WaitSlots(1));
+  int c = env_->Submit("universe = vanilla\nexecutable = job.sh\nlog = job.log\nqueue\n");
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(marks) == "run\n"; }, 20));
+  // Retiring while its retirement time lasts, then vacated; KILL spares it the 60 s grace.
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return env_->Kite({"status", "-af", "Activity"}).out == "Retiring\n";
+      },
+      10))
+      << env_->Kite({"status"}).out;
+  ASSERT_TRUE(WaitUntil([&] { return env_->JobStatus(id) == 1; }, 15))
+      << env_->Kite({"q", "-nobatch"}).out << ReadFileOr(work + "a.log");
+  double first_run = std::atof(Q(id, "RemoteWallClockTime").c_str());
+  EXPECT_GE(first_run, 2.5);   // ran on through its retirement time
+  EXPECT_LT(first_run, 10.0);  // and was not left its 60 s of grace
+  EXPECT_NE(Q(id, "LastRemoteHost").find("slot1@a"), std::string::npos);
+  pid_t b = SpawnStartd(env_->home(), "b", work + "b", {});
+  WaitDone(c, 60);
+  EXPECT_EQ(History(id, "NumJobStarts"), "2");
+  EXPECT_EQ(History(id, "LastRemoteHost"), "slot1@b");
+  EXPECT_EQ(History(id, "ExitCode"), "3");
+  auto log = ReadFileOr(env_->dir() + "/job.log");
+  EXPECT_NE(log.find("004 ("), std::string::npos) << log;
+  EXPECT_NE(log.find("PREEMPT = "), std::string::npos) << log;
+  for (pid_t p : {a, b}) {
+    ::kill(p, SIGTERM);
+    EXPECT_EQ(WaitExit(p, 20), 0);
+  }
 }
 
 // Speaks the pool protocol on the agent's socket as a broken or hostile startd would.

@@ -45,6 +45,23 @@ TEST(AgentConfig, PoolKeys) {
       << bad.error().message();
   bad = ParseAgentOptions("/h", "[pool]\nlocal_slots = -1\n", "c.toml");
   ASSERT_FALSE(bad);
+  // The rest of the owner's policy, HTCondor's defaults unless set.
+  EXPECT_EQ(o->pool.local_policy, glidein::OwnerPolicy{});
+  o = ParseAgentOptions("/h",
+                        "[pool]\nlocal_suspend = \"KeyboardIdle < 60\"\nlocal_continue = false\n"
+                        "local_preempt = true\nlocal_kill = \"Activity == \\\"Retiring\\\"\"\n"
+                        "local_max_job_retirement_time = \"600\"\n",
+                        "config.toml");
+  ASSERT_TRUE(o) << o.error().ToString();
+  EXPECT_EQ(o->pool.local_policy.suspend, "KeyboardIdle < 60");
+  EXPECT_EQ(o->pool.local_policy.cont, "false");
+  EXPECT_EQ(o->pool.local_policy.preempt, "true");
+  EXPECT_EQ(o->pool.local_policy.kill, "Activity == \"Retiring\"");
+  EXPECT_EQ(o->pool.local_policy.retirement, "600");
+  bad = ParseAgentOptions("/h", "[pool]\nlocal_preempt = \"Activity ==\"\n", "c.toml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message().find("c.toml:2: pool.local_preempt: "), std::string::npos)
+      << bad.error().message();
 }
 
 struct Bad {

@@ -6,9 +6,10 @@
 namespace kite::agent {
 namespace {
 
-constexpr int kStatuses[] = {kIdle, kRunning, kRemoved, kCompleted, kHeld};
-constexpr JobEvent kEvents[] = {JobEvent::kStart, JobEvent::kRequeue, JobEvent::kComplete,
-                                JobEvent::kHold,  JobEvent::kRelease, JobEvent::kRemove};
+constexpr int kStatuses[] = {kIdle, kRunning, kRemoved, kCompleted, kHeld, kSuspended};
+constexpr JobEvent kEvents[] = {JobEvent::kStart,   JobEvent::kRequeue, JobEvent::kComplete,
+                                JobEvent::kHold,    JobEvent::kRelease, JobEvent::kRemove,
+                                JobEvent::kSuspend, JobEvent::kContinue};
 
 TEST(JobTransitions, EveryStatusAndEvent) {
   struct Row {
@@ -23,18 +24,34 @@ TEST(JobTransitions, EveryStatusAndEvent) {
       {kIdle, JobEvent::kHold, kHeld},
       {kIdle, JobEvent::kRelease, 0},
       {kIdle, JobEvent::kRemove, kRemoved},
+      {kIdle, JobEvent::kSuspend, 0},
+      {kIdle, JobEvent::kContinue, 0},
       {kRunning, JobEvent::kStart, 0},
       {kRunning, JobEvent::kRequeue, kIdle},
       {kRunning, JobEvent::kComplete, kCompleted},
       {kRunning, JobEvent::kHold, kHeld},
       {kRunning, JobEvent::kRelease, 0},
       {kRunning, JobEvent::kRemove, kRemoved},
+      {kRunning, JobEvent::kSuspend, kSuspended},
+      {kRunning, JobEvent::kContinue, 0},
+      // A suspended job is a running one its slot stopped for now: it goes on, or its run ends
+      // in any of the ways a running job's does.
+      {kSuspended, JobEvent::kStart, 0},
+      {kSuspended, JobEvent::kRequeue, kIdle},
+      {kSuspended, JobEvent::kComplete, kCompleted},
+      {kSuspended, JobEvent::kHold, kHeld},
+      {kSuspended, JobEvent::kRelease, 0},
+      {kSuspended, JobEvent::kRemove, kRemoved},
+      {kSuspended, JobEvent::kSuspend, 0},
+      {kSuspended, JobEvent::kContinue, kRunning},
       {kHeld, JobEvent::kStart, 0},
       {kHeld, JobEvent::kRequeue, 0},
       {kHeld, JobEvent::kComplete, 0},
       {kHeld, JobEvent::kHold, 0},
       {kHeld, JobEvent::kRelease, kIdle},
       {kHeld, JobEvent::kRemove, kRemoved},
+      {kHeld, JobEvent::kSuspend, 0},
+      {kHeld, JobEvent::kContinue, 0},
   };
   for (const Row& r : expected) {
     auto to = NextJobStatus(r.from, r.event);

@@ -29,6 +29,11 @@ GlideinRequest Request() {
   // Everything a submit line or an argument list could trip over: quotes of both kinds, blanks,
   // a "$(" that must stay text, a '#'.
   r.start = "TARGET.Owner == \"jane's\" && regexp(\"^a$(b) #c\", TARGET.Cmd)";
+  r.policy = {.suspend = "LoadAvg > 1.5 && Activity == \"Busy\"",
+              .cont = "LoadAvg < 0.5",
+              .preempt = "time() - EnteredCurrentActivity > 3600",
+              .kill = "true",
+              .retirement = "TARGET.RequestCpus * 60"};
   return r;
 }
 
@@ -102,6 +107,7 @@ TEST(GlideinJobTest, BootstrapArgumentsCarryTheChecksAndTheStartdOptions) {
   EXPECT_EQ(o.lifetime, 7200);
   EXPECT_EQ(o.idle_timeout, 15);
   EXPECT_EQ(o.start, Request().start);
+  EXPECT_EQ(o.policy, Request().policy);
   EXPECT_EQ(o.resource, "kite 127.0.0.1:9618/slurm");
   EXPECT_EQ(o.work, "/site/job/execute");
 }
@@ -170,6 +176,14 @@ TEST(GlideinJobTest, RefusesWhatCannotBeSubmitted) {
       {"negative lifetime", [](auto& r, auto&) { r.lifetime = -1; }, "--lifetime"},
       {"two-line start", [](auto& r, auto&) { r.start = "true\nqueue 100"; }, "one line"},
       {"empty start", [](auto& r, auto&) { r.start = ""; }, "--start"},
+      {"start not an expression", [](auto& r, auto&) { r.start = "Owner =="; },
+       "--start 'Owner ==' is not a ClassAd expression"},
+      {"suspend not an expression", [](auto& r, auto&) { r.policy.suspend = "(("; }, "--suspend"},
+      {"two-line preempt", [](auto& r, auto&) { r.policy.preempt = "true\nqueue"; },
+       "--preempt must be one line"},
+      {"empty kill", [](auto& r, auto&) { r.policy.kill = " "; }, "--kill must not be empty"},
+      {"retirement not an expression", [](auto& r, auto&) { r.policy.retirement = "1 +"; },
+       "--max-job-retirement-time"},
       {"agent without port", [](auto&, auto& s) { s.agent = "desk"; }, "is not HOST:PORT"},
       {"no identity", [](auto&, auto& s) { s.agent_identity = ""; }, "identity"},
       {"relative program", [](auto&, auto& s) { s.startd = "kite-startd"; }, "absolute path"},

@@ -99,6 +99,69 @@ TEST(SlotAd, StartMayLookAtTheSlotItself) {
   EXPECT_FALSE(StartAllows(*slot, *big));
 }
 
+TEST(SlotAd, CarriesTheOwnersPolicyAndWhenItsActivityBegan) {
+  SlotFacts f = Facts();
+  f.entered_state = 1764000000;
+  f.entered_activity = 1764000100;
+  auto ad = BuildSlotAd(f);
+  ASSERT_TRUE(ad);
+  EXPECT_EQ(ad->EvaluateInt("EnteredCurrentState"), 1764000000);
+  EXPECT_EQ(ad->EvaluateInt("EnteredCurrentActivity"), 1764000100);
+  auto job = classad::ParseNewAd("[ Owner = \"alice\" ]");
+  ASSERT_TRUE(job);
+  // HTCondor's defaults: never suspend, preempt or kill; a suspended job goes on; no retirement.
+  EXPECT_FALSE(PolicySays(*ad, *job, "Suspend"));
+  EXPECT_TRUE(PolicySays(*ad, *job, "Continue"));
+  EXPECT_FALSE(PolicySays(*ad, *job, "Preempt"));
+  EXPECT_FALSE(PolicySays(*ad, *job, "Kill"));
+  EXPECT_EQ(RetirementTime(*ad, *job), 0);
+}
+
+TEST(SlotAd, PolicyExpressionsSeeTheSlotAndTheJob) {
+  SlotFacts f = Facts();
+  f.activity = SlotActivity::kBusy;
+  f.entered_activity = static_cast<int64_t>(WallNow()) - 100;
+  f.policy = {.suspend = "Activity == \"Busy\" && time() - EnteredCurrentActivity > 60",
+              .cont = "KeyboardIdle > 300",
+              .preempt = "TARGET.Owner == \"bob\"",
+              .kill = "TARGET.ImageSize > 1000",
+              .retirement = "TARGET.RequestCpus * 100"};
+  auto ad = BuildSlotAd(f);
+  ASSERT_TRUE(ad) << ad.error().ToString();
+  auto alice = classad::ParseNewAd("[ Owner = \"alice\"; RequestCpus = 2; ImageSize = 10 ]");
+  auto bob = classad::ParseNewAd("[ Owner = \"bob\"; ImageSize = 5000 ]");
+  ASSERT_TRUE(alice && bob);
+  EXPECT_TRUE(PolicySays(*ad, *alice, "Suspend"));
+  EXPECT_TRUE(PolicySays(*ad, *alice, "Continue"));  // KeyboardIdle is 600
+  EXPECT_FALSE(PolicySays(*ad, *alice, "Preempt"));
+  EXPECT_TRUE(PolicySays(*ad, *bob, "Preempt"));
+  EXPECT_TRUE(PolicySays(*ad, *bob, "Kill"));
+  EXPECT_FALSE(PolicySays(*ad, *alice, "NoSuchPolicy"));
+  EXPECT_EQ(PolicyText(*ad, "Preempt"), "PREEMPT = TARGET.Owner == \"bob\"");
+  // The slot's retirement time, shortened by the job's own, never lengthened by it.
+  EXPECT_EQ(RetirementTime(*ad, *alice), 200);
+  auto shorter = classad::ParseNewAd("[ RequestCpus = 2; MaxJobRetirementTime = 30 ]");
+  auto longer = classad::ParseNewAd("[ RequestCpus = 2; MaxJobRetirementTime = 3000 ]");
+  ASSERT_TRUE(shorter && longer);
+  EXPECT_EQ(RetirementTime(*ad, *shorter), 30);
+  EXPECT_EQ(RetirementTime(*ad, *longer), 200);
+  EXPECT_EQ(RetirementTime(*ad, *bob), 0);  // the slot's is UNDEFINED for bob: none
+}
+
+TEST(SlotAd, APolicyExpressionThatDoesNotParseIsAnErrorNamingIt) {
+  for (auto [field, knob] : {std::pair{&OwnerPolicy::suspend, "SUSPEND"},
+                             {&OwnerPolicy::cont, "CONTINUE"},
+                             {&OwnerPolicy::preempt, "PREEMPT"},
+                             {&OwnerPolicy::kill, "KILL"},
+                             {&OwnerPolicy::retirement, "MAXJOBRETIREMENTTIME"}}) {
+    SlotFacts f = Facts();
+    f.policy.*field = "Activity ==";
+    auto ad = BuildSlotAd(f);
+    ASSERT_FALSE(ad) << knob;
+    EXPECT_NE(ad.error().message().find(knob), std::string::npos) << ad.error().message();
+  }
+}
+
 TEST(Machine, ParsesProcFiles) {
   EXPECT_EQ(ParseMemTotalMiB("MemTotal:       16314736 kB\nMemFree: 1 kB\n"), 15932);
   EXPECT_EQ(ParseMemTotalMiB("MemFree: 1 kB\n"), std::nullopt);

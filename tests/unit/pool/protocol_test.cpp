@@ -55,12 +55,25 @@ TEST(PoolProtocol, EveryKindRoundTripsThroughAFrame) {
   act.ad = "[ Cmd = \"/bin/echo\"; Arguments = \"a \\\"b\\\"\" ]";
   act.files = {{"data/in.h5", 1u << 20, 0600}};
   all.push_back(act);
+  all.push_back(Message{.type = MsgType::kSuspended,
+                        .slot = "slot1@node7",
+                        .job = "12.3",
+                        .run = "r",
+                        .reason = "SUSPEND = KeyboardIdle < 60"});
+  all.push_back(
+      Message{.type = MsgType::kContinued, .slot = "slot1@node7", .job = "12.3", .run = "r"});
   for (const auto& m : all) {
     auto f = ReadOne(EncodeFrame(m, "bytes\0here"));
     ASSERT_TRUE(f) << f.error().ToString();
     EXPECT_EQ(f->msg, m) << ToJson(m);
     EXPECT_EQ(f->body, "bytes\0here");
   }
+}
+
+TEST(PoolProtocol, SuspensionsNameTheirRun) {
+  EXPECT_FALSE(ParseMessage(R"({"type":"suspended","job":"1.0","run":"r"})"));  // no slot
+  EXPECT_FALSE(ParseMessage(R"({"type":"continued","slot":"s","run":"r"})"));   // no job
+  EXPECT_TRUE(ParseMessage(R"({"type":"continued","slot":"s","job":"1.0","run":"r"})"));
 }
 
 TEST(PoolProtocol, FramesCutAtEveryByteAreReadWhole) {
