@@ -132,17 +132,30 @@ struct UpOptions {
 // For a batch system behind the gatekeeper: what the job managers will use to reach it, checked
 // now so that a missing client or configuration is said here rather than in a held job.
 // Returns a line for the user ("" for fork); the gatekeeper itself refuses unknown names.
-std::string CheckBatchSystem(const std::string& batch) {
-  if (batch != "slurm") return "";
+// The program `name` in PATH; "" when there is none.
+std::string InPath(const std::string& name) {
   const char* path = std::getenv("PATH");
-  std::string sbatch;
   for (const auto& dir : Split(path ? path : "", ':')) {
-    std::string candidate = JoinPath(dir, "sbatch");
-    if (::access(candidate.c_str(), X_OK) == 0) {
-      sbatch = candidate;
-      break;
-    }
+    std::string candidate = JoinPath(dir, name);
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
+  return "";
+}
+
+std::string CheckBatchSystem(const std::string& batch) {
+  if (batch == "sge") {
+    std::string qsub = InPath("qsub");
+    if (qsub.empty()) {
+      Die("--batch sge: qsub is not in PATH; install Grid Engine's client commands (Debian: "
+          "gridengine-client) or put them in PATH");
+    }
+    const char* root = std::getenv("SGE_ROOT");
+    const char* cell = std::getenv("SGE_CELL");
+    return "sge: " + qsub + " with SGE_ROOT=" + (root ? root : "(unset)") +
+           " SGE_CELL=" + (cell ? cell : "default");
+  }
+  if (batch != "slurm") return "";
+  std::string sbatch = InPath("sbatch");
   if (sbatch.empty()) {
     Die("--batch slurm: sbatch is not in PATH; install Slurm's client commands (Debian: "
         "slurm-client) or put them in PATH");
@@ -288,8 +301,9 @@ void RegisterTestgridCommands(CLI::App& app) {
   auto* up = tg->add_subcommand("up", "make certificates if needed and start a kite-gatekeeper");
   auto* batch = up->add_option("--batch", options.batch,
                                "batch system behind the gatekeeper: fork (run jobs on this "
-                               "machine) or slurm (sbatch to the cluster that PATH and "
-                               "SLURM_CONF point to); kite-gatekeeper refuses names it does "
+                               "machine), slurm (sbatch to the cluster that PATH and "
+                               "SLURM_CONF point to) or sge (qsub to the Grid Engine cell of "
+                               "SGE_ROOT and SGE_CELL); kite-gatekeeper refuses names it does "
                                "not know")
                     ->capture_default_str();
   up->add_option("--batch-poll-interval", options.batch_poll_interval,
