@@ -29,20 +29,10 @@
 #include "gram/client.h"
 #include "tests/fixtures/kite_env.h"
 #include "tests/fixtures/slurm/slurm_cluster.h"
+#include "tests/fixtures/tool_calls.h"
 
 namespace kite::testing {
 namespace {
-
-int Lines(const std::string& path) {
-  std::string s = ReadFileOr(path);
-  return static_cast<int>(std::count(s.begin(), s.end(), '\n'));
-}
-
-std::string Trimmed(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\n");
-  size_t e = s.find_last_not_of(" \t\n");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
 
 class SlurmStack : public ::testing::Test {
  protected:
@@ -51,16 +41,11 @@ class SlurmStack : public ::testing::Test {
   void StartAll(int cpus = 8) {
     cluster_ = std::make_unique<SlurmCluster>(env_.dir() + "/cluster", cpus);
     ASSERT_TRUE(cluster_->ok()) << cluster_->error();
-    std::string bin = env_.dir() + "/bin";
-    std::filesystem::create_directories(bin + "/calls");
-    for (const char* tool : {"sbatch", "squeue", "scancel"}) {
-      WriteFile(bin + "/" + tool,
-                "#!/bin/sh\necho \"$*\" >> " + bin + "/calls/" + tool + "\nexec /usr/bin/" + tool +
-                    " \"$@\"\n",
-                0755);
-    }
+    tools_ = std::make_unique<ToolCalls>(env_.dir() + "/bin",
+                                         std::vector<std::string>{"sbatch", "squeue", "scancel"});
+    ASSERT_TRUE(tools_->ok());
     env_.AddEnv(cluster_->conf_env());
-    env_.AddEnv("PATH=" + bin + ":/usr/local/bin:/usr/bin:/bin");
+    env_.AddEnv("PATH=" + tools_->dir() + ":/usr/local/bin:/usr/bin:/bin");
     env_.AddEnv("X509_USER_PROXY=" + env_.dir() + "/x509up");
     env_.AddEnv("X509_CERT_DIR=" + env_.home() + "/ca/certificates");
     std::filesystem::create_directories(env_.home());
@@ -117,7 +102,7 @@ class SlurmStack : public ::testing::Test {
     return std::regex_search(r.out, m, re) ? std::string(m[1]) : "";
   }
 
-  int Calls(const std::string& tool) const { return Lines(env_.dir() + "/bin/calls/" + tool); }
+  int Calls(const std::string& tool) const { return tools_->Count(tool); }
 
   // Slurm's id of Kite job `id` (C.P) while it has a site job: by the name the adapter gives it
   // (kite-<site job id>); "" when there is none.
@@ -126,9 +111,7 @@ class SlurmStack : public ::testing::Test {
     if (contact.size() < 2) return "";
     std::string site = gram::JobIdFromContact(contact.substr(1, contact.size() - 2));
     if (site.empty()) return "";
-    auto r = cluster_->Run(
-        {"squeue", "--noheader", "--states=all", "--name=kite-" + site, "--format=%i"});
-    return Trimmed(r.out);
+    return cluster_->JobId("kite-" + site);
   }
   // Every job Slurm knows, by id: its state.
   std::map<std::string, std::string> SlurmJobs() const {
@@ -154,18 +137,19 @@ class SlurmStack : public ::testing::Test {
     return static_cast<pid_t>(std::atoi(ReadFileOr(AccountDir() + "/jm.pid", "0").c_str()));
   }
 
+  // The node takes no jobs / takes jobs again.
   void Drain() const {
-    auto r = cluster_->Run(
-        {"scontrol", "update", "NodeName=localhost", "State=DRAIN", "Reason=kite-test"});
+    auto r = cluster_->HoldQueues();
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   void Resume() const {
-    auto r = cluster_->Run({"scontrol", "update", "NodeName=localhost", "State=RESUME"});
+    auto r = cluster_->ReleaseQueues();
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
 
   KiteEnv env_{"slurm-stack"};
   std::unique_ptr<SlurmCluster> cluster_;
+  std::unique_ptr<ToolCalls> tools_;
   std::string resource_;
   bool started_ = false;
 };
