@@ -12,9 +12,8 @@
 #include <regex>
 #include <string>
 
+#include "tests/fixtures/batch_cluster.h"
 #include "tests/fixtures/kite_env.h"
-#include "tests/fixtures/sge/sge_cell.h"
-#include "tests/fixtures/slurm/slurm_cluster.h"
 
 namespace kite::testing {
 namespace {
@@ -23,15 +22,9 @@ class GlideinBatch : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
     std::filesystem::create_directories(env_.home());
-    if (batch() == "slurm") {
-      slurm_ = std::make_unique<SlurmCluster>(env_.dir() + "/cluster", 4);
-      ASSERT_TRUE(slurm_->ok()) << slurm_->error();
-      env_.AddEnv(slurm_->conf_env());
-    } else {
-      sge_ = std::make_unique<SgeCell>(env_.dir() + "/cluster", 4);
-      ASSERT_TRUE(sge_->ok()) << sge_->error();
-      for (const auto& e : sge_->env()) env_.AddEnv(e);
-    }
+    cluster_ = StartBatchCluster(batch(), env_.dir() + "/cluster", 4);
+    ASSERT_TRUE(cluster_ && cluster_->ok()) << (cluster_ ? cluster_->error() : "no fixture");
+    for (const auto& e : cluster_->env()) env_.AddEnv(e);
     resource_ = env_.TestgridUp({"--batch", batch()});
     ASSERT_NE(resource_.find("/" + batch()), std::string::npos) << resource_;
     WriteFile(env_.home() + "/config.toml", "[pool]\nlocal_slots = 0\n");
@@ -49,8 +42,7 @@ class GlideinBatch : public ::testing::TestWithParam<std::string> {
     env_.Kite({"glidein", "rm", "-all"});
     env_.StopAgent();
     env_.Kite({"testgrid", "down"});
-    slurm_.reset();  // after the job managers: they must not see the batch system vanish first
-    sge_.reset();
+    cluster_.reset();  // after the job managers: they must not see the batch system vanish first
   }
 
   const std::string& batch() const { return GetParam(); }
@@ -80,18 +72,14 @@ class GlideinBatch : public ::testing::TestWithParam<std::string> {
     return out;
   }
   // The batch system's jobs that are still pending or running.
-  size_t BatchJobsLeft() const {
-    if (slurm_) return slurm_->Jobs("PENDING,RUNNING,COMPLETING").size();
-    return sge_->Jobs().size();
-  }
+  size_t BatchJobsLeft() const { return cluster_->Jobs(JobSet::kLive).size(); }
   std::string Why(const std::string& glidein) const {
     return env_.Kite({"glidein", "q"}).out + env_.Kite({"q", "-grid"}).out +
            ReadFileOr(env_.home() + "/glidein/" + glidein + ".err");
   }
 
   KiteEnv env_{"glidein-batch"};
-  std::unique_ptr<SlurmCluster> slurm_;
-  std::unique_ptr<SgeCell> sge_;
+  std::unique_ptr<BatchCluster> cluster_;
   std::string resource_;
 };
 
@@ -126,8 +114,7 @@ TEST_P(GlideinBatch, GlideinsRunVanillaJobsWithTheirFilesThenLeaveWhenIdle) {
     EXPECT_EQ(ReadFileOr(env_.dir() + "/out." + ps), lines + "\n") << id;
     EXPECT_EQ(ReadFileOr(env_.dir() + "/err." + ps), "err " + ps + "\n") << id;
     EXPECT_EQ(Attr(id, "ExitCode", true), "0") << id;
-    EXPECT_NE(Attr(id, "LastRemoteHost", true).find("@glidein-" + cluster + "."),
-              std::string::npos)
+    EXPECT_NE(Attr(id, "LastRemoteHost", true).find("@glidein-" + cluster + "."), std::string::npos)
         << Attr(id, "LastRemoteHost", true);
   }
   // Idle for 10 s, both leave: their grid jobs complete and the batch system has none left.
@@ -153,7 +140,8 @@ TEST_P(GlideinBatch, AGlideinThatMustGoVacatesItsJobWhichFinishesOnTheNext) {
   std::string first = SubmitGlideins({"--cpus", "1", "--lifetime", "12s"});
   ASSERT_FALSE(first.empty());
   ASSERT_TRUE(WaitUntil([&] { return Slots() == 1; }, 120)) << Why(first + ".0");
-  int c = env_.Submit("universe = vanilla\nexecutable = job.sh\noutput = out\nlog = job.log\nqueue\n");
+  int c =
+      env_.Submit("universe = vanilla\nexecutable = job.sh\noutput = out\nlog = job.log\nqueue\n");
   std::string id = std::to_string(c) + ".0";
   ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(marks) == "run\n"; }, 60));
   // The lifetime (12 s) ends before the job's 15 s: vacated, Idle again, nothing counted failed.
@@ -177,11 +165,11 @@ TEST_P(GlideinBatch, AGlideinThatMustGoVacatesItsJobWhichFinishesOnTheNext) {
   EXPECT_NE(log.find("004 ("), std::string::npos) << log;  // evicted, not terminated
   EXPECT_EQ(log.find("005 ("), log.rfind("005 (")) << log;
 
-  if (slurm_) {
+  if (batch() == "slurm") {
     // What Slurm does at a job's walltime, by hand: SIGTERM to the batch job's processes.
-    ASSERT_TRUE(WaitUntil([&] { return slurm_->Jobs("RUNNING").size() == 1; }, 30));
-    std::string sid = slurm_->Jobs("RUNNING").front();
-    auto r = slurm_->Run({"scancel", "--signal=TERM", "--full", sid});
+    ASSERT_TRUE(WaitUntil([&] { return BatchJobsLeft() == 1; }, 30));
+    std::string sid = cluster_->Jobs(JobSet::kLive).front();
+    auto r = cluster_->Run({"scancel", "--signal=TERM", "--full", sid});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     ASSERT_TRUE(WaitUntil([&] { return env_.JobStatus(second + ".0") == 4; }, 60))
         << Why(second + ".0");
