@@ -9,9 +9,8 @@
 #include <map>
 #include <string>
 
+#include "agent/listen_address.h"
 #include "agent/myproxy_renewal.h"
-#include "agent/pool_tls.h"
-#include "agent/rest_server.h"
 #include "classad/expr.h"
 #include "common/files.h"
 #include "credentials/certificate.h"

@@ -74,17 +74,6 @@ std::string HandshakeFailure(const boost::system::error_code& ec, SSL* ssl) {
 
 }  // namespace
 
-Result<tcp::endpoint> ParsePoolListen(std::string_view text, bool allow_remote) {
-  auto ep = ParseListenAddress(text, true);
-  if (!ep) return ep;
-  if (!ep->address().is_loopback() && !allow_remote)
-    return Fail(ErrorCode::kInvalidInput,
-                std::string(text) +
-                    " is not a loopback address; letting glide-ins on other hosts dial in needs "
-                    "[pool] allow_remote = true");
-  return ep;
-}
-
 std::string PoolPeerRefusal(const std::string& peer, const std::string& own,
                             const std::vector<std::string>& allowed) {
   if (!own.empty() && peer == own) return "";

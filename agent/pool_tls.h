@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/listen_address.h"
 #include "common/error.h"
 
 namespace kite {
@@ -30,10 +31,6 @@ namespace kite::agent {
 
 class Pool;
 struct AgentOptions;
-
-// [pool] listen: as [rest] listen ("127.0.0.1:0", "[::1]:9618", "localhost:9618"; port 0 = any
-// free port); a host that is not a loopback address needs `allow_remote`.
-Result<boost::asio::ip::tcp::endpoint> ParsePoolListen(std::string_view text, bool allow_remote);
 
 // Who may offer slots: "" when `peer` (an Identity subject) is the agent's own identity or one of
 // `allowed`, otherwise why not.

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "agent/listen_address.h"
 #include "common/error.h"
 
 namespace kite {
@@ -20,10 +21,6 @@ namespace kite::agent {
 
 class Agent;
 class RestService;
-
-// "127.0.0.1:8080", "[::1]:8080", "localhost:8080" (port 0: any free port). A host that is not a
-// loopback address fails unless `allow_remote`; host names other than localhost are refused.
-Result<boost::asio::ip::tcp::endpoint> ParseListenAddress(std::string_view text, bool allow_remote);
 
 // Starts the endpoint the agent's options ask for: the token (LoadOrCreateRestToken), the listener,
 // and HOME/rest.address ("http://HOST:PORT/", for `kite agent status` and scripts).

@@ -1,7 +1,6 @@
 // Mutual-TLS contexts and the handshake-time chain verification they share.
 #include "credentials/tls.h"
 
-#include <curl/curl.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
@@ -34,8 +33,6 @@ int CtxIndex() {
   static const int idx = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, FreeVerifierRef);
   return idx;
 }
-// The identity a client context requires of every server (CurlTls::server_identity). The string
-// belongs to the CurlTls, which outlives the context's transfers.
 int ServerIdentityIndex() {
   static const int idx = SSL_CTX_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
   return idx;
@@ -123,8 +120,10 @@ int CertVerify(X509_STORE_CTX* ctx, void* arg) {
   return 1;
 }
 
-Status Configure(SSL_CTX* ctx, const std::optional<Credential>& cred,
-                 std::shared_ptr<const Verifier> verifier, bool server) {
+}  // namespace
+
+Status detail::ConfigureContext(SSL_CTX* ctx, const std::optional<Credential>& cred,
+                                std::shared_ptr<const Verifier> verifier, bool server) {
   if (!verifier) return Fail(ErrorCode::kInvalidInput, "TLS context needs a verifier");
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   if (cred) {
@@ -142,6 +141,12 @@ Status Configure(SSL_CTX* ctx, const std::optional<Credential>& cred,
   return {};
 }
 
+void detail::RequireServerIdentity(SSL_CTX* ctx, const std::string* identity) {
+  SSL_CTX_set_ex_data(ctx, ServerIdentityIndex(), const_cast<std::string*>(identity));
+}
+
+namespace {
+
 Result<SslContextPtr> MakeContext(boost::asio::ssl::context::method method,
                                   const std::optional<Credential>& cred,
                                   std::shared_ptr<const Verifier> verifier, bool server) {
@@ -149,21 +154,11 @@ Result<SslContextPtr> MakeContext(boost::asio::ssl::context::method method,
   ctx->set_options(boost::asio::ssl::context::default_workarounds |
                    boost::asio::ssl::context::no_sslv2 | boost::asio::ssl::context::no_sslv3 |
                    boost::asio::ssl::context::single_dh_use);
-  if (auto st = Configure(ctx->native_handle(), cred, std::move(verifier), server); !st) {
+  if (auto st = detail::ConfigureContext(ctx->native_handle(), cred, std::move(verifier), server);
+      !st) {
     return Fail(st.error());
   }
   return ctx;
-}
-
-CURLcode CurlSslCtx(CURL*, void* ssl_ctx, void* user) {
-  const auto* tls = static_cast<const CurlTls*>(user);
-  auto* ctx = static_cast<SSL_CTX*>(ssl_ctx);
-  auto st = Configure(ctx, tls->credential, tls->verifier, false);
-  if (st && !tls->server_identity.empty()) {
-    SSL_CTX_set_ex_data(ctx, ServerIdentityIndex(),
-                        const_cast<std::string*>(&tls->server_identity));
-  }
-  return st ? CURLE_OK : CURLE_SSL_CERTPROBLEM;
 }
 
 }  // namespace
@@ -199,22 +194,6 @@ Result<Identity> PeerIdentity(SSL* ssl) {
 std::string PeerVerifyError(SSL* ssl) {
   PeerState* st = StateOf(ssl, false);
   return st ? st->error : "";
-}
-
-Status ConfigureCurl(CURL* curl, const CurlTls& tls) {
-  if (!tls.verifier) return Fail(ErrorCode::kInvalidInput, "CurlTls needs a verifier");
-  bool ok =
-      curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L) == CURLE_OK &&
-      curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, tls.server_identity.empty() ? 2L : 0L) ==
-          CURLE_OK &&
-      curl_easy_setopt(curl, CURLOPT_CAPATH, tls.verifier->options().ca_dir.c_str()) == CURLE_OK &&
-      curl_easy_setopt(curl, CURLOPT_SSL_CTX_FUNCTION, CurlSslCtx) == CURLE_OK &&
-      curl_easy_setopt(curl, CURLOPT_SSL_CTX_DATA, &tls) == CURLE_OK;
-  if (!ok) {
-    return Fail(ErrorCode::kInternal,
-                "libcurl lacks OpenSSL context hooks (needs its OpenSSL build)");
-  }
-  return {};
 }
 
 }  // namespace kite::credentials

@@ -18,6 +18,7 @@
 
 typedef void CURL;
 typedef struct ssl_st SSL;
+typedef struct ssl_ctx_st SSL_CTX;
 
 namespace kite::credentials {
 
@@ -53,7 +54,17 @@ struct CurlTls {
   // name is not checked. Empty: the server's certificate must name the host in the URL.
   std::string server_identity;
 };
-// Sets the client credential, the verification rules and host or identity checking on `curl`.
+// Sets the client credential, the verification rules and host or identity checking on `curl`
+// (credentials/curl_tls.cpp: only what calls it links libcurl).
 Status ConfigureCurl(CURL* curl, const CurlTls& tls);
+
+namespace detail {
+// What MakeServerContext / MakeClientContext (and ConfigureCurl) do to an OpenSSL context.
+Status ConfigureContext(SSL_CTX* ctx, const std::optional<Credential>& cred,
+                        std::shared_ptr<const Verifier> verifier, bool server);
+// Every server a client context talks to must speak for `*identity` (CurlTls::server_identity;
+// the string must outlive the context's transfers).
+void RequireServerIdentity(SSL_CTX* ctx, const std::string* identity);
+}  // namespace detail
 
 }  // namespace kite::credentials

@@ -12,7 +12,7 @@
 #include "agent/cli/commands.h"
 #include "agent/cli/util.h"
 #include "agent/config.h"
-#include "agent/rest_server.h"
+#include "agent/listen_address.h"
 #include "common/files.h"
 #include "common/paths.h"
 #include "common/spawn.h"
