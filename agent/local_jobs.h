@@ -30,7 +30,7 @@ namespace kite::agent {
 class LocalJobs {
  public:
   // Jobs started, or wrapper ends handled, per turn of the event loop.
-  static constexpr size_t kSlice = 32;
+  static constexpr size_t kSlice = 16;
   // A run shorter than this that its exit policy runs again waits before its next start.
   static constexpr double kShortRun = 10;
   static constexpr double kMaxRestartDelay = 60;

@@ -198,10 +198,17 @@ void JobQueue::HoldDamaged(Job& job, const std::string& why) {
        kHoldQueueDamage);
 }
 
+// The id is stored as handed out in the same commit as what was pending: one sync, not two.
 Result<int> JobQueue::NewCluster() {
-  if (auto st = Flush(); !st) return Fail(st.error());
-  auto id = store_->ReserveClusterId();
-  if (id) reserved_.insert(*id);
+  int id = 0;
+  auto st = Flush([&]() -> Status {
+    auto r = store_->ReserveClusterId();
+    if (!r) return Fail(r.error());
+    id = *r;
+    return {};
+  });
+  if (!st) return Fail(st.error());
+  reserved_.insert(id);
   return id;
 }
 
@@ -567,8 +574,8 @@ Status JobQueue::FlushInTransaction() {
   return {};
 }
 
-Status JobQueue::Flush() {
-  if (!has_pending()) return {};
+Status JobQueue::Flush(const std::function<Status()>& also) {
+  if (!has_pending() && !also) return {};
   auto began = std::chrono::steady_clock::now();
   if (auto st = store_->Begin(); !st) return st;
   // New clusters are written in the same transaction as their first jobs.
@@ -581,6 +588,7 @@ Status JobQueue::Flush() {
     c.stored = true;  // provisional until the commit below
   }
   auto st = FlushInTransaction();
+  if (st && also) st = also();
   if (st) st = store_->Commit();
   if (!st) {
     store_->Rollback();

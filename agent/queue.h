@@ -103,9 +103,10 @@ class JobQueue {
   // Sets an attribute on the job's own ad and marks it dirty.
   void SetAttr(Job& job, std::string_view name, classad::ExprPtr value);
 
-  // Writes every pending change in one transaction. On failure nothing is lost from memory and
-  // the changes stay pending for the next attempt.
-  Status Flush();
+  // Writes every pending change in one transaction, with whatever `also` writes (called inside
+  // it, after the changes). On failure nothing is lost from memory and the changes stay pending
+  // for the next attempt.
+  Status Flush(const std::function<Status()>& also = {});
   bool has_pending() const { return !dirty_.empty() || !events_.empty() || !retired_.empty(); }
 
   // The whole ad (cluster attributes overlaid by the job's) in old ClassAd syntax.
