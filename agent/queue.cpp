@@ -481,6 +481,11 @@ void JobQueue::MarkExited(Job& job, const ExecStatus& st) {
   double prev = job.ad.EvaluateReal("RemoteWallClockTime").value_or(0);
   job.ad.Assign("RemoteWallClockTime", prev + wall);
   job.ad.Assign("CompletionDate", Secs(st.end > 0 ? st.end : clock_()));
+  // The run's peak as the wrapper saw it: a short job the periodic sampling never caught.
+  if (st.max_rss_kb > job.ad.EvaluateInt("ResidentSetSize").value_or(0)) {
+    job.ad.Assign("ResidentSetSize", st.max_rss_kb);
+    job.ad.Assign("MemoryUsage", (st.max_rss_kb + 1023) / 1024);  // MiB, rounded up
+  }
   MarkDirty(job);
 }
 

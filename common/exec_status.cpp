@@ -35,8 +35,10 @@ const char* KindName(ExecStatus::Kind k) {
 std::string FormatExecStatus(const ExecStatus& s) {
   char buf[256];
   std::snprintf(buf, sizeof buf,
-                "kind %s\ncode %d\ncore %d\nutime %.6f\nstime %.6f\nstart %.6f\nend %.6f\n",
-                KindName(s.kind), s.code, s.core ? 1 : 0, s.utime, s.stime, s.start, s.end);
+                "kind %s\ncode %d\ncore %d\nutime %.6f\nstime %.6f\nstart %.6f\nend %.6f\n"
+                "maxrss %lld\n",
+                KindName(s.kind), s.code, s.core ? 1 : 0, s.utime, s.stime, s.start, s.end,
+                static_cast<long long>(s.max_rss_kb));
   std::string out = buf;
   std::string msg = s.message;
   for (auto& c : msg) {
@@ -80,6 +82,8 @@ Result<ExecStatus> ParseExecStatus(const std::string& text) {
         s.start = std::stod(val);
       } else if (key == "end") {
         s.end = std::stod(val);
+      } else if (key == "maxrss") {
+        s.max_rss_kb = std::stoll(val);
       } else if (key == "message") {
         s.message = val;
       }
@@ -102,33 +106,42 @@ Result<ExecStatus> ReadExecStatus(const std::string& dir) {
   return ParseExecStatus(*text);
 }
 
-ExecLockRecord ReadExecLock(const std::string& dir) {
+namespace {
+
+pid_t PidOf(const std::string& text) {
+  long pid = std::strtol(text.c_str(), nullptr, 10);
+  return pid > 0 && pid <= INT32_MAX ? static_cast<pid_t>(pid) : 0;
+}
+
+}  // namespace
+
+ExecLockRecord ParseExecLock(std::string_view text) {
   ExecLockRecord r;
-  auto pid_of = [](const std::string& text) {
-    long pid = std::strtol(text.c_str(), nullptr, 10);
-    return pid > 0 && pid <= INT32_MAX ? static_cast<pid_t>(pid) : 0;
-  };
-  if (auto text = ReadFile(JoinPath(dir, "lock"))) {
-    std::istringstream in(*text);
-    std::optional<std::string> status;  // a record begun
-    for (std::string line; std::getline(in, line);) {
-      if (status) {
-        if (line == "end status" && !in.eof()) {
-          r.status = std::move(status);
-          break;
-        }
-        *status += line + "\n";
-      } else if (line == "status") {
-        status.emplace();
-      } else if (line.starts_with("owner ")) {
-        r.owner = line.substr(6);
-      } else if (line.starts_with("pid ")) {
-        r.pid = pid_of(line.substr(4));
+  std::istringstream in{std::string(text)};
+  std::optional<std::string> status;  // a record begun
+  for (std::string line; std::getline(in, line);) {
+    if (status) {
+      if (line == "end status" && !in.eof()) {
+        r.status = std::move(status);
+        break;
       }
+      *status += line + "\n";
+    } else if (line == "status") {
+      status.emplace();
+    } else if (line.starts_with("owner ")) {
+      r.owner = line.substr(6);
+    } else if (line.starts_with("pid ")) {
+      r.pid = PidOf(line.substr(4));
     }
   }
+  return r;
+}
+
+ExecLockRecord ReadExecLock(const std::string& dir) {
+  ExecLockRecord r;
+  if (auto text = ReadFile(JoinPath(dir, "lock"))) r = ParseExecLock(*text);
   if (r.pid == 0) {
-    if (auto old = ReadFile(JoinPath(dir, "pid"))) r.pid = pid_of(*old);
+    if (auto old = ReadFile(JoinPath(dir, "pid"))) r.pid = PidOf(*old);
   }
   return r;
 }

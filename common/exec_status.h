@@ -18,8 +18,10 @@
 
 #include <signal.h>
 
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/error.h"
 
@@ -28,13 +30,14 @@ namespace kite {
 struct ExecStatus {
   enum class Kind { kExited, kSignaled, kExecFailed, kSetupFailed };
   Kind kind = Kind::kExited;
-  int code = 0;         // exit code, signal number, or errno
-  bool core = false;    // a core file was dumped
-  double utime = 0;     // CPU seconds, user
-  double stime = 0;     // CPU seconds, system
-  double start = 0;     // wall clock, seconds since the epoch, when the job was started
-  double end = 0;       // and when it ended
-  std::string message;  // for kExecFailed / kSetupFailed: what failed, for a HoldReason
+  int code = 0;            // exit code, signal number, or errno
+  bool core = false;       // a core file was dumped
+  double utime = 0;        // CPU seconds, user
+  double stime = 0;        // CPU seconds, system
+  double start = 0;        // wall clock, seconds since the epoch, when the job was started
+  double end = 0;          // and when it ended
+  int64_t max_rss_kb = 0;  // the largest resident set of the job's processes (KiB)
+  std::string message;     // for kExecFailed / kSetupFailed: what failed, for a HoldReason
 };
 
 std::string FormatExecStatus(const ExecStatus& s);
@@ -59,6 +62,8 @@ struct ExecLockRecord {
   std::optional<std::string> status;  // the complete status record's lines, when there is one
 };
 ExecLockRecord ReadExecLock(const std::string& dir);
+// The lock file's text as ReadExecLock reads it (without the older DIR/pid). Pure.
+ExecLockRecord ParseExecLock(std::string_view text);
 inline pid_t ExecWrapperPid(const std::string& dir) {
   return ReadExecLock(dir).pid;
 }

@@ -22,7 +22,11 @@ pool::RunExit ExitOf(const ExecStatus& s) {
 }
 
 pool::RunUsage UsageOf(const ExecStatus& s) {
-  return {.user_cpu = s.utime, .sys_cpu = s.stime, .rss_kb = 0, .start = s.start, .end = s.end};
+  return {.user_cpu = s.utime,
+          .sys_cpu = s.stime,
+          .rss_kb = s.max_rss_kb,
+          .start = s.start,
+          .end = s.end};
 }
 
 Status CheckInputs(Run& run) {

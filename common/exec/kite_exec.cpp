@@ -203,6 +203,7 @@ int main(int argc, char** argv) {
   st.end = Now();
   st.utime = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6;
   st.stime = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+  st.max_rss_kb = ru.ru_maxrss;  // KiB on Linux
   if (!report.empty()) {
     st.kind = report[0] == 'E' ? kite::ExecStatus::Kind::kExecFailed
                                : kite::ExecStatus::Kind::kSetupFailed;

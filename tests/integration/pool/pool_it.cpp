@@ -113,6 +113,7 @@ TEST_F(Pool, VanillaJobsRunWithTheirFilesAndMatchWhatALocalRunGives) {
               ReadFileOr(env_->dir() + "/ref/upper.txt"));
     EXPECT_EQ(History(id, "ExitCode"), "3");
     EXPECT_EQ(History(id, "NumJobStarts"), "1");
+    EXPECT_GT(std::atoi(History(id, "MemoryUsage").c_str()), 0) << "the run's peak, from wait4";
     EXPECT_NE(History(id, "LastRemoteHost").find("slot"), std::string::npos);
     EXPECT_EQ(History(id, "RemoteHost"), "undefined");
   }

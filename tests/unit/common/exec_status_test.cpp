@@ -26,6 +26,7 @@ ExecStatus Exited(int code) {
   s.start = 1764000000.5;
   s.end = 1764000001.25;
   s.message = "a message with spaces";
+  s.max_rss_kb = 123456;
   return s;
 }
 
@@ -42,6 +43,7 @@ TEST(ExecStatus, TheRecordInTheLockRoundTrips) {
   EXPECT_EQ(st->code, 7);
   EXPECT_DOUBLE_EQ(st->end, 1764000001.25);
   EXPECT_EQ(st->message, "a message with spaces");
+  EXPECT_EQ(st->max_rss_kb, 123456);
 }
 
 TEST(ExecStatus, ARecordCutShortCountsAsNone) {
@@ -72,6 +74,7 @@ TEST(ExecStatus, AJobThatEndsAtOnceLeavesAWholeRecord) {
     auto st = ReadExecStatus(tmp.path());
     ASSERT_TRUE(st) << "run " << i << ": " << ReadFile(tmp.path() + "/lock").value_or("");
     EXPECT_EQ(st->code, 0);
+    EXPECT_GT(st->max_rss_kb, 0);  // the job's peak resident set, from wait4
     EXPECT_EQ(ExecWrapperPid(tmp.path()), *pid);
     EXPECT_EQ(ReadExecLock(tmp.path()).owner, "1.0 " + std::to_string(i));
   }
