@@ -72,6 +72,10 @@ std::unexpected<Error> CommandAdapter::Unreachable(const std::string& why) {
               words_.server + " cannot be reached (" + last_unreachable_ + ")");
 }
 
+void CommandAdapter::LogPollFailure(size_t jobs, std::string_view what, const Error& e) const {
+  spdlog::warn("{}: asking {} about {} jobs: {}", Name(), what, jobs, e.message());
+}
+
 bool CommandAdapter::PollDue() {
   auto now = Clock::now();
   if (now < next_poll_ || now < unreachable_until_) return false;

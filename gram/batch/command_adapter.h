@@ -79,6 +79,24 @@ class CommandAdapter : public BatchAdapter {
   // True (and the next poll is due a poll interval later) when Poll should ask the system now:
   // the last poll is an interval ago and no pause lasts.
   bool PollDue();
+  // How every Poll begins: the queued cancels go out; then, when a poll is due, `query` asks the
+  // system about all of this account's jobs. nullopt when nothing is decided this time (not due,
+  // or the query failed: logged with `what` and the number of jobs asked about).
+  template <class Rows, class Query>
+  std::optional<Rows> BeginPoll(size_t jobs, std::string_view what, Query query) {
+    SendCancels();
+    if (!PollDue()) return std::nullopt;
+    Result<Rows> rows = query();
+    if (!rows) {
+      LogPollFailure(jobs, what, rows.error());
+      return std::nullopt;
+    }
+    return std::move(*rows);
+  }
+  // Sends the cancels queued since the last call (Cancel queues them).
+  virtual void SendCancels() = 0;
+
+  void LogPollFailure(size_t jobs, std::string_view what, const Error& e) const;
 
   // Writes `<name>.id` in `dir` (a quick write: lost in a crash, the job is found by name) and
   // returns the batch id "<dir>#<sid>".

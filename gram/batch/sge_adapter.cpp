@@ -92,14 +92,10 @@ class SgeAdapter : public CommandAdapter {
   std::string_view Name() const override { return "sge"; }
 
   std::map<std::string, BatchOutcome> Poll(const std::vector<std::string>& ids) override {
-    SendCancels();
     std::map<std::string, BatchOutcome> out;
-    if (!PollDue()) return out;
-    auto rows = QueryAll();
-    if (!rows) {
-      spdlog::warn("sge: asking qstat about {} jobs: {}", ids.size(), rows.error().message());
-      return out;
-    }
+    auto rows = BeginPoll<std::map<std::string, sge::QstatRow>>(ids.size(), "qstat",
+                                                                [this] { return QueryAll(); });
+    if (!rows) return out;
     // qstat -xml answers an empty list, exit 0 and no word on stderr when it cannot reach
     // qmaster (8.1.9): before a missing job counts as ended, qmaster must have answered.
     bool confirmed = false;
@@ -255,7 +251,7 @@ class SgeAdapter : public CommandAdapter {
     return found;
   }
 
-  void SendCancels() {
+  void SendCancels() override {
     if (!HasPendingCancels() || Paused()) return;
     auto now = Clock::now();
     std::vector<std::string> args = PendingCancels(now);

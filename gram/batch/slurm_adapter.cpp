@@ -72,14 +72,10 @@ class SlurmAdapter : public CommandAdapter {
   std::string_view Name() const override { return "slurm"; }
 
   std::map<std::string, BatchOutcome> Poll(const std::vector<std::string>& ids) override {
-    SendCancels();
     std::map<std::string, BatchOutcome> out;
-    if (!PollDue()) return out;
-    auto rows = QueryAll();
-    if (!rows) {
-      spdlog::warn("slurm: asking squeue about {} jobs: {}", ids.size(), rows.error().message());
-      return out;
-    }
+    auto rows = BeginPoll<std::map<std::string, slurm::SqueueRow>>(ids.size(), "squeue",
+                                                                   [this] { return QueryAll(); });
+    if (!rows) return out;
     for (const auto& id : ids) {
       auto [dir, sid] = SplitId(id);
       std::optional<slurm::SqueueRow> row;
@@ -160,7 +156,7 @@ class SlurmAdapter : public CommandAdapter {
 
   // At most one scancel per poll interval, for every cancel queued since the last (the job
   // manager polls on every pass, and cancels of many jobs come one request at a time).
-  void SendCancels() {
+  void SendCancels() override {
     if (!HasPendingCancels()) return;
     auto now = Clock::now();
     if (now < next_cancel_) return;
