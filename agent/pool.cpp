@@ -692,23 +692,36 @@ void Pool::Negotiate() {
     ads.push_back(&slot.ad);
   }
   std::vector<std::pair<JobKey, Slot*>> matches;
+  // Kinds of job that matched no free slot: the free slots only get fewer in this pass.
+  MatchKinds kinds(ads);
+  std::set<std::string> unmatched;
+  size_t skipped = 0;
   for (const auto& [order, key] : idle_) {
     if (free.empty()) break;
     Job* j = queue_.Find(key);
     if (!j || j->status != kIdle) continue;
+    auto kind = kinds.KindOf(j->ad);
+    if (kind && unmatched.count(*kind)) {
+      ++skipped;
+      continue;
+    }
     ++considered;
     auto best = BestSlot(j->ad, ads);
-    if (!best) continue;
+    if (!best) {
+      if (kind) unmatched.insert(std::move(*kind));
+      continue;
+    }
     matches.emplace_back(key, free[*best]);
     free.erase(free.begin() + static_cast<std::ptrdiff_t>(*best));
     ads.erase(ads.begin() + static_cast<std::ptrdiff_t>(*best));
   }
   double took = SteadyNow() - began;
-  if (took > 0.1) {
-    spdlog::info(
-        "agent: pool: negotiation took {:.0f} ms ({} idle job(s) tried against {} free "
-        "slot(s), {} matched)",
-        took * 1000, considered, free.size() + matches.size(), matches.size());
+  if (considered + skipped > 0) {
+    // Slow ones are worth the user's attention; the others only when debugging.
+    spdlog::log(took > 0.1 ? spdlog::level::info : spdlog::level::debug,
+                "agent: pool: negotiation took {:.1f} ms ({} idle job(s) tried against {} free "
+                "slot(s), {} matched; {} skipped as of a kind that matched none)",
+                took * 1000, considered, free.size() + matches.size(), matches.size(), skipped);
   }
   for (auto& [key, slot] : matches) {
     if (Job* j = queue_.Find(key)) StartRun(*j, *slot);
