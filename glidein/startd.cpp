@@ -32,6 +32,13 @@ std::chrono::milliseconds Ms(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
 }
 
+// How a reaped process ended, for a log line or a reason.
+std::string DescribeWaitStatus(int status) {
+  if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));
+  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
+  return "ended (wait status " + std::to_string(status) + ")";
+}
+
 Message About(MsgType type, const pool::RunRef& r, std::string reason = {}) {
   return Message{.type = type, .slot = r.slot, .job = r.job, .run = r.run, .reason = reason};
 }
@@ -427,11 +434,21 @@ void Startd::Reap(Run& r, int wait_status) {
     r.exit = ExitOf(*st);
     r.usage = UsageOf(*st);
   } else {
-    r.exit = {pool::RunExit::Kind::kFailed, 0,
-              "the job's wrapper ended without a status (wait status " +
-                  std::to_string(wait_status) + ")"};
     // Killed with its job (SIGKILL to the group): the run lasted from its launch until now.
     r.usage = {.start = r.launched_at, .end = WallNow()};
+  }
+  if (!st && r.phase != RunPhase::kStopping) {
+    // The wrapper (this run's starter) died without saying how the job ended: nobody knows,
+    // so the run is lost, not failed. What is left of the job goes with it, and the agent
+    // runs the job again (HTCondor's shadow does the same when its starter is gone).
+    ::kill(-r.pid, SIGKILL);
+    std::string why = "the job's wrapper (kite-exec, pid " + std::to_string(r.pid) + ") " +
+                      DescribeWaitStatus(wait_status) + " before the job's end was known";
+    spdlog::warn("startd: run {}: {}; vacated", r.ref.run, why);
+    Message m = About(MsgType::kVacated, r.ref, why);
+    m.usage = r.usage;
+    Send(m);
+    return Drop(r);
   }
   if (r.phase == RunPhase::kStopping) {
     Message m = About(MsgType::kVacated, r.ref, r.stop_reason);

@@ -190,6 +190,41 @@ TEST_F(Pool, AJobWhoseStartdIsKilledRunsAgainAndFinishes) {
   EXPECT_EQ(ReadFileOr(marks), "run of 0\nrun of 0\n");  // the lost run, and the one that counted
 }
 
+// The run's own process at the slot (kite-exec, the job's wrapper, HTCondor's starter for it)
+// killed: the run is lost, not failed; what it had started goes with it, and the job runs again
+// (on the other slot: the one that lost it cools off for a while).
+TEST_F(Pool, AJobWhoseWrapperIsKilledRunsAgainAndNothingOfTheLostRunLingers) {
+  Start("[pool]\nlocal_slots = 2\nlocal_start = true\n");
+  ASSERT_TRUE(WaitSlots(2));
+  env_->Write("job.sh",
+              "#!/bin/sh\necho \"run of $1\" >> \"$2\"\nsleep 2\necho \"end of $1\" >> \"$2\"\n"
+              "exit 3\n",
+              0755);
+  std::string marks = env_->dir() + "/marks";
+  int c = env_->Submit("universe = vanilla\nexecutable = job.sh\narguments = 0 " + marks +
+                       "\nlog = job.log\nqueue\n");
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(marks).size() > 0; }, 20));
+  pid_t startd = StartdPid();
+  ASSERT_GT(startd, 0);
+  auto wrapper = RunCommand({"pgrep", "-P", std::to_string(startd), "-f", "kite-exec"});
+  ASSERT_EQ(wrapper.exit_code, 0) << "no kite-exec under the startd";
+  ASSERT_EQ(::kill(static_cast<pid_t>(std::stol(wrapper.out)), SIGKILL), 0);
+  WaitDone(c);
+  EXPECT_EQ(History(id, "NumJobStarts"), "2");
+  EXPECT_EQ(History(id, "ExitCode"), "3");
+  ::usleep(2500 * 1000);  // past the lost run's sleep: had it lingered, it would mark its end
+  EXPECT_EQ(ReadFileOr(marks), "run of 0\nrun of 0\nend of 0\n");
+  EXPECT_EQ(StartdPid(), startd) << "the startd itself went on";
+  // The user log says the run was evicted, and why.
+  auto log = ReadFileOr(env_->dir() + "/job.log");
+  EXPECT_NE(log.find("004 ("), std::string::npos) << log;
+  EXPECT_NE(log.find("(kite-exec, pid " + wrapper.out.substr(0, wrapper.out.find('\n')) +
+                     ") was killed by signal 9 before the job's end was known"),
+            std::string::npos)
+      << log;
+}
+
 TEST_F(Pool, JobsKeepRunningWhileTheAgentIsDownAndEachResultIsCollectedOnce) {
   Start();
   ASSERT_TRUE(WaitSlots(2));
