@@ -36,7 +36,9 @@ std::optional<size_t> BestSlot(const classad::ClassAd& job,
 
 namespace {
 // An attribute named in quotes ('a b') is not a word NamesIn would find: such ads get no kind.
-bool HasQuotedName(std::string_view text) { return text.find('\'') != std::string_view::npos; }
+bool HasQuotedName(std::string_view text) {
+  return text.find('\'') != std::string_view::npos;
+}
 }  // namespace
 
 void NamesIn(std::string_view text, std::set<std::string>* names) {

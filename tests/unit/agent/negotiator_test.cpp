@@ -82,14 +82,18 @@ TEST(Negotiator, TheDefaultLocalStartWaitsWhileTheOwnerWorksOnABusyMachine) {
 TEST(MatchKinds, JobsAlikeInWhatMatchingReadsShareAKind) {
   auto slot = Ad("[ Memory = 2048; OpSys = \"LINUX\"; Requirements = TARGET.Owner == \"me\" ]");
   MatchKinds kinds({&slot});
-  auto a = Ad("[ ProcId = 0; Args = \"a\"; RequestMemory = 1024; Owner = \"me\"; "
-              "Requirements = TARGET.Memory >= RequestMemory ]");
-  auto b = Ad("[ ProcId = 1; Args = \"b\"; RequestMemory = 1024; Owner = \"me\"; "
-              "Requirements = TARGET.Memory >= RequestMemory ]");
-  auto more = Ad("[ ProcId = 2; RequestMemory = 4096; Owner = \"me\"; "
-                 "Requirements = TARGET.Memory >= RequestMemory ]");
-  auto other = Ad("[ ProcId = 3; RequestMemory = 1024; Owner = \"you\"; "
-                  "Requirements = TARGET.Memory >= RequestMemory ]");
+  auto a =
+      Ad("[ ProcId = 0; Args = \"a\"; RequestMemory = 1024; Owner = \"me\"; "
+         "Requirements = TARGET.Memory >= RequestMemory ]");
+  auto b =
+      Ad("[ ProcId = 1; Args = \"b\"; RequestMemory = 1024; Owner = \"me\"; "
+         "Requirements = TARGET.Memory >= RequestMemory ]");
+  auto more =
+      Ad("[ ProcId = 2; RequestMemory = 4096; Owner = \"me\"; "
+         "Requirements = TARGET.Memory >= RequestMemory ]");
+  auto other =
+      Ad("[ ProcId = 3; RequestMemory = 1024; Owner = \"you\"; "
+         "Requirements = TARGET.Memory >= RequestMemory ]");
   ASSERT_TRUE(kinds.KindOf(a));
   EXPECT_EQ(kinds.KindOf(a), kinds.KindOf(b));      // they differ only in what nothing reads
   EXPECT_NE(kinds.KindOf(a), kinds.KindOf(more));   // read through Requirements
@@ -128,10 +132,10 @@ TEST(MatchKinds, SkippingKindsThatMatchedNothingPicksWhatTryingEveryJobPicks) {
       Ad("[ Name = \"s3\"; Memory = 8192; Requirements = true ]")};
   std::vector<classad::ClassAd> jobs;
   for (int i = 0; i < 12; ++i) {
-    jobs.push_back(Ad("[ ProcId = " + std::to_string(i) + "; Owner = \"" +
-                      (i % 3 ? "me" : "you") + "\"; RequestMemory = " +
-                      std::to_string(i % 4 == 0 ? 16384 : 2048 * (1 + i % 2)) +
-                      "; Requirements = TARGET.Memory >= RequestMemory ]"));
+    jobs.push_back(
+        Ad("[ ProcId = " + std::to_string(i) + "; Owner = \"" + (i % 3 ? "me" : "you") +
+           "\"; RequestMemory = " + std::to_string(i % 4 == 0 ? 16384 : 2048 * (1 + i % 2)) +
+           "; Requirements = TARGET.Memory >= RequestMemory ]"));
   }
   auto pick = [&](bool skip) {
     std::vector<const classad::ClassAd*> free;
