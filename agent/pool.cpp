@@ -33,6 +33,7 @@ using pool::MsgType;
 constexpr size_t kOutboxHigh = 4 * pool::kChunk;
 // How long a slot that refused a job is not offered another.
 constexpr double kRefusedCoolOff = 5;
+constexpr double kNegotiationSlice = 0.01;  // seconds of matchmaking before the agent's other work
 // HTCondor's default JobLeaseDuration.
 constexpr double kDefaultLease = 2400;
 // The names under which the startd sends the program's standard output and error.
@@ -283,6 +284,7 @@ void Pool::OnHello(const std::shared_ptr<Startd>& sd, const Message& m) {
     Slot& slot = slots_[m.slots[i].name];
     slot.name = m.slots[i].name;
     slot.ad = std::move(ads[i]);
+    ++slot_generation_;
     slot.startd = sd;
     sd->slots.push_back(slot.name);
   }
@@ -343,6 +345,7 @@ void Pool::OnSlot(const std::shared_ptr<Startd>& sd, const Message& m) {
     return;
   }
   it->second.ad = std::move(*ad);
+  ++slot_generation_;
   if (it->second.run.empty()) NegotiateSoon();
 }
 
@@ -505,9 +508,9 @@ void Pool::OnGone(const std::shared_ptr<Startd>& sd, const std::string& why, boo
   for (const auto& name : sd->slots) {
     auto it = slots_.find(name);
     if (it != slots_.end() && it->second.startd.lock() == nullptr)
-      slots_.erase(it);
+      slots_.erase(it), ++slot_generation_;
     else if (it != slots_.end() && it->second.startd.lock() == sd)
-      slots_.erase(it);
+      slots_.erase(it), ++slot_generation_;
   }
   // Runs it never started (its input unsent, or unfinished) are lost now, as are all of them
   // when it said goodbye; the others wait for it under their lease.
@@ -671,6 +674,10 @@ void Pool::OnFlushed() {
 }
 
 void Pool::NegotiateSoon() {
+  if (pass_.active) {
+    pass_.again = true;  // jobs before the pass's place, or slots it ruled out, may match now
+    return;
+  }
   if (negotiate_posted_) return;
   negotiate_posted_ = true;
   boost::asio::post(io_, [this] {
@@ -679,53 +686,94 @@ void Pool::NegotiateSoon() {
   });
 }
 
+// One slice of a pass: the idle jobs after the pass's place, in order, each against the slots
+// free now, until kNegotiationSlice is used up; then the matches start and, if jobs are left,
+// the next slice is posted behind whatever else the agent has to do.
 void Pool::Negotiate() {
   double now = queue_.Now();
   double began = SteadyNow();
-  size_t considered = 0;
+  if (!pass_.active) pass_ = Pass{.active = true, .began = began};
+  ++pass_.slices;
   std::vector<Slot*> free;
   std::vector<const classad::ClassAd*> ads;
+  std::set<std::string> free_names;
+  bool more_free = false;  // a slot is free that was not when the last slice ended
   for (auto& [name, slot] : slots_) {
     auto sd = slot.startd.lock();
     if (!sd || sd->closed || !slot.run.empty() || slot.cool_until > now) continue;
     free.push_back(&slot);
     ads.push_back(&slot.ad);
+    free_names.insert(name);
+    more_free = more_free || !pass_.free.count(name);
   }
+  // Kinds are told over every slot's ad, so they hold while the ads do; a kind that matched
+  // none of the free slots is skipped while no other slot becomes free.
+  if (!pass_.kinds || pass_.built != slot_generation_) {
+    std::vector<const classad::ClassAd*> all;
+    for (const auto& [name, slot] : slots_) all.push_back(&slot.ad);
+    pass_.kinds = std::make_unique<MatchKinds>(all);
+    pass_.built = slot_generation_;
+    pass_.unmatched.clear();
+  }
+  if (more_free) pass_.unmatched.clear();
   std::vector<std::pair<JobKey, Slot*>> matches;
-  // Kinds of job that matched no free slot: the free slots only get fewer in this pass.
-  MatchKinds kinds(ads);
-  std::set<std::string> unmatched;
-  size_t skipped = 0;
-  for (const auto& [order, key] : idle_) {
-    if (free.empty()) break;
+  auto it = pass_.after ? idle_.upper_bound(*pass_.after) : idle_.begin();
+  bool out_of_time = false;
+  for (; it != idle_.end() && !free.empty(); ++it) {
+    if (SteadyNow() - began >= kNegotiationSlice) {
+      out_of_time = true;
+      break;
+    }
+    pass_.after = *it;
+    const JobKey& key = it->second;
     Job* j = queue_.Find(key);
     if (!j || j->status != kIdle) continue;
-    auto kind = kinds.KindOf(j->ad);
-    if (kind && unmatched.count(*kind)) {
-      ++skipped;
+    auto kind = pass_.kinds->KindOf(j->ad);
+    if (kind && pass_.unmatched.count(*kind)) {
+      ++pass_.skipped;
       continue;
     }
-    ++considered;
+    ++pass_.considered;
     auto best = BestSlot(j->ad, ads);
     if (!best) {
-      if (kind) unmatched.insert(std::move(*kind));
+      if (kind) pass_.unmatched.insert(std::move(*kind));
       continue;
     }
     matches.emplace_back(key, free[*best]);
+    free_names.erase(free[*best]->name);
     free.erase(free.begin() + static_cast<std::ptrdiff_t>(*best));
     ads.erase(ads.begin() + static_cast<std::ptrdiff_t>(*best));
   }
-  double took = SteadyNow() - began;
-  if (considered + skipped > 0) {
-    // Slow ones are worth the user's attention; the others only when debugging.
-    spdlog::log(took > 0.1 ? spdlog::level::info : spdlog::level::debug,
-                "agent: pool: negotiation took {:.1f} ms ({} idle job(s) tried against {} free "
-                "slot(s), {} matched; {} skipped as of a kind that matched none)",
-                took * 1000, considered, free.size() + matches.size(), matches.size(), skipped);
-  }
+  pass_.free = std::move(free_names);
+  pass_.busy += SteadyNow() - began;
+  pass_.matched += matches.size();
   for (auto& [key, slot] : matches) {
     if (Job* j = queue_.Find(key)) StartRun(*j, *slot);
   }
+  if (out_of_time) {
+    negotiate_posted_ = true;
+    boost::asio::post(io_, [this] {
+      negotiate_posted_ = false;
+      Negotiate();
+    });
+    return;
+  }
+  EndPass();
+}
+
+void Pool::EndPass() {
+  Pass done = std::move(pass_);
+  pass_ = Pass{};
+  if (size_t seen = done.considered + done.skipped; seen > 0) {
+    // Slow or long ones are worth the user's attention; the others only when debugging.
+    bool notable = done.busy > 0.1 || seen >= 1000;
+    spdlog::log(notable ? spdlog::level::info : spdlog::level::debug,
+                "agent: pool: negotiation took {:.1f} ms ({} idle job(s) tried, {} matched; {} "
+                "skipped as of a kind that matched none; {} slice(s) over {:.1f} ms)",
+                done.busy * 1000, done.considered, done.matched, done.skipped, done.slices,
+                (SteadyNow() - done.began) * 1000);
+  }
+  if (done.again) NegotiateSoon();
 }
 
 void Pool::StartRun(Job& j, Slot& slot) {

@@ -95,6 +95,7 @@ class Pool {
   static std::string SlotHost(const std::string& slot);
   void NegotiateSoon();
   void Negotiate();
+  void EndPass();
   void StartRun(Job& job, Slot& slot);
   void SendActivate(Run& run);
   void PumpInputs(const std::shared_ptr<Startd>& sd);
@@ -128,6 +129,21 @@ class Pool {
   };
   std::vector<Ack> acks_;  // runs whose outcome waits for a commit before the startd may forget
   bool negotiate_posted_ = false;
+  // A negotiation goes over the idle jobs in slices of kNegotiationSlice, so the agent's other
+  // work (the CLI's requests) is answered in between; a pass resumes after the last job it saw.
+  struct Pass {
+    bool active = false;
+    bool again = false;  // something changed during the pass: another one follows it
+    std::optional<std::pair<JobOrder, JobKey>> after;
+    std::unique_ptr<MatchKinds> kinds;  // over every slot's ad, as of slot_generation_ `built`
+    uint64_t built = 0;
+    std::set<std::string> unmatched;  // kinds that matched none of the slots free in `free`
+    std::set<std::string> free;       // the slots free when the last slice ended
+    double began = 0, busy = 0;
+    size_t considered = 0, skipped = 0, matched = 0, slices = 0;
+  };
+  Pass pass_;
+  uint64_t slot_generation_ = 1;  // changes whenever a slot ad comes, goes or changes
   boost::asio::steady_timer lease_timer_;
   bool lease_armed_ = false;
 };
