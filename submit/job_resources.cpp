@@ -21,6 +21,14 @@ bool LooksNumeric(std::string_view v) {
          (std::isdigit(static_cast<unsigned char>(v[0])) || v[0] == '.' || v[0] == '-');
 }
 
+// An expression that computes the request, though it starts with a digit: what `$(Process) + 1`
+// becomes. A lone number is not one (a size or count of its own, checked as such).
+bool IsComputed(std::string_view v) {
+  auto e = classad::ParseExpr(v);
+  return e && (*e)->kind() != classad::ExprKind::kLiteral &&
+         (*e)->kind() != classad::ExprKind::kUnary;  // -1 is a number here, not a formula
+}
+
 // A size in `base` units (or a ClassAd expression, kept as written); "undefined" sets nothing.
 Result<std::optional<std::string>> SizeOrExpr(JobContext& ctx, const std::string& key,
                                               const std::string& v, int64_t base) {
@@ -29,7 +37,7 @@ Result<std::optional<std::string>> SizeOrExpr(JobContext& ctx, const std::string
     return Fail(ctx.ErrorAt(key, key + " must not be negative"));
   }
   if (auto n = ParseBytes(v, base)) return std::optional<std::string>(std::to_string(*n));
-  if (LooksNumeric(v)) {
+  if (LooksNumeric(v) && !IsComputed(v)) {
     return Fail(ctx.ErrorAt(key, key + ": '" + v + "' is not a size like 512, 2GB or 1.5 GiB"));
   }
   if (auto st = ValidateExpr(ctx, key, v); !st) return Fail(st.error());
@@ -64,7 +72,7 @@ Status EmitCpus(JobContext& ctx) {
   }
   const std::string& text = **v;
   if (EqualsIgnoreCase(text, "undefined")) return {};
-  if (LooksNumeric(text) || (text.size() > 1 && text[0] == '+')) {
+  if ((LooksNumeric(text) || (text.size() > 1 && text[0] == '+')) && !IsComputed(text)) {
     long long n = 0;
     auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
     if (ec != std::errc() || p != text.data() + text.size()) {

@@ -147,6 +147,9 @@ const CommandCase kCommandCases[] = {
     {"request_memory = 100K", "RequestMemory", "1"},
     {"request_memory = ifThenElse(MemoryUsage > 100, 200, 100)", "RequestMemory",
      "ifThenElse(MemoryUsage > 100, 200, 100)"},
+    // Expressions that start with a digit, as `$(Process) + 1` becomes: kept as written.
+    {"request_memory = 1024 * (2 + 1)", "RequestMemory", "1024 * (2 + 1)"},
+    {"request_cpus = 1 + 1", "RequestCpus", "1 + 1"},
     {"request_disk = 1GB", "RequestDisk", "1048576"},
     {"batch_queue = short", "BatchQueue", "\"short\""},
     {"batch_project = phys123", "BatchProject", "\"phys123\""},
