@@ -96,6 +96,9 @@ struct AgentOptions {
   std::string socket_path() const { return home + "/agent.sock"; }
   std::string pool_socket_path() const { return home + "/pool.sock"; }
   std::string pool_address_path() const { return home + "/pool.address"; }
+  // The port the pool listener last had: taken again after a restart when `listen` says port 0,
+  // so glide-ins that dialled the agent before can dial it again.
+  std::string pool_port_path() const { return home + "/pool.port"; }
   std::string log_path() const { return home + "/agent.log"; }
   std::string pid_path() const { return home + "/agent.pid"; }
   std::string spool_path() const { return home + "/spool"; }

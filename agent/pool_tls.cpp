@@ -11,6 +11,7 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
+#include <charconv>
 #include <list>
 
 #include "agent/config.h"
@@ -19,6 +20,7 @@
 #include "common/accept_loop.h"
 #include "common/files.h"
 #include "common/paths.h"
+#include "common/strings.h"
 #include "credentials/tls.h"
 #include "pool/protocol.h"
 #include "pool/stream.h"
@@ -303,22 +305,60 @@ void PoolTlsListener::ArmRecheck() {
   });
 }
 
+namespace {
+
+// The port in `path` (pool.port), or 0.
+unsigned short RememberedPort(const std::string& path) {
+  auto text = ReadFile(path, {.max_bytes = 64});
+  if (!text) return 0;
+  unsigned port = 0;
+  auto t = Trim(*text);
+  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), port);
+  return ec == std::errc() && p == t.data() + t.size() && port < 65536
+             ? static_cast<unsigned short>(port)
+             : 0;
+}
+
+}  // namespace
+
+boost::system::error_code PoolTlsListener::Bind(const boost::asio::ip::tcp::endpoint& ep) {
+  State& s = *state_;
+  boost::system::error_code ec;
+  s.acceptor.open(ep.protocol(), ec);
+  if (!ec) ::fcntl(s.acceptor.native_handle(), F_SETFD, FD_CLOEXEC);
+  if (!ec) s.acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) s.acceptor.bind(ep, ec);
+  if (!ec) s.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    boost::system::error_code ignored;
+    s.acceptor.close(ignored);
+  }
+  return ec;
+}
+
 Status PoolTlsListener::Listen() {
   State& s = *state_;
   auto ep = ParsePoolListen(s.options.pool.listen, s.options.pool.allow_remote);
   if (!ep) return Fail(ep.error());
   boost::system::error_code ec;
-  s.acceptor.open(ep->protocol(), ec);
-  if (!ec) ::fcntl(s.acceptor.native_handle(), F_SETFD, FD_CLOEXEC);
-  if (!ec) s.acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
-  if (!ec) s.acceptor.bind(*ep, ec);
-  if (!ec) s.acceptor.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) {
-    boost::system::error_code ignored;
-    s.acceptor.close(ignored);
-    return Fail(ErrorCode::kIo, "listen on " + s.options.pool.listen + ": " + ec.message());
+  // Port 0: the port of the last run first, where glide-ins started then are dialling.
+  if (unsigned short last = RememberedPort(s.options.pool_port_path()); ep->port() == 0 && last) {
+    ec = Bind(boost::asio::ip::tcp::endpoint(ep->address(), last));
+    if (ec) {
+      spdlog::warn(
+          "agent: pool: port {} of the last run is taken ({}); glide-ins started before "
+          "cannot reach this agent, a new port is picked",
+          last, ec.message());
+    }
   }
+  if (!s.acceptor.is_open()) ec = Bind(*ep);
+  if (ec) return Fail(ErrorCode::kIo, "listen on " + s.options.pool.listen + ": " + ec.message());
   std::string bound = Address(s.acceptor.local_endpoint());
+  if (auto st = WriteFileAtomic(s.options.pool_port_path(),
+                                std::to_string(s.acceptor.local_endpoint().port()) + "\n", 0600);
+      !st) {
+    spdlog::warn("agent: pool: cannot remember the port: {}", st.error().ToString());
+  }
   if (auto st = WriteFileAtomic(s.options.pool_address_path(), bound + "\n", 0600); !st) {
     s.acceptor.close(ec);
     return st;

@@ -64,6 +64,7 @@ class PoolTlsListener {
   Status Refresh();
   void ArmRecheck();
   Status Listen();
+  boost::system::error_code Bind(const boost::asio::ip::tcp::endpoint& ep);
   std::shared_ptr<State> state_;
 };
 

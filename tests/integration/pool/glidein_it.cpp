@@ -8,6 +8,7 @@
 // --agent tls:HOST:PORT --agent-identity: registered in CMakeLists.txt once those are in.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <regex>
 #include <string>
 
@@ -125,6 +126,54 @@ TEST_F(GlideinPool, GlideinSlotsRunVanillaJobsThenTheGlideinLeavesWhenIdle) {
       << ReadFileOr(env_.home() + "/glidein/" + glidein + ".err");
   EXPECT_TRUE(WaitUntil([&] { return GlideinSlots() == 0; }, 30))
       << env_.Kite({"status", "-json"}).out;
+}
+
+// kill -9 of the agent while ten jobs run in a glide-in: they go on; the restarted agent listens
+// on the port it had (the glide-in knows no other), the startd dials it again, and every result
+// is collected once, none run twice.
+TEST_F(GlideinPool, TenJobsInAGlideinOutliveAKilledAgentAndEachResultIsCollectedOnce) {
+  auto r = env_.Kite({"glidein", "submit", "--resource", resource_, "--count", "1", "--cpus", "10",
+                      "--idle-timeout", "20s"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("submitted to cluster (\\d+)\\."))) << r.out;
+  std::string glidein = std::string(m[1]) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return GlideinSlots() == 10; }, 90))
+      << env_.Kite({"status", "-json"}).out
+      << ReadFileOr(env_.home() + "/glidein/" + glidein + ".err");
+  std::string address = ReadFileOr(env_.home() + "/pool.address");
+
+  std::string marks = env_.dir() + "/marks";
+  env_.Write("job.sh", "#!/bin/sh\necho \"run of $1\" >> \"$2\"\nsleep 6\necho \"job $1 done\"\n",
+             0755);
+  int c = env_.Submit("universe = vanilla\nexecutable = job.sh\narguments = $(Process) " + marks +
+                      "\noutput = out.$(Process)\nlog = ten.log\nqueue 10\n");
+  auto lines = [&] {
+    auto text = ReadFileOr(marks);
+    return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  };
+  ASSERT_TRUE(WaitUntil([&] { return lines() == 10; }, 60))
+      << ReadFileOr(marks) << env_.Kite({"q", "-nobatch"}).out;
+  env_.KillAgent();
+  env_.StartAgent();
+  ASSERT_TRUE(WaitUntil([&] { return !ReadFileOr(env_.home() + "/pool.address").empty(); }, 30));
+  EXPECT_EQ(ReadFileOr(env_.home() + "/pool.address"), address) << "a new port after the restart";
+
+  auto w = env_.Kite({"wait", "--timeout", "120", std::to_string(c)});
+  ASSERT_EQ(w.exit_code, 0) << w.out << w.err << env_.Kite({"q", "-nobatch"}).out
+                            << ReadFileOr(env_.home() + "/glidein/" + glidein + ".err");
+  auto runs = ReadFileOr(marks);
+  for (int p = 0; p < 10; ++p) {
+    std::string ps = std::to_string(p), id = std::to_string(c) + "." + ps;
+    std::string line = "run of " + ps + "\n";
+    EXPECT_EQ(runs.find(line), runs.rfind(line)) << "job " << ps << " ran twice:\n" << runs;
+    EXPECT_EQ(Attr(id, "NumJobStarts", true), "1") << id;
+    EXPECT_EQ(Attr(id, "ExitCode", true), "0") << id;
+    EXPECT_NE(Attr(id, "LastRemoteHost", true).find("@glidein-" + glidein), std::string::npos)
+        << Attr(id, "LastRemoteHost", true);
+    EXPECT_EQ(ReadFileOr(env_.dir() + "/out." + ps), "job " + ps + " done\n");
+  }
+  EXPECT_EQ(lines(), 10);
 }
 
 }  // namespace
