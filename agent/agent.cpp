@@ -430,6 +430,9 @@ int Agent::Act(Action action, const std::vector<Job*>& jobs, const std::string& 
         }
         st = queue_->Release(*j, reason);
         break;
+      case Action::kVacate:
+        st = pool_->VacateJob(*j, reason);
+        break;
     }
     if (!st) {
       errors->push_back(st.error().message());

@@ -207,6 +207,7 @@ constexpr ActVerb kActVerbs[] = {
     {"forcex", Agent::Action::kForceRemove, "removed", "kite rm --forcex"},
     {"hold", Agent::Action::kHold, "held", "kite hold"},
     {"release", Agent::Action::kRelease, "released", "kite release"},
+    {"vacate", Agent::Action::kVacate, "vacated", "kite vacate"},
 };
 
 // Acts on the selected jobs once the constraint has been evaluated over them (in slices).
@@ -253,8 +254,8 @@ void HandleAct(Agent& agent, const json::object& body, const std::string& caller
     if (*action == v.name) verb = &v;
   }
   if (!verb)
-    return reply(
-        ErrorReply(http::status::bad_request, "action must be rm, forcex, hold or release"));
+    return reply(ErrorReply(http::status::bad_request,
+                            "action must be rm, forcex, hold, release or vacate"));
   auto named = GetNamedJobs(body);
   if (!named) return reply(ErrorReply(named.error()));
   auto reason = GetString(body, "reason");

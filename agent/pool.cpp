@@ -611,6 +611,23 @@ bool Pool::HasRun(const Job& j) const {
   return run_of_.contains(j.key);
 }
 
+Status Pool::VacateJob(Job& j, const std::string& reason) {
+  std::string id = JobIdString(j.key);
+  if (j.universe != kUniverseVanilla) {
+    return Fail(
+        ErrorCode::kConflict,
+        "Job " + id + " is not a vanilla job: only jobs running in the pool can be vacated");
+  }
+  auto r = run_of_.find(j.key);
+  auto it = r == run_of_.end() ? runs_.end() : runs_.find(r->second);
+  if (!RunUnderWay(j.status) || it == runs_.end())
+    return Fail(ErrorCode::kConflict, "Job " + id + " is not running");
+  if (it->second.vacating) return Fail(ErrorCode::kConflict, "Job " + id + " is being vacated");
+  spdlog::info("agent: pool: vacating job {} from {}: {}", id, it->second.slot, reason);
+  Vacate(it->second, reason);
+  return {};
+}
+
 void Pool::VacateStopped() {
   auto keys = std::move(to_vacate_);
   to_vacate_.clear();

@@ -68,6 +68,9 @@ class Pool {
   void StartdDied(const std::string& name);
   // Whether the job has a run in the pool (a removed one then leaves once the run is stopped).
   bool HasRun(const Job& job) const;
+  // condor_vacate_job: the job's run is stopped where it runs and the job goes back to Idle, to
+  // match again. Fails for a job that is not a vanilla job running in the pool.
+  Status VacateJob(Job& job, const std::string& reason);
 
  private:
   struct Startd;

@@ -189,7 +189,7 @@ void Log(const std::string& id) {
 }  // namespace
 
 void RegisterJobCommands(CLI::App& app) {
-  static ActArgs rm, hold, rel;
+  static ActArgs rm, hold, rel, vac;
   struct Verb {
     const char* name;
     const char* help;
@@ -197,7 +197,11 @@ void RegisterJobCommands(CLI::App& app) {
   };
   for (auto v : {Verb{"rm", "remove jobs from the queue, stopping them if they run", &rm},
                  Verb{"hold", "hold jobs (stopping them if they run) until released", &hold},
-                 Verb{"release", "release held jobs", &rel}}) {
+                 Verb{"release", "release held jobs", &rel},
+                 Verb{"vacate",
+                      "stop running vanilla jobs where they run; they go back to Idle and match "
+                      "again (condor_vacate_job)",
+                      &vac}}) {
     auto* c = app.add_subcommand(v.name, v.help);
     c->add_option("targets", v.args->targets,
                   "clusters C or jobs C.P, or owner names (all their jobs)");

@@ -170,6 +170,43 @@ TEST_F(Pool, RemovingOrHoldingARunningJobStopsItThere) {
       10));
 }
 
+// condor_vacate_job: the running job stops where it runs, goes back to Idle and runs again; the
+// user log says it was evicted and why. Jobs it cannot vacate are named with the reason.
+TEST_F(Pool, KiteVacateSendsARunningJobBackToIdleAndItRunsAgain) {
+  Start();
+  ASSERT_TRUE(WaitSlots(2));
+  std::string marks = env_->dir() + "/marks";
+  // The first run waits long; the one after the vacate ends at once.
+  env_->Write("job.sh",
+              "#!/bin/sh\necho run >> \"$1\"\n[ \"$(wc -l < \"$1\")\" -gt 1 ] || sleep 300\n"
+              "echo finished\n",
+              0755);
+  int c = env_->Submit("universe = vanilla\nexecutable = job.sh\narguments = " + marks +
+                       "\noutput = out\nlog = job.log\nqueue\n");
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(marks) == "run\n"; }, 20));
+  int idle = env_->Submit("universe = vanilla\nexecutable = /bin/true\nhold = true\nqueue\n");
+  int local = env_->Submit("universe = local\nexecutable = /bin/sleep\narguments = 300\nqueue\n");
+  std::string idle_id = std::to_string(idle) + ".0", local_id = std::to_string(local) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return env_->JobStatus(local_id) == 2; }, 20));
+
+  auto r = env_->Kite({"vacate", id, idle_id, local_id});
+  EXPECT_EQ(r.exit_code, 1) << "two of the three could not be vacated";
+  EXPECT_NE(r.out.find("1 job(s) vacated."), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("Job " + idle_id + " is not running"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Job " + local_id + " is not a vanilla job"), std::string::npos) << r.err;
+
+  WaitDone(c);
+  EXPECT_EQ(ReadFileOr(marks), "run\nrun\n");
+  EXPECT_EQ(History(id, "NumJobStarts"), "2");
+  EXPECT_EQ(ReadFileOr(env_->dir() + "/out"), "finished\n");
+  auto log = ReadFileOr(env_->dir() + "/job.log");
+  EXPECT_NE(log.find("004 ("), std::string::npos) << log;
+  EXPECT_NE(log.find("via kite vacate"), std::string::npos) << log;
+  EXPECT_EQ(env_->JobStatus(idle_id), 5);  // untouched
+  env_->Kite({"rm", local_id});
+}
+
 TEST_F(Pool, AJobWhoseStartdIsKilledRunsAgainAndFinishes) {
   Start("[pool]\nlocal_slots = 1\nlocal_start = true\n");
   ASSERT_TRUE(WaitSlots(1));
