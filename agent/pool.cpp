@@ -125,7 +125,8 @@ struct Pool::Run {
   int fd = -1;             // the input file being sent
   double lease_until = 0;  // 0: its startd is connected
   bool vacating = false;
-  std::string output_error;  // an output file that could not be written
+  std::string output_error;      // an output file that could not be written
+  std::string checkpoint_error;  // a checkpoint file that could not be written
   ~Run() {
     if (fd >= 0) ::close(fd);
   }
@@ -230,6 +231,8 @@ void Pool::OnFrame(const std::shared_ptr<Startd>& sd, pool::Frame f) {
       return;
     case MsgType::kOutput:
       return OnOutput(m, f.body);
+    case MsgType::kCheckpointed:
+      return OnCheckpointed(m);
     case MsgType::kEnded:
       return OnEnded(m);
     case MsgType::kVacated:
@@ -364,6 +367,7 @@ Pool::Run* Pool::FindRun(const Message& m) {
 void Pool::OnOutput(const Message& m, const std::string& body) {
   Run* run = FindRun(m);
   Job* j = run ? queue_.Find(run->job) : nullptr;
+  if (j && m.checkpoint) return OnCheckpointPiece(*run, m, body);
   if (!j || !run->output_error.empty()) return;
   std::string iwd = j->ad.EvaluateString("Iwd").value_or("/");
   std::string target;
@@ -382,6 +386,128 @@ void Pool::OnOutput(const Message& m, const std::string& body) {
   }
   if (auto st = WriteAt(target, m.offset, body, m.last, m.mode); !st)
     run->output_error = st.error().message();
+}
+
+// ---- checkpoints (docs/pool.md, "Checkpoints") ----
+//
+// A job's checkpoints live in spool/checkpoints/C.P/: the pieces of one arrive in
+// incoming.RUN/, which becomes ckpt.N once whole and synced; NumCheckpoints = N is then
+// committed, and only after that commit do older ones go and is the startd told to go on. So a
+// crash or a cut connection at any point leaves the last committed checkpoint whole.
+
+std::string Pool::CheckpointDir(JobKey key) const {
+  return options_.spool_path() + "/checkpoints/" + JobIdString(key);
+}
+
+void Pool::OnCheckpointPiece(Run& run, const Message& m, const std::string& body) {
+  if (!run.checkpoint_error.empty()) return;
+  std::string target = CheckpointDir(run.job) + "/incoming." + run.id + "/" + m.path;
+  Status st;
+  if (m.offset == 0) st = MakeDirs(fs::path(target).parent_path().string(), 0700);
+  if (st) st = WriteAt(target, m.offset, body, m.last, m.mode);
+  if (!st) run.checkpoint_error = st.error().message();
+}
+
+namespace {
+
+Status SyncPath(const std::string& p) {
+  int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return FailErrno("open " + p);
+  bool ok = ::fsync(fd) == 0;
+  ::close(fd);
+  return ok ? Status{} : FailErrno("fsync " + p);
+}
+
+// fsync of every file below `dir` and of the directories themselves.
+Status SyncTree(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> paths = {dir};
+  for (auto& e : fs::recursive_directory_iterator(dir, ec)) paths.push_back(e.path().string());
+  if (ec) return Fail(ErrorCode::kIo, "cannot read " + dir + ": " + ec.message());
+  for (const auto& p : paths) {
+    if (auto st = SyncPath(p); !st) return st;
+  }
+  return {};
+}
+
+// The files of the job's committed checkpoint (in `dir`), to be put in the sandbox before it
+// starts; they take the place of an input of the same name.
+Status AddCheckpoint(const std::string& dir, std::vector<InputFile>* inputs) {
+  std::error_code ec;
+  std::vector<InputFile> files;
+  for (auto& e : fs::recursive_directory_iterator(dir, ec)) {
+    if (!e.is_regular_file(ec)) continue;
+    files.push_back({e.path().string(), fs::relative(e.path(), dir, ec).string(),
+                     static_cast<uint32_t>(e.status().permissions()) & 0777,
+                     static_cast<uint64_t>(e.file_size(ec)), 0});
+  }
+  if (ec) return Fail(ErrorCode::kIo, "cannot read the checkpoint " + dir + ": " + ec.message());
+  for (const auto& f : files)
+    std::erase_if(*inputs, [&](const InputFile& i) { return i.remote == f.remote; });
+  inputs->insert(inputs->end(), files.begin(), files.end());
+  return {};
+}
+
+uint64_t TreeBytes(const std::string& dir) {
+  std::error_code ec;
+  uint64_t n = 0;
+  for (auto& e : fs::recursive_directory_iterator(dir, ec))
+    if (e.is_regular_file(ec)) n += e.file_size(ec);
+  return n;
+}
+
+}  // namespace
+
+void Pool::OnCheckpointed(const Message& m) {
+  Run* run = FindRun(m);
+  Job* j = run && IsCurrent(*run) ? queue_.Find(run->job) : nullptr;
+  if (!j || !RunUnderWay(j->status)) return;  // held or removed meanwhile: it is being stopped
+  std::string dir = CheckpointDir(run->job), incoming = dir + "/incoming." + run->id;
+  int n = static_cast<int>(j->ad.EvaluateInt("NumCheckpoints").value_or(0)) + 1;
+  std::string committed = dir + "/ckpt." + std::to_string(n);
+  std::error_code ec;
+  Status st = run->checkpoint_error.empty()
+                  ? MakeDirs(incoming, 0700)
+                  : Fail(ErrorCode::kIo, "cannot write a checkpoint file: " + run->checkpoint_error);
+  if (st) st = SyncTree(incoming);
+  if (st) {
+    fs::remove_all(committed, ec);  // left by a crash before its commit
+    if (::rename(incoming.c_str(), committed.c_str()) != 0) st = FailErrno("rename " + incoming);
+  }
+  if (st) st = SyncPath(dir);
+  if (!st) {
+    // The job goes on from where it is; its last committed checkpoint stays the one to resume.
+    spdlog::warn("agent: pool: job {}: checkpoint not stored: {}", m.job, st.error().message());
+    queue_.AddEvent(*j, kEventGeneric,
+                    "The job's checkpoint could not be stored: " + st.error().message());
+    fs::remove_all(incoming, ec);
+    run->checkpoint_error.clear();
+    checkpoint_acks_.push_back({run->startd, m.job, m.run, run->job, n - 1});
+  } else {
+    double now = queue_.Now(), run_time = m.usage.end > m.usage.start ? m.usage.end - m.usage.start : 0;
+    queue_.SetAttr(*j, "NumCheckpoints", classad::MakeInteger(n));
+    queue_.SetAttr(*j, "LastCheckpointTime", classad::MakeInteger(static_cast<int64_t>(now)));
+    queue_.SetAttr(*j, "CheckpointBytes",
+                   classad::MakeInteger(static_cast<int64_t>(TreeBytes(committed))));
+    queue_.SetAttr(*j, "CommittedTime",
+                   classad::MakeReal(j->ad.EvaluateReal("RemoteWallClockTime").value_or(0) + run_time));
+    queue_.AddEvent(*j, kEventCheckpointed, EventBody(kEventCheckpointed, ""));
+    spdlog::info("agent: pool: job {} checkpoint {} stored", m.job, n);
+    checkpoint_acks_.push_back({run->startd, m.job, m.run, run->job, n});
+  }
+  hooks_.commit_soon();
+}
+
+// After the commit: checkpoints other than the committed one go, and the startd goes on.
+void Pool::CheckpointCommitted(const CheckpointAck& a) {
+  std::error_code ec;
+  std::string keep = "ckpt." + std::to_string(a.number);
+  for (auto& e : fs::directory_iterator(CheckpointDir(a.key), ec)) {
+    std::string name = e.path().filename().string();
+    if (name.starts_with("ckpt.") && name != keep) fs::remove_all(e.path(), ec);
+  }
+  if (auto sd = a.startd.lock())
+    Send(sd, Message{.type = MsgType::kAck, .job = a.job, .run = a.run, .checkpoint = true});
 }
 
 void Pool::OnEnded(const Message& m) {
@@ -599,6 +725,8 @@ void Pool::OnStatus(Job& j, bool leaving) {
     idle_.insert({order, j.key});
     NegotiateSoon();
   } else if (leaving || j.status == kRemoved || j.status == kHeld) {
+    if (leaving && j.ad.EvaluateInt("NumCheckpoints").value_or(0) > 0)
+      gone_checkpoints_.push_back(j.key);  // once its leaving is committed
     // Stopped on a later turn: the caller may still be using the job.
     if (run_of_.contains(j.key)) {
       to_vacate_.insert(j.key);
@@ -676,6 +804,15 @@ void Pool::Recover() {
 }
 
 void Pool::OnFlushed() {
+  auto checkpoints = std::move(checkpoint_acks_);
+  checkpoint_acks_.clear();
+  for (const auto& a : checkpoints) CheckpointCommitted(a);
+  auto gone = std::move(gone_checkpoints_);
+  gone_checkpoints_.clear();
+  for (JobKey key : gone) {
+    std::error_code ec;
+    fs::remove_all(CheckpointDir(key), ec);
+  }
   auto acks = std::move(acks_);
   acks_.clear();
   for (const auto& a : acks) {
@@ -886,6 +1023,10 @@ void Pool::SendActivate(Run& run) {
   auto flat = classad::ParseOldAd(queue_.FlatText(*j));
   if (!flat) return LoseRun(run.id, "its ad does not read back: " + flat.error().message());
   auto inputs = InputsOf(*j, &*flat);
+  if (auto n = j->ad.EvaluateInt("NumCheckpoints"); inputs && n && *n > 0) {
+    std::string ckpt = CheckpointDir(j->key) + "/ckpt." + std::to_string(*n);
+    if (auto st = AddCheckpoint(ckpt, &*inputs); !st) inputs = std::unexpected(st.error());
+  }
   if (!inputs) {
     (void)queue_.Hold(*j, "Transfer input files failure: " + inputs.error().message(),
                       kHoldTransferInputError);

@@ -85,6 +85,11 @@ class Pool {
   void OnSlot(const std::shared_ptr<Startd>& sd, const pool::Message& m);
   void OnOutput(const pool::Message& m, const std::string& body);
   void OnEnded(const pool::Message& m);
+  void OnCheckpointPiece(Run& run, const pool::Message& m, const std::string& body);
+  void OnCheckpointed(const pool::Message& m);
+  struct CheckpointAck;
+  void CheckpointCommitted(const CheckpointAck& a);
+  std::string CheckpointDir(JobKey key) const;
   void OnVacated(const pool::Message& m, bool refused);
   void OnSuspension(const pool::Message& m);
   // The connection is over; `for_good`: the startd said goodbye (it will not come back).
@@ -131,6 +136,14 @@ class Pool {
     std::string job, run;
   };
   std::vector<Ack> acks_;  // runs whose outcome waits for a commit before the startd may forget
+  struct CheckpointAck {
+    std::weak_ptr<Startd> startd;
+    std::string job, run;
+    JobKey key;
+    int number = 0;  // the committed checkpoint (0: none)
+  };
+  std::vector<CheckpointAck> checkpoint_acks_;  // stored checkpoints whose commit is pending
+  std::vector<JobKey> gone_checkpoints_;        // of jobs whose leaving is being committed
   bool negotiate_posted_ = false;
   // A negotiation goes over the idle jobs in slices of kNegotiationSlice, so the agent's other
   // work (the CLI's requests) is answered in between; a pass resumes after the last job it saw.

@@ -20,6 +20,8 @@ const char* Headline(int code) {
       return "Job executing on host: <127.0.0.1:0>";
     case kEventExecutableError:
       return "(1) Job file not executable.";
+    case kEventCheckpointed:
+      return "Job was checkpointed.";
     case kEventEvicted:
       return "Job was evicted.";
     case kEventTerminated:

@@ -31,6 +31,7 @@ Result<pid_t> LaunchUnderExec(const ExecLaunch& l) {
                                    "--cwd",     l.cwd,       "--in", l.in};
   if (!l.out.empty()) argv.insert(argv.end(), {"--out", l.out});
   if (!l.err.empty()) argv.insert(argv.end(), {"--err", l.err});
+  if (l.append) argv.push_back("--append");
   argv.push_back("--");
   argv.push_back(l.program);
   argv.insert(argv.end(), l.args.begin(), l.args.end());

@@ -17,6 +17,7 @@ struct ExecLaunch {
   std::string cwd;        // the job's working directory
   std::string in = "/dev/null";
   std::string out, err;  // empty: kite-exec's own (/dev/null)
+  bool append = false;   // out and err are appended to, not truncated
   std::string program;   // absolute path
   std::vector<std::string> args;
   std::vector<std::string> env;  // the job's whole environment

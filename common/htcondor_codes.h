@@ -44,6 +44,7 @@ enum EventCode : int {
   kEventSubmit = 0,
   kEventExecute = 1,
   kEventExecutableError = 2,
+  kEventCheckpointed = 3,
   kEventEvicted = 4,
   kEventTerminated = 5,
   kEventGeneric = 8,

@@ -48,6 +48,22 @@ Status CheckInputs(Run& run) {
   return {};
 }
 
+std::vector<OutputFile> SelectCheckpoint(const classad::ClassAd& job, const Snapshot& before,
+                                         const Snapshot& after, std::vector<std::string>* skipped) {
+  auto files = job.EvaluateString("TransferCheckpoint");
+  if (!files) files = job.EvaluateString("TransferOutput");
+  auto out = SelectOutputs(files, before, after, skipped);
+  std::erase_if(out, [](const OutputFile& f) {
+    return f.path == kStdoutName || f.path == kStderrName;
+  });
+  return out;
+}
+
+bool IsCheckpointExit(const classad::ClassAd& job, const pool::RunExit& exit) {
+  auto code = job.EvaluateInt("CheckpointExitCode");
+  return code && exit.kind == pool::RunExit::Kind::kExited && exit.code == *code;
+}
+
 std::optional<std::pair<pool::Message, std::string>> NextOutputFrame(
     Run& run, std::vector<std::string>* skipped) {
   if (run.ended_sent) return std::nullopt;
@@ -75,6 +91,7 @@ std::optional<std::pair<pool::Message, std::string>> NextOutputFrame(
                     .path = f.name,
                     .offset = piece->offset,
                     .last = piece->last,
+                    .checkpoint = run.phase == RunPhase::kCheckpointing,
                     .mode = run.reader->mode()};
     if (piece->last) {
       run.reader.reset();
@@ -83,7 +100,8 @@ std::optional<std::pair<pool::Message, std::string>> NextOutputFrame(
     return std::pair{std::move(m), std::move(piece->bytes)};
   }
   run.ended_sent = true;
-  pool::Message m{.type = pool::MsgType::kEnded,
+  pool::Message m{.type = run.phase == RunPhase::kCheckpointing ? pool::MsgType::kCheckpointed
+                                                                : pool::MsgType::kEnded,
                   .slot = run.ref.slot,
                   .job = run.ref.job,
                   .run = run.ref.run,

@@ -1,6 +1,9 @@
 // One run of a job on a slot, from `activate` to `ack` (or `vacated`):
 //
 //   Receiving --go--> Running --wrapper ended--> Ended --(output, ended sent; ack)--> gone
+//                      ^   |
+//                      |   +--exit code = CheckpointExitCode--> Checkpointing
+//                      +-----(checkpoint files, checkpointed sent; ack of the checkpoint)--+
 //       |              |  ^ |
 //       |     SUSPEND  v  | CONTINUE
 //       |           Suspended
@@ -28,7 +31,11 @@
 namespace kite::glidein {
 
 // kSuspended: the owner's SUSPEND stopped the program (SIGSTOP) until CONTINUE or PREEMPT.
-enum class RunPhase { kReceiving, kRunning, kSuspended, kStopping, kEnded };
+// kCheckpointing: the program exited with its CheckpointExitCode; its checkpoint files are sent
+// and it starts again, in the same sandbox, once the agent has stored them.
+enum class RunPhase { kReceiving, kRunning, kSuspended, kStopping, kCheckpointing, kEnded };
+// Output or checkpoint files go to the agent in these phases.
+inline bool Sending(RunPhase p) { return p == RunPhase::kEnded || p == RunPhase::kCheckpointing; }
 // The program's processes exist (Running, Suspended or Stopping): there is a wrapper to reap.
 inline bool HasProcesses(RunPhase p) {
   return p == RunPhase::kRunning || p == RunPhase::kSuspended || p == RunPhase::kStopping;
@@ -42,6 +49,9 @@ struct Run {
   RunPhase phase = RunPhase::kReceiving;
   pid_t pid = 0;           // kite-exec, leader of the job's process group (while HasProcesses)
   double launched_at = 0;  // wall clock of the launch: the run's start when kite-exec says none
+  double first_launch = 0;  // the first launch (a checkpointed program is launched again)
+  pool::RunUsage earlier;   // CPU of the launches before this one (checkpointed)
+  int checkpoints = 0;      // taken during this run
   Snapshot before;         // the sandbox's top level at `go`, to tell the run's own files
   std::string stop_reason;
   bool ever_suspended = false;  // the agent is told its state after every reconnect
@@ -65,8 +75,16 @@ pool::RunUsage UsageOf(const ExecStatus& s);
 // that never came (an empty one need not) is made empty with its mode.
 Status CheckInputs(Run& run);
 
-// The next frame of an Ended run's output (an `output` piece, then `ended`), or nullopt when
-// `ended` was given already. A file that cannot be read (gone, a symbolic link) is skipped and
+// The checkpoint files of a program that exited with its CheckpointExitCode: the job's
+// TransferCheckpoint, else what would go back as output, without stdout and stderr.
+std::vector<OutputFile> SelectCheckpoint(const classad::ClassAd& job, const Snapshot& before,
+                                         const Snapshot& after, std::vector<std::string>* skipped);
+// Whether a program's end is a checkpoint: it exited with the job's CheckpointExitCode.
+bool IsCheckpointExit(const classad::ClassAd& job, const pool::RunExit& exit);
+
+// The next frame of an Ended run's output (an `output` piece, then `ended`), or of a
+// Checkpointing run's checkpoint (`output` pieces with `checkpoint`, then `checkpointed`), or
+// nullopt when the last was given already. A file that cannot be read (gone, a symbolic link) is skipped and
 // described in `skipped`.
 std::optional<std::pair<pool::Message, std::string>> NextOutputFrame(
     Run& run, std::vector<std::string>* skipped);

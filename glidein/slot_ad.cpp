@@ -58,6 +58,7 @@ Result<classad::ClassAd> BuildSlotAd(const SlotFacts& f) {
   ad.Assign("KeyboardIdle", f.keyboard_idle);
   ad.Assign("TimeToLive", f.time_to_live);
   ad.Assign("HasFileTransfer", true);
+  ad.Assign("HasSelfCheckpointTransfers", true);  // checkpoint_exit_code (docs/pool.md)
   struct Named {
     const char* attr;
     const char* knob;

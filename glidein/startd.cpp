@@ -189,7 +189,7 @@ void Startd::OnWelcome() {
   backoff_ = 0.2;
   spdlog::info("startd: the agent welcomed {} ({} run(s) on)", o_.name, runs_.size());
   for (auto& [id, r] : runs_) {
-    if (r.phase == RunPhase::kEnded) RewindOutput(r);
+    if (Sending(r.phase)) RewindOutput(r);
     TellSuspension(r);  // a change made while the agent was away
   }
   Pump();
@@ -271,10 +271,12 @@ void Startd::OnGo(const Message& m) {
     Refuse(About(MsgType::kRefused, r->ref), st.error().message());
     return Drop(*r);
   }
-  Launch(*r);
+  Launch(*r, false);
 }
 
-void Startd::Launch(Run& r) {
+// The first launch of a run, or (`again`) the launch after a checkpoint: in the same sandbox,
+// its output appended to, and the agent already knows it runs.
+void Startd::Launch(Run& r, bool again) {
   Slot* slot = FindSlot(r.ref.slot);
   RunPlace place{world_.exec_path, r.ref.slot, o_.cpus_per_slot, world_.env};
   auto launch = BuildRunLaunch(r.job, r.box, place);
@@ -282,18 +284,25 @@ void Startd::Launch(Run& r) {
     Refuse(About(MsgType::kRefused, r.ref), launch.error().message());
     return Drop(r);
   }
-  r.before = TopLevelFiles(r.box.fd());
+  launch->append = again;
+  if (!again) r.before = TopLevelFiles(r.box.fd());
   auto pid = LaunchUnderExec(*launch);
   if (!pid) {
-    Refuse(About(MsgType::kRefused, r.ref), "cannot start kite-exec: " + pid.error().message());
+    std::string why = "cannot start kite-exec: " + pid.error().message();
+    if (!again) {
+      Refuse(About(MsgType::kRefused, r.ref), why);
+    } else {
+      Send(About(MsgType::kVacated, r.ref, why));  // the checkpoint is home: it resumes elsewhere
+    }
     return Drop(r);
   }
   r.pid = *pid;
   r.launched_at = WallNow();
+  if (!again) r.first_launch = r.launched_at;
   r.phase = RunPhase::kRunning;
-  spdlog::info("startd: job {} run {} started on {} (pid {})", r.ref.job, r.ref.run, r.ref.slot,
-               r.pid);
-  Send(About(MsgType::kStarted, r.ref));
+  spdlog::info("startd: job {} run {} {} on {} (pid {})", r.ref.job, r.ref.run,
+               again ? "started again from its checkpoint" : "started", r.ref.slot, r.pid);
+  if (!again) Send(About(MsgType::kStarted, r.ref));
   if (slot) SendSlot(*slot);
 }
 
@@ -397,6 +406,13 @@ void Startd::TellSuspension(const Run& r) {
 void Startd::OnAck(const Message& m) {
   Run* r = FindRun(m);
   if (r == nullptr) return;
+  if (m.checkpoint) {
+    if (r->phase != RunPhase::kCheckpointing || !r->ended_sent) {
+      spdlog::warn("startd: ack of a checkpoint run {} has not sent; ignored", m.run);
+      return;
+    }
+    return Launch(*r, true);
+  }
   if (r->phase != RunPhase::kEnded || !r->ended_sent) {
     spdlog::warn("startd: ack for run {} before its end; ignored", m.run);
     return;
@@ -433,6 +449,12 @@ void Startd::Reap(Run& r, int wait_status) {
   if (st) {
     r.exit = ExitOf(*st);
     r.usage = UsageOf(*st);
+    if (r.checkpoints > 0) {  // the whole run: the launches before this one too
+      r.usage.user_cpu += r.earlier.user_cpu;
+      r.usage.sys_cpu += r.earlier.sys_cpu;
+      r.usage.rss_kb = std::max(r.usage.rss_kb, r.earlier.rss_kb);
+      r.usage.start = r.first_launch;
+    }
   } else {
     // Killed with its job (SIGKILL to the group): the run lasted from its launch until now.
     r.usage = {.start = r.launched_at, .end = WallNow()};
@@ -450,6 +472,8 @@ void Startd::Reap(Run& r, int wait_status) {
     Send(m);
     return Drop(r);
   }
+  if (st && r.phase != RunPhase::kStopping && IsCheckpointExit(r.job, r.exit))
+    return Checkpoint(r);
   if (r.phase == RunPhase::kStopping) {
     Message m = About(MsgType::kVacated, r.ref, r.stop_reason);
     m.usage = r.usage;
@@ -460,6 +484,22 @@ void Startd::Reap(Run& r, int wait_status) {
   Finished(r);
 }
 
+// The program exited with its CheckpointExitCode: its checkpoint files go to the agent, and once
+// they are stored there (the agent's `ack` with `checkpoint`) it starts again, here.
+void Startd::Checkpoint(Run& r) {
+  std::vector<std::string> links, skipped;
+  Snapshot after = TopLevelFiles(r.box.fd(), &links);
+  r.outputs = SelectCheckpoint(r.job, r.before, after, &skipped);
+  for (const auto& s : skipped) spdlog::warn("startd: run {}: checkpoint: {}", r.ref.run, s);
+  r.earlier = r.usage;
+  ++r.checkpoints;
+  r.phase = RunPhase::kCheckpointing;
+  RewindOutput(r);
+  spdlog::info("startd: job {} run {} checkpointed ({} file(s))", r.ref.job, r.ref.run,
+               r.outputs.size());
+  Pump();
+}
+
 void Startd::Finished(Run& r) {
   std::vector<std::string> links, skipped;
   Snapshot after = TopLevelFiles(r.box.fd(), &links);
@@ -468,6 +508,7 @@ void Startd::Finished(Run& r) {
   r.outputs = SelectOutputs(r.job.EvaluateString("TransferOutput"), r.before, after, &skipped);
   for (const auto& s : skipped) spdlog::warn("startd: run {}: {}", r.ref.run, s);
   r.phase = RunPhase::kEnded;
+  RewindOutput(r);  // after a checkpoint, the same counters served its files
   spdlog::info("startd: job {} run {} ended ({} output file(s))", r.ref.job, r.ref.run,
                r.outputs.size());
   if (Slot* s = FindSlot(r.ref.slot)) SendSlot(*s);
@@ -491,7 +532,7 @@ void Startd::Drop(Run& r) {
 void Startd::Pump() {
   if (!Connected()) return;
   for (auto& [id, r] : runs_) {
-    if (r.phase != RunPhase::kEnded) continue;
+    if (!Sending(r.phase)) continue;
     std::vector<std::string> skipped;
     while (link_->queued() < kMaxQueued) {
       auto frame = NextOutputFrame(r, &skipped);

@@ -78,7 +78,8 @@ class Startd {
 
   // Runs.
   void Refuse(const pool::Message& m, const std::string& reason);
-  void Launch(Run& run);
+  void Launch(Run& run, bool again);
+  void Checkpoint(Run& run);
   void Stop(Run& run, const std::string& reason);
   // The owner's policy (SUSPEND, CONTINUE, PREEMPT, KILL) for each run with processes.
   void ApplyPolicy();

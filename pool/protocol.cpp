@@ -11,7 +11,7 @@ namespace {
 
 namespace json = boost::json;
 
-constexpr std::array<std::pair<MsgType, std::string_view>, 17> kTypeNames = {{
+constexpr std::array<std::pair<MsgType, std::string_view>, 18> kTypeNames = {{
     {MsgType::kHello, "hello"},
     {MsgType::kSlot, "slot"},
     {MsgType::kStarted, "started"},
@@ -22,6 +22,7 @@ constexpr std::array<std::pair<MsgType, std::string_view>, 17> kTypeNames = {{
     {MsgType::kBye, "bye"},
     {MsgType::kSuspended, "suspended"},
     {MsgType::kContinued, "continued"},
+    {MsgType::kCheckpointed, "checkpointed"},
     {MsgType::kWelcome, "welcome"},
     {MsgType::kRefuse, "refuse"},
     {MsgType::kActivate, "activate"},
@@ -52,6 +53,7 @@ Needs NeedsOf(MsgType t) {
     case MsgType::kStarted:
     case MsgType::kSuspended:
     case MsgType::kContinued:
+    case MsgType::kCheckpointed:
     case MsgType::kEnded:
     case MsgType::kVacated:
     case MsgType::kRefused:
@@ -266,6 +268,7 @@ std::string ToJson(const Message& m) {
     o["last"] = m.last;
     o["mode"] = m.mode;
   }
+  if (m.checkpoint) o["checkpoint"] = true;
   if (!m.slots.empty()) {
     json::array a;
     for (const auto& s : m.slots) a.push_back(json::object{{"name", s.name}, {"ad", s.ad}});
@@ -292,7 +295,8 @@ std::string ToJson(const Message& m) {
     if (!m.exit.message.empty()) e["message"] = m.exit.message;
     o["exit"] = std::move(e);
   }
-  if (m.type == MsgType::kEnded || m.type == MsgType::kVacated) {
+  if (m.type == MsgType::kEnded || m.type == MsgType::kVacated ||
+      m.type == MsgType::kCheckpointed) {
     o["usage"] = json::object{{"user_cpu", m.usage.user_cpu},
                               {"sys_cpu", m.usage.sys_cpu},
                               {"rss_kb", m.usage.rss_kb},
@@ -328,6 +332,7 @@ Result<Message> ParseMessage(std::string_view text) {
   }
   KITE_TRY(offset, Int(o, "offset", 0, std::numeric_limits<int64_t>::max(), 0));
   KITE_TRY(last, Bool(o, "last"));
+  KITE_TRY(checkpoint, Bool(o, "checkpoint"));
   KITE_TRY(mode, Int(o, "mode", 0, 07777, 0644));
   m.name = std::move(name);
   m.slot = std::move(slot);
@@ -338,6 +343,7 @@ Result<Message> ParseMessage(std::string_view text) {
   m.path = std::move(path);
   m.offset = static_cast<uint64_t>(offset);
   m.last = last;
+  m.checkpoint = checkpoint;
   m.mode = static_cast<uint32_t>(mode);
   if (auto st = ReadList(o, "slots", &m.slots, ReadSlotAd); !st) return std::unexpected(st.error());
   if (auto st = ReadList(o, "runs", &m.runs, ReadRunRef); !st) return std::unexpected(st.error());

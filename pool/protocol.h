@@ -36,6 +36,9 @@ enum class MsgType {
   kBye,        // reason: the startd is leaving (lifetime, idle, told to stop)
   kSuspended,  // slot, job, run, reason: the owner's SUSPEND stopped the program for now
   kContinued,  // slot, job, run: the owner's CONTINUE let it go on
+  // slot, job, run, usage: the program exited with the job's CheckpointExitCode and every file
+  // of its checkpoint was sent (`output` frames with `checkpoint`); it restarts on `ack`
+  kCheckpointed,
   // agent -> startd
   kWelcome,   // version: the startd is accepted
   kRefuse,    // reason: the startd is not (the connection closes)
@@ -43,7 +46,8 @@ enum class MsgType {
   kInput,     // job, run, path, offset, last, mode + body: an input file's bytes
   kGo,        // job, run: every input file was sent
   kVacate,    // slot, job, run, reason: stop this run (the job returns to Idle)
-  kAck,       // job, run: the run's outcome is stored; the sandbox may go
+  kAck,       // job, run: the run's outcome is stored; the sandbox may go. With `checkpoint`:
+              // the checkpoint is stored; the program starts again in its sandbox
 };
 std::string_view MsgTypeName(MsgType type);
 std::optional<MsgType> ParseMsgType(std::string_view name);
@@ -94,6 +98,7 @@ struct Message {
   std::string path;    // input, output
   uint64_t offset = 0;
   bool last = false;  // input, output: the file ends with this chunk
+  bool checkpoint = false;  // output: a checkpoint file's bytes; ack: of a checkpoint
   uint32_t mode = 0644;
   std::vector<SlotAd> slots;    // hello
   std::vector<RunRef> runs;     // hello

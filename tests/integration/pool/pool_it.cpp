@@ -207,6 +207,60 @@ TEST_F(Pool, KiteVacateSendsARunningJobBackToIdleAndItRunsAgain) {
   env_->Kite({"rm", local_id});
 }
 
+// HTCondor's checkpoint_exit_code: a job that saves its state and exits with that code has its
+// checkpoint files stored at home and starts again in place; vacated, it resumes from its last
+// checkpoint on its next start, and its result is that of a run never interrupted.
+TEST_F(Pool, ACheckpointingJobResumesFromItsLastCheckpointAfterAVacate) {
+  Start();
+  ASSERT_TRUE(WaitSlots(2));
+  std::string marks = env_->dir() + "/marks";
+  env_->Write("count.sh", R"(#!/bin/sh
+n=0
+[ -f state ] && n=$(cat state)
+echo "start at $n" >> "$1"
+while [ "$n" -lt 12 ]; do
+  n=$((n + 1))
+  echo "step $n" >> steps.txt
+  sleep 0.4
+  if [ $((n % 4)) -eq 0 ] && [ "$n" -lt 12 ]; then echo "$n" > state; exit 85; fi
+done
+echo "counted to $n"
+)",
+              0755);
+  int c = env_->Submit(
+      "universe = vanilla\nexecutable = count.sh\narguments = " + marks +
+      "\ncheckpoint_exit_code = 85\ntransfer_checkpoint_files = state, steps.txt\n"
+      "transfer_output_files = steps.txt\noutput = out\nlog = count.log\nqueue\n");
+  std::string id = std::to_string(c) + ".0";
+  // Past its first checkpoint (step 4), a step or so into the next stretch: vacated.
+  ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(marks) == "start at 0\nstart at 4\n"; }, 30))
+      << ReadFileOr(marks);
+  EXPECT_EQ(Q(id, "NumCheckpoints"), "1");
+  ::usleep(600 * 1000);
+  auto v = env_->Kite({"vacate", id});
+  ASSERT_EQ(v.exit_code, 0) << v.out << v.err;
+  WaitDone(c, 90);
+
+  // It went on from step 4 after the vacate, and its output is an uninterrupted run's.
+  EXPECT_EQ(ReadFileOr(marks), "start at 0\nstart at 4\nstart at 4\nstart at 8\n");
+  std::string steps;
+  for (int i = 1; i <= 12; ++i) steps += "step " + std::to_string(i) + "\n";
+  EXPECT_EQ(ReadFileOr(env_->dir() + "/steps.txt"), steps);
+  EXPECT_EQ(ReadFileOr(env_->dir() + "/out"), "counted to 12\n");
+  EXPECT_EQ(History(id, "NumCheckpoints"), "2");
+  EXPECT_EQ(History(id, "NumJobStarts"), "2");
+  EXPECT_EQ(History(id, "ExitCode"), "0");
+  EXPECT_NE(History(id, "CheckpointBytes"), "undefined");
+  auto log = ReadFileOr(env_->dir() + "/count.log");
+  size_t checkpoints = 0;
+  for (size_t at = log.find("003 ("); at != std::string::npos; at = log.find("003 (", at + 1))
+    ++checkpoints;
+  EXPECT_EQ(checkpoints, 2u) << log;
+  // Nothing of it is kept once the job has left the queue.
+  EXPECT_TRUE(WaitUntil(
+      [&] { return !fs::exists(env_->home() + "/spool/checkpoints/" + id); }, 10));
+}
+
 TEST_F(Pool, AJobWhoseStartdIsKilledRunsAgainAndFinishes) {
   Start("[pool]\nlocal_slots = 1\nlocal_start = true\n");
   ASSERT_TRUE(WaitSlots(1));

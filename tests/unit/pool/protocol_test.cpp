@@ -62,12 +62,27 @@ TEST(PoolProtocol, EveryKindRoundTripsThroughAFrame) {
                         .reason = "SUSPEND = KeyboardIdle < 60"});
   all.push_back(
       Message{.type = MsgType::kContinued, .slot = "slot1@node7", .job = "12.3", .run = "r"});
+  Message piece = out;
+  piece.checkpoint = true;
+  all.push_back(piece);
+  all.push_back(Message{.type = MsgType::kCheckpointed,
+                        .slot = "slot1@node7",
+                        .job = "12.3",
+                        .run = "r",
+                        .usage = {.user_cpu = 1.5, .start = 100, .end = 160}});
+  all.push_back(Message{.type = MsgType::kAck, .job = "12.3", .run = "r", .checkpoint = true});
   for (const auto& m : all) {
     auto f = ReadOne(EncodeFrame(m, "bytes\0here"));
     ASSERT_TRUE(f) << f.error().ToString();
     EXPECT_EQ(f->msg, m) << ToJson(m);
     EXPECT_EQ(f->body, "bytes\0here");
   }
+}
+
+TEST(PoolProtocol, ACheckpointNamesItsRunAndFlagsAreBooleans) {
+  EXPECT_FALSE(ParseMessage(R"({"type":"checkpointed","job":"1.0","run":"r"})"));  // no slot
+  EXPECT_TRUE(ParseMessage(R"({"type":"checkpointed","slot":"s","job":"1.0","run":"r"})"));
+  EXPECT_FALSE(ParseMessage(R"({"type":"ack","job":"1.0","run":"r","checkpoint":1})"));
 }
 
 TEST(PoolProtocol, SuspensionsNameTheirRun) {
