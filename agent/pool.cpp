@@ -466,9 +466,10 @@ void Pool::OnCheckpointed(const Message& m) {
   int n = static_cast<int>(j->ad.EvaluateInt("NumCheckpoints").value_or(0)) + 1;
   std::string committed = dir + "/ckpt." + std::to_string(n);
   std::error_code ec;
-  Status st = run->checkpoint_error.empty()
-                  ? MakeDirs(incoming, 0700)
-                  : Fail(ErrorCode::kIo, "cannot write a checkpoint file: " + run->checkpoint_error);
+  Status st =
+      run->checkpoint_error.empty()
+          ? MakeDirs(incoming, 0700)
+          : Fail(ErrorCode::kIo, "cannot write a checkpoint file: " + run->checkpoint_error);
   if (st) st = SyncTree(incoming);
   if (st) {
     fs::remove_all(committed, ec);  // left by a crash before its commit
@@ -484,13 +485,15 @@ void Pool::OnCheckpointed(const Message& m) {
     run->checkpoint_error.clear();
     checkpoint_acks_.push_back({run->startd, m.job, m.run, run->job, n - 1});
   } else {
-    double now = queue_.Now(), run_time = m.usage.end > m.usage.start ? m.usage.end - m.usage.start : 0;
+    double now = queue_.Now(),
+           run_time = m.usage.end > m.usage.start ? m.usage.end - m.usage.start : 0;
     queue_.SetAttr(*j, "NumCheckpoints", classad::MakeInteger(n));
     queue_.SetAttr(*j, "LastCheckpointTime", classad::MakeInteger(static_cast<int64_t>(now)));
     queue_.SetAttr(*j, "CheckpointBytes",
                    classad::MakeInteger(static_cast<int64_t>(TreeBytes(committed))));
-    queue_.SetAttr(*j, "CommittedTime",
-                   classad::MakeReal(j->ad.EvaluateReal("RemoteWallClockTime").value_or(0) + run_time));
+    queue_.SetAttr(
+        *j, "CommittedTime",
+        classad::MakeReal(j->ad.EvaluateReal("RemoteWallClockTime").value_or(0) + run_time));
     queue_.AddEvent(*j, kEventCheckpointed, EventBody(kEventCheckpointed, ""));
     spdlog::info("agent: pool: job {} checkpoint {} stored", m.job, n);
     checkpoint_acks_.push_back({run->startd, m.job, m.run, run->job, n});

@@ -53,9 +53,8 @@ std::vector<OutputFile> SelectCheckpoint(const classad::ClassAd& job, const Snap
   auto files = job.EvaluateString("TransferCheckpoint");
   if (!files) files = job.EvaluateString("TransferOutput");
   auto out = SelectOutputs(files, before, after, skipped);
-  std::erase_if(out, [](const OutputFile& f) {
-    return f.path == kStdoutName || f.path == kStderrName;
-  });
+  std::erase_if(out,
+                [](const OutputFile& f) { return f.path == kStdoutName || f.path == kStderrName; });
   return out;
 }
 

@@ -35,7 +35,9 @@ namespace kite::glidein {
 // and it starts again, in the same sandbox, once the agent has stored them.
 enum class RunPhase { kReceiving, kRunning, kSuspended, kStopping, kCheckpointing, kEnded };
 // Output or checkpoint files go to the agent in these phases.
-inline bool Sending(RunPhase p) { return p == RunPhase::kEnded || p == RunPhase::kCheckpointing; }
+inline bool Sending(RunPhase p) {
+  return p == RunPhase::kEnded || p == RunPhase::kCheckpointing;
+}
 // The program's processes exist (Running, Suspended or Stopping): there is a wrapper to reap.
 inline bool HasProcesses(RunPhase p) {
   return p == RunPhase::kRunning || p == RunPhase::kSuspended || p == RunPhase::kStopping;
@@ -47,12 +49,12 @@ struct Run {
   std::vector<pool::FileInfo> files;  // the input the agent announced
   Sandbox box;
   RunPhase phase = RunPhase::kReceiving;
-  pid_t pid = 0;           // kite-exec, leader of the job's process group (while HasProcesses)
-  double launched_at = 0;  // wall clock of the launch: the run's start when kite-exec says none
+  pid_t pid = 0;            // kite-exec, leader of the job's process group (while HasProcesses)
+  double launched_at = 0;   // wall clock of the launch: the run's start when kite-exec says none
   double first_launch = 0;  // the first launch (a checkpointed program is launched again)
   pool::RunUsage earlier;   // CPU of the launches before this one (checkpointed)
   int checkpoints = 0;      // taken during this run
-  Snapshot before;         // the sandbox's top level at `go`, to tell the run's own files
+  Snapshot before;          // the sandbox's top level at `go`, to tell the run's own files
   std::string stop_reason;
   bool ever_suspended = false;  // the agent is told its state after every reconnect
   double retire_until = 0;  // Running, preempted: vacated at this time (wall clock) unless it ends
@@ -84,8 +86,8 @@ bool IsCheckpointExit(const classad::ClassAd& job, const pool::RunExit& exit);
 
 // The next frame of an Ended run's output (an `output` piece, then `ended`), or of a
 // Checkpointing run's checkpoint (`output` pieces with `checkpoint`, then `checkpointed`), or
-// nullopt when the last was given already. A file that cannot be read (gone, a symbolic link) is skipped and
-// described in `skipped`.
+// nullopt when the last was given already. A file that cannot be read (gone, a symbolic link) is
+// skipped and described in `skipped`.
 std::optional<std::pair<pool::Message, std::string>> NextOutputFrame(
     Run& run, std::vector<std::string>* skipped);
 // Starts the output over (a new connection: the agent may have lost what was sent).

@@ -472,8 +472,7 @@ void Startd::Reap(Run& r, int wait_status) {
     Send(m);
     return Drop(r);
   }
-  if (st && r.phase != RunPhase::kStopping && IsCheckpointExit(r.job, r.exit))
-    return Checkpoint(r);
+  if (st && r.phase != RunPhase::kStopping && IsCheckpointExit(r.job, r.exit)) return Checkpoint(r);
   if (r.phase == RunPhase::kStopping) {
     Message m = About(MsgType::kVacated, r.ref, r.stop_reason);
     m.usage = r.usage;

@@ -97,7 +97,7 @@ struct Message {
   std::string reason;  // refuse, vacate, vacated, refused, bye, suspended
   std::string path;    // input, output
   uint64_t offset = 0;
-  bool last = false;  // input, output: the file ends with this chunk
+  bool last = false;        // input, output: the file ends with this chunk
   bool checkpoint = false;  // output: a checkpoint file's bytes; ack: of a checkpoint
   uint32_t mode = 0644;
   std::vector<SlotAd> slots;    // hello

@@ -227,10 +227,9 @@ done
 echo "counted to $n"
 )",
               0755);
-  int c = env_->Submit(
-      "universe = vanilla\nexecutable = count.sh\narguments = " + marks +
-      "\ncheckpoint_exit_code = 85\ntransfer_checkpoint_files = state, steps.txt\n"
-      "transfer_output_files = steps.txt\noutput = out\nlog = count.log\nqueue\n");
+  int c = env_->Submit("universe = vanilla\nexecutable = count.sh\narguments = " + marks +
+                       "\ncheckpoint_exit_code = 85\ntransfer_checkpoint_files = state, steps.txt\n"
+                       "transfer_output_files = steps.txt\noutput = out\nlog = count.log\nqueue\n");
   std::string id = std::to_string(c) + ".0";
   // Past its first checkpoint (step 4), a step or so into the next stretch: vacated.
   ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(marks) == "start at 0\nstart at 4\n"; }, 30))
@@ -257,8 +256,8 @@ echo "counted to $n"
     ++checkpoints;
   EXPECT_EQ(checkpoints, 2u) << log;
   // Nothing of it is kept once the job has left the queue.
-  EXPECT_TRUE(WaitUntil(
-      [&] { return !fs::exists(env_->home() + "/spool/checkpoints/" + id); }, 10));
+  EXPECT_TRUE(
+      WaitUntil([&] { return !fs::exists(env_->home() + "/spool/checkpoints/" + id); }, 10));
 }
 
 TEST_F(Pool, AJobWhoseStartdIsKilledRunsAgainAndFinishes) {

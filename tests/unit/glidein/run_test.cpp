@@ -128,5 +128,35 @@ TEST_F(RunTest, OutputFramesThenEnded) {
   EXPECT_EQ(NextOutputFrame(run, nullptr)->first.offset, 0u);
 }
 
+// A checkpoint: its files as checkpoint pieces, then `checkpointed`; stdout and stderr are not
+// part of it, and TransferCheckpoint, when the job has it, says what is.
+TEST_F(RunTest, CheckpointFramesThenCheckpointed) {
+  Snapshot before;
+  ASSERT_TRUE(run.box.Write("_kite_stdout", 0, "out", 0644, true));
+  ASSERT_TRUE(run.box.Write("state", 0, "4", 0600, true));
+  ASSERT_TRUE(run.box.Write("scratch", 0, "x", 0600, true));
+  Snapshot after = TopLevelFiles(run.box.fd());
+  auto named = Ad("[ CheckpointExitCode = 85; TransferCheckpoint = \"state\" ]");
+  EXPECT_EQ(SelectCheckpoint(named, before, after, nullptr),
+            (std::vector<OutputFile>{{"state", "state"}}));
+  auto all = SelectCheckpoint(Ad("[ CheckpointExitCode = 85 ]"), before, after, nullptr);
+  EXPECT_EQ(all, (std::vector<OutputFile>{{"scratch", "scratch"}, {"state", "state"}}));
+
+  EXPECT_TRUE(IsCheckpointExit(named, {pool::RunExit::Kind::kExited, 85, ""}));
+  EXPECT_FALSE(IsCheckpointExit(named, {pool::RunExit::Kind::kExited, 0, ""}));
+  EXPECT_FALSE(IsCheckpointExit(named, {pool::RunExit::Kind::kSignaled, 85, ""}));
+  EXPECT_FALSE(IsCheckpointExit(Ad("[ ]"), {pool::RunExit::Kind::kExited, 85, ""}));
+
+  run.phase = RunPhase::kCheckpointing;
+  run.outputs = SelectCheckpoint(named, before, after, nullptr);
+  std::vector<std::pair<pool::Message, std::string>> frames;
+  while (auto f = NextOutputFrame(run, nullptr)) frames.push_back(*f);
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[0].first.type, pool::MsgType::kOutput);
+  EXPECT_TRUE(frames[0].first.checkpoint);
+  EXPECT_EQ(frames[0].second, "4");
+  EXPECT_EQ(frames[1].first.type, pool::MsgType::kCheckpointed);
+}
+
 }  // namespace
 }  // namespace kite::glidein
