@@ -260,6 +260,60 @@ echo "counted to $n"
       WaitUntil([&] { return !fs::exists(env_->home() + "/spool/checkpoints/" + id); }, 10));
 }
 
+// The startd killed while a checkpoint is on its way: the one before it stays the one the job
+// resumes from, whole.
+TEST_F(Pool, AStartdKilledDuringACheckpointLeavesThePreviousOneToResumeFrom) {
+  Start("[pool]\nlocal_slots = 1\nlocal_start = true\n");
+  ASSERT_TRUE(WaitSlots(1));
+  std::string marks = env_->dir() + "/marks";
+  // The second checkpoint carries 100 MB: long enough on the way to be cut.
+  env_->Write("count.sh", R"(#!/bin/sh
+n=0
+[ -f state ] && n=$(cat state)
+echo "start at $n" >> "$1"
+while [ "$n" -lt 12 ]; do
+  n=$((n + 1))
+  echo "step $n" >> steps.txt
+  sleep 0.2
+  [ "$n" -eq 8 ] && head -c 100000000 /dev/zero > blob
+  if [ $((n % 4)) -eq 0 ] && [ "$n" -lt 12 ]; then echo "$n" > state; exit 85; fi
+done
+rm -f blob
+echo "counted to $n"
+)",
+              0755);
+  int c = env_->Submit(
+      "universe = vanilla\nexecutable = count.sh\narguments = " + marks +
+      "\ncheckpoint_exit_code = 85\ntransfer_checkpoint_files = state, steps.txt, blob\n"
+      "transfer_output_files = steps.txt\noutput = out\nqueue\n");
+  std::string id = std::to_string(c) + ".0";
+  std::string store = env_->home() + "/spool/checkpoints/" + id;
+  auto blob_on_its_way = [&] {
+    std::error_code ec;
+    for (auto& e : fs::directory_iterator(store, ec)) {
+      if (e.path().filename().string().starts_with("incoming.") &&
+          fs::exists(e.path() / "blob", ec))
+        return true;
+    }
+    return false;
+  };
+  ASSERT_TRUE(WaitUntil(blob_on_its_way, 30)) << ReadFileOr(marks);
+  pid_t startd = StartdPid();
+  ASSERT_GT(startd, 0);
+  ASSERT_EQ(::kill(startd, SIGSTOP), 0);  // the transfer stops where it is
+  EXPECT_EQ(Q(id, "NumCheckpoints"), "1");
+  ASSERT_EQ(::kill(startd, SIGKILL), 0);
+
+  WaitDone(c, 120);
+  EXPECT_EQ(ReadFileOr(marks), "start at 0\nstart at 4\nstart at 4\nstart at 8\n");
+  std::string steps;
+  for (int i = 1; i <= 12; ++i) steps += "step " + std::to_string(i) + "\n";
+  EXPECT_EQ(ReadFileOr(env_->dir() + "/steps.txt"), steps);
+  EXPECT_EQ(ReadFileOr(env_->dir() + "/out"), "counted to 12\n");
+  EXPECT_EQ(History(id, "NumCheckpoints"), "2");
+  EXPECT_EQ(History(id, "NumJobStarts"), "2");
+}
+
 TEST_F(Pool, AJobWhoseStartdIsKilledRunsAgainAndFinishes) {
   Start("[pool]\nlocal_slots = 1\nlocal_start = true\n");
   ASSERT_TRUE(WaitSlots(1));
