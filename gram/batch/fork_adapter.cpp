@@ -73,7 +73,10 @@ class ForkAdapter : public BatchAdapter {
     while (::waitpid(-1, nullptr, WNOHANG) > 0) {
     }
     std::map<std::string, BatchOutcome> out;
-    for (const auto& id : ids) out[id] = PollOne(SplitId(id).first);
+    for (const auto& id : ids) {
+      auto [dir, pid] = SplitId(id);
+      out[id] = PollOne(dir, pid);
+    }
     return out;
   }
 
@@ -90,7 +93,8 @@ class ForkAdapter : public BatchAdapter {
   }
 
  private:
-  static BatchOutcome PollOne(const std::string& dir) {
+  // `pid`: the wrapper's pid from the job's id (0 when the id was made before it was known).
+  static BatchOutcome PollOne(const std::string& dir, pid_t pid) {
     BatchOutcome o;
     if (auto st = ReadExecStatus(dir)) {
       o.state = BatchState::kEnded;
@@ -107,7 +111,9 @@ class ForkAdapter : public BatchAdapter {
       o.exit = *st;
       return o;
     }
-    o.state = ExecWrapperPid(dir) > 0 ? BatchState::kLost : BatchState::kQueued;
+    // Spawned (its id or the lock says its pid) and gone without a status: lost. A wrapper
+    // killed before it wrote its pid into the lock is known by its id's pid.
+    o.state = pid > 0 || ExecWrapperPid(dir) > 0 ? BatchState::kLost : BatchState::kQueued;
     return o;
   }
 

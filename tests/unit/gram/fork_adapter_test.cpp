@@ -134,6 +134,17 @@ TEST_F(ForkAdapterTest, ANewAdapterRecoversLiveFinishedAndDeadWrappers) {
   EXPECT_EQ(l.exit->code, 4);
 }
 
+// A wrapper killed before it wrote its pid into the lock (a loaded machine): the job's id still
+// carries the pid Submit saw, so it is lost, not queued for ever.
+TEST_F(ForkAdapterTest, AWrapperKilledBeforeItSaidItsPidIsLost) {
+  std::string dir = dir_ / "early";
+  ASSERT_TRUE(MakeDirs(dir, 0700));
+  ASSERT_TRUE(WriteFileAtomic(dir + "/lock", "owner x\n", 0600));  // as LaunchUnderExec leaves it
+  auto a = NewAdapter();
+  EXPECT_EQ(a->Poll({dir + "#424242"}).at(dir + "#424242").state, BatchState::kLost);
+  EXPECT_EQ(a->Poll({dir + "#0"}).at(dir + "#0").state, BatchState::kQueued);
+}
+
 TEST(BatchRegistry, KnowsForkAndNamesTheKnownOnes) {
   EXPECT_TRUE(MakeAdapter("fork", {}));
   auto none = MakeAdapter("pbs", {});
