@@ -728,8 +728,8 @@ void Pool::OnStatus(Job& j, bool leaving) {
     idle_.insert({order, j.key});
     NegotiateSoon();
   } else if (leaving || j.status == kRemoved || j.status == kHeld) {
-    if (leaving && j.ad.EvaluateInt("NumCheckpoints").value_or(0) > 0)
-      gone_checkpoints_.push_back(j.key);  // once its leaving is committed
+    // Its checkpoints (and any half-sent one) go once its leaving is committed.
+    if (leaving && j.universe == kUniverseVanilla) gone_checkpoints_.push_back(j.key);
     // Stopped on a later turn: the caller may still be using the job.
     if (run_of_.contains(j.key)) {
       to_vacate_.insert(j.key);
