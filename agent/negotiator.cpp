@@ -6,6 +6,7 @@
 
 #include "classad/expr.h"
 #include "classad/match.h"
+#include "common/strings.h"
 
 namespace kite::agent {
 
@@ -50,11 +51,8 @@ void NamesIn(std::string_view text, std::set<std::string>* names) {
     }
     size_t j = i;
     while (j < text.size() && word(text[j])) ++j;
-    if (!std::isdigit(static_cast<unsigned char>(text[i]))) {
-      std::string name(text.substr(i, j - i));
-      for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      names->insert(std::move(name));
-    }
+    if (!std::isdigit(static_cast<unsigned char>(text[i])))
+      names->insert(ToLower(text.substr(i, j - i)));
     i = j;
   }
 }
@@ -79,8 +77,7 @@ std::optional<std::string> MatchKinds::KindOf(const classad::ClassAd& job) const
   // the slots' many names: a thousand slot names would mean a thousand lookups per job.)
   std::vector<std::string> todo = {"requirements", "rank", "maxruntime"};
   for (const auto& a : job) {
-    std::string name(a.name());
-    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    std::string name = ToLower(a.name());
     if (slot_names_.count(name)) todo.push_back(std::move(name));
   }
   std::map<std::string, std::string> seen;  // name → its expression's text ("" when absent)
