@@ -64,8 +64,7 @@ bool SiteDown(const Error& e) {
 
 Site::Site(boost::asio::io_context& io, GridResource name, std::shared_ptr<SiteLink> link,
            SiteOptions options, GridClock clock, Hooks hooks)
-    : io_(io),
-      name_(std::move(name)),
+    : name_(std::move(name)),
       link_(std::move(link)),
       options_(options),
       clock_(std::move(clock)),

@@ -119,7 +119,6 @@ class Site {
   void OnDelegated(const Result<SiteAnswer>& a, int64_t gen);
   void OnRefreshed(const Result<SiteAnswer>& a, int64_t gen);
 
-  boost::asio::io_context& io_;
   GridResource name_;
   std::shared_ptr<SiteLink> link_;  // replaced when the proxy is refreshed
   SiteOptions options_;
