@@ -408,7 +408,7 @@ void Startd::OnAck(const Message& m) {
   if (r == nullptr) return;
   if (m.checkpoint) {
     if (r->phase != RunPhase::kCheckpointing || !r->ended_sent) {
-      spdlog::warn("startd: ack of a checkpoint run {} has not sent; ignored", m.run);
+      spdlog::warn("startd: ack of a checkpoint that run {} has not sent; ignored", m.run);
       return;
     }
     return Launch(*r, true);
@@ -457,7 +457,7 @@ void Startd::Reap(Run& r, int wait_status) {
     }
   } else {
     // Killed with its job (SIGKILL to the group): the run lasted from its launch until now.
-    r.usage = {.start = r.launched_at, .end = WallNow()};
+    r.usage = {.start = r.first_launch, .end = WallNow()};
   }
   if (!st && r.phase != RunPhase::kStopping) {
     // The wrapper (this run's starter) died without saying how the job ended: nobody knows,
@@ -489,6 +489,8 @@ void Startd::Checkpoint(Run& r) {
   std::vector<std::string> links, skipped;
   Snapshot after = TopLevelFiles(r.box.fd(), &links);
   r.outputs = SelectCheckpoint(r.job, r.before, after, &skipped);
+  for (const auto& l : links)
+    spdlog::warn("startd: run {}: '{}' is a symbolic link; not in the checkpoint", r.ref.run, l);
   for (const auto& s : skipped) spdlog::warn("startd: run {}: checkpoint: {}", r.ref.run, s);
   r.earlier = r.usage;
   ++r.checkpoints;
