@@ -207,6 +207,27 @@ TEST_F(Pool, KiteVacateSendsARunningJobBackToIdleAndItRunsAgain) {
   env_->Kite({"rm", local_id});
 }
 
+// The checkpointing job below: it counts to 12, a step per PAUSE seconds, and after every fourth
+// step saves its state and exits 85 (its checkpoint_exit_code); each launch leaves "start at N"
+// in the file named by $1. `at_step_8` runs after step 8, before that checkpoint.
+std::string CountingJob(const std::string& pause, const std::string& at_step_8 = ":") {
+  return "#!/bin/sh\nn=0\n[ -f state ] && n=$(cat state)\necho \"start at $n\" >> \"$1\"\n"
+         "while [ \"$n\" -lt 12 ]; do\n  n=$((n + 1))\n  echo \"step $n\" >> steps.txt\n  sleep " +
+         pause + "\n  [ \"$n\" -eq 8 ] && " + at_step_8 +
+         "\n  if [ $((n % 4)) -eq 0 ] && [ \"$n\" -lt 12 ]; then echo \"$n\" > state; exit 85; fi\n"
+         "done\nrm -f blob\necho \"counted to $n\"\n";
+}
+
+// What a counting job that lost one stretch after its first checkpoint leaves: it started again
+// from step 4, and its output is that of a run never interrupted.
+void ExpectACountResumedOnceFromStep4(const KiteEnv& env, const std::string& marks) {
+  EXPECT_EQ(ReadFileOr(marks), "start at 0\nstart at 4\nstart at 4\nstart at 8\n");
+  std::string steps;
+  for (int i = 1; i <= 12; ++i) steps += "step " + std::to_string(i) + "\n";
+  EXPECT_EQ(ReadFileOr(env.dir() + "/steps.txt"), steps);
+  EXPECT_EQ(ReadFileOr(env.dir() + "/out"), "counted to 12\n");
+}
+
 // HTCondor's checkpoint_exit_code: a job that saves its state and exits with that code has its
 // checkpoint files stored at home and starts again in place; vacated, it resumes from its last
 // checkpoint on its next start, and its result is that of a run never interrupted.
@@ -214,19 +235,7 @@ TEST_F(Pool, ACheckpointingJobResumesFromItsLastCheckpointAfterAVacate) {
   Start();
   ASSERT_TRUE(WaitSlots(2));
   std::string marks = env_->dir() + "/marks";
-  env_->Write("count.sh", R"(#!/bin/sh
-n=0
-[ -f state ] && n=$(cat state)
-echo "start at $n" >> "$1"
-while [ "$n" -lt 12 ]; do
-  n=$((n + 1))
-  echo "step $n" >> steps.txt
-  sleep 0.4
-  if [ $((n % 4)) -eq 0 ] && [ "$n" -lt 12 ]; then echo "$n" > state; exit 85; fi
-done
-echo "counted to $n"
-)",
-              0755);
+  env_->Write("count.sh", CountingJob("0.4"), 0755);
   int c = env_->Submit("universe = vanilla\nexecutable = count.sh\narguments = " + marks +
                        "\ncheckpoint_exit_code = 85\ntransfer_checkpoint_files = state, steps.txt\n"
                        "transfer_output_files = steps.txt\noutput = out\nlog = count.log\nqueue\n");
@@ -240,12 +249,7 @@ echo "counted to $n"
   ASSERT_EQ(v.exit_code, 0) << v.out << v.err;
   WaitDone(c, 90);
 
-  // It went on from step 4 after the vacate, and its output is an uninterrupted run's.
-  EXPECT_EQ(ReadFileOr(marks), "start at 0\nstart at 4\nstart at 4\nstart at 8\n");
-  std::string steps;
-  for (int i = 1; i <= 12; ++i) steps += "step " + std::to_string(i) + "\n";
-  EXPECT_EQ(ReadFileOr(env_->dir() + "/steps.txt"), steps);
-  EXPECT_EQ(ReadFileOr(env_->dir() + "/out"), "counted to 12\n");
+  ExpectACountResumedOnceFromStep4(*env_, marks);
   EXPECT_EQ(History(id, "NumCheckpoints"), "2");
   EXPECT_EQ(History(id, "NumJobStarts"), "2");
   EXPECT_EQ(History(id, "ExitCode"), "0");
@@ -267,21 +271,7 @@ TEST_F(Pool, AStartdKilledDuringACheckpointLeavesThePreviousOneToResumeFrom) {
   ASSERT_TRUE(WaitSlots(1));
   std::string marks = env_->dir() + "/marks";
   // The second checkpoint carries 100 MB: long enough on the way to be cut.
-  env_->Write("count.sh", R"(#!/bin/sh
-n=0
-[ -f state ] && n=$(cat state)
-echo "start at $n" >> "$1"
-while [ "$n" -lt 12 ]; do
-  n=$((n + 1))
-  echo "step $n" >> steps.txt
-  sleep 0.2
-  [ "$n" -eq 8 ] && head -c 100000000 /dev/zero > blob
-  if [ $((n % 4)) -eq 0 ] && [ "$n" -lt 12 ]; then echo "$n" > state; exit 85; fi
-done
-rm -f blob
-echo "counted to $n"
-)",
-              0755);
+  env_->Write("count.sh", CountingJob("0.2", "head -c 100000000 /dev/zero > blob"), 0755);
   int c = env_->Submit(
       "universe = vanilla\nexecutable = count.sh\narguments = " + marks +
       "\ncheckpoint_exit_code = 85\ntransfer_checkpoint_files = state, steps.txt, blob\n"
@@ -305,11 +295,7 @@ echo "counted to $n"
   ASSERT_EQ(::kill(startd, SIGKILL), 0);
 
   WaitDone(c, 120);
-  EXPECT_EQ(ReadFileOr(marks), "start at 0\nstart at 4\nstart at 4\nstart at 8\n");
-  std::string steps;
-  for (int i = 1; i <= 12; ++i) steps += "step " + std::to_string(i) + "\n";
-  EXPECT_EQ(ReadFileOr(env_->dir() + "/steps.txt"), steps);
-  EXPECT_EQ(ReadFileOr(env_->dir() + "/out"), "counted to 12\n");
+  ExpectACountResumedOnceFromStep4(*env_, marks);
   EXPECT_EQ(History(id, "NumCheckpoints"), "2");
   EXPECT_EQ(History(id, "NumJobStarts"), "2");
 }
