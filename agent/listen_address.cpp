@@ -1,32 +1,20 @@
 // Listen addresses.
 #include "agent/listen_address.h"
 
-#include <charconv>
 #include <string>
+
+#include "common/strings.h"
 
 namespace kite::agent {
 
 using boost::asio::ip::tcp;
 
 Result<tcp::endpoint> ParseListenAddress(std::string_view text, bool allow_remote) {
-  std::string_view host, port;
-  if (text.starts_with('[')) {
-    auto close = text.find(']');
-    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':')
-      return Fail(ErrorCode::kInvalidInput, "expected HOST:PORT, e.g. 127.0.0.1:8080");
-    host = text.substr(1, close - 1);
-    port = text.substr(close + 2);
-  } else {
-    auto colon = text.rfind(':');
-    if (colon == std::string_view::npos)
-      return Fail(ErrorCode::kInvalidInput, "expected HOST:PORT, e.g. 127.0.0.1:8080");
-    host = text.substr(0, colon);
-    port = text.substr(colon + 1);
-  }
-  unsigned p = 0;
-  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
-  if (port.empty() || ec != std::errc() || end != port.data() + port.size() || p > 65535)
-    return Fail(ErrorCode::kInvalidInput, "bad port '" + std::string(port) + "'");
+  auto split = SplitHostPort(text);
+  if (!split) return Fail(ErrorCode::kInvalidInput, "expected HOST:PORT, e.g. 127.0.0.1:8080");
+  auto [host, port] = *split;
+  auto p = ParsePort(port);
+  if (!p) return Fail(ErrorCode::kInvalidInput, "bad port '" + std::string(port) + "'");
   boost::system::error_code bad;
   auto addr = host == "localhost" ? boost::asio::ip::make_address("127.0.0.1")
                                   : boost::asio::ip::make_address(std::string(host), bad);
@@ -38,7 +26,7 @@ Result<tcp::endpoint> ParseListenAddress(std::string_view text, bool allow_remot
                 std::string(host) +
                     " is not a loopback address; the endpoint speaks plain HTTP, so serving other "
                     "hosts needs [rest] allow_remote = true");
-  return tcp::endpoint(addr, static_cast<unsigned short>(p));
+  return tcp::endpoint(addr, static_cast<unsigned short>(*p));
 }
 
 Result<tcp::endpoint> ParsePoolListen(std::string_view text, bool allow_remote) {

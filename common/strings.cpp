@@ -52,4 +52,24 @@ std::string ExactNumber(double v) {
   return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
 }
 
+std::optional<std::pair<std::string_view, std::string_view>> SplitHostPort(std::string_view text) {
+  if (text.starts_with('[')) {
+    auto close = text.find(']');
+    if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':')
+      return std::nullopt;
+    return std::pair{text.substr(1, close - 1), text.substr(close + 2)};
+  }
+  auto colon = text.rfind(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  return std::pair{text.substr(0, colon), text.substr(colon + 1)};
+}
+
+std::optional<unsigned> ParsePort(std::string_view text) {
+  unsigned p = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), p);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || p > 65535)
+    return std::nullopt;
+  return p;
+}
+
 }  // namespace kite

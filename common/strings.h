@@ -1,8 +1,10 @@
 // String helpers shared by the parsers.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kite {
@@ -16,5 +18,10 @@ bool StartsWith(std::string_view s, std::string_view prefix);
 // The shortest decimal text that reads back as exactly `v` ("60", "0.25"): for numbers passed to
 // another process on its command line.
 std::string ExactNumber(double v);
+// "HOST:PORT" or "[V6 ADDRESS]:PORT" -> host (without its brackets) and port, neither checked
+// further; nullopt when the text has neither form.
+std::optional<std::pair<std::string_view, std::string_view>> SplitHostPort(std::string_view text);
+// A port number: decimal digits only, at most 65535.
+std::optional<unsigned> ParsePort(std::string_view text);
 
 }  // namespace kite

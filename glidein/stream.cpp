@@ -8,9 +8,9 @@
 #include <boost/asio/local/stream_protocol.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <charconv>
 
 #include "common/paths.h"
+#include "common/strings.h"
 #include "common/unix_socket_path.h"
 #include "credentials/tls.h"
 
@@ -161,32 +161,19 @@ class TlsDialer : public Dialer {
 };
 
 // "tls:HOST:PORT", "tls:[::1]:PORT" -> host, port.
-Result<std::pair<std::string, std::string>> SplitHostPort(std::string_view hp) {
-  std::string_view host, port;
-  if (hp.starts_with('[')) {
-    auto close = hp.find(']');
-    if (close == std::string_view::npos || close + 1 >= hp.size() || hp[close + 1] != ':')
-      return Fail(ErrorCode::kInvalidInput, "expected tls:HOST:PORT");
-    host = hp.substr(1, close - 1);
-    port = hp.substr(close + 2);
-  } else {
-    auto colon = hp.rfind(':');
-    if (colon == std::string_view::npos)
-      return Fail(ErrorCode::kInvalidInput, "expected tls:HOST:PORT");
-    host = hp.substr(0, colon);
-    port = hp.substr(colon + 1);
-  }
-  unsigned p = 0;
-  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), p);
-  if (host.empty() || port.empty() || ec != std::errc() || end != port.data() + port.size() ||
-      p == 0 || p > 65535)
+Result<std::pair<std::string, std::string>> TlsHostPort(std::string_view hp) {
+  auto split = SplitHostPort(hp);
+  if (!split) return Fail(ErrorCode::kInvalidInput, "expected tls:HOST:PORT");
+  auto [host, port] = *split;
+  auto p = ParsePort(port);
+  if (host.empty() || !p || *p == 0)
     return Fail(ErrorCode::kInvalidInput, "expected tls:HOST:PORT with a port from 1 to 65535");
   return std::pair{std::string(host), std::string(port)};
 }
 
 Result<std::unique_ptr<Dialer>> MakeTlsDialer(asio::io_context& io, std::string_view hp,
                                               const TlsDialOptions& tls) {
-  auto where = SplitHostPort(hp);
+  auto where = TlsHostPort(hp);
   if (!where) return Fail(where.error());
   if (tls.agent_identity.empty())
     return Fail(

@@ -14,5 +14,21 @@ TEST(Strings, TrimSplitCase) {
   EXPECT_TRUE(StartsWith("universe", "uni"));
 }
 
+TEST(Strings, HostAndPort) {
+  using HP = std::pair<std::string_view, std::string_view>;
+  EXPECT_EQ(SplitHostPort("127.0.0.1:9618"), (HP{"127.0.0.1", "9618"}));
+  EXPECT_EQ(SplitHostPort("[::1]:80"), (HP{"::1", "80"}));
+  EXPECT_EQ(SplitHostPort("host:"), (HP{"host", ""}));
+  EXPECT_FALSE(SplitHostPort("host"));
+  EXPECT_FALSE(SplitHostPort("[::1]80"));
+  EXPECT_FALSE(SplitHostPort("[::1"));
+  EXPECT_EQ(ParsePort("0"), 0u);
+  EXPECT_EQ(ParsePort("65535"), 65535u);
+  EXPECT_FALSE(ParsePort("65536"));
+  EXPECT_FALSE(ParsePort(""));
+  EXPECT_FALSE(ParsePort("80x"));
+  EXPECT_FALSE(ParsePort("-1"));
+}
+
 }  // namespace
 }  // namespace kite
