@@ -11,7 +11,6 @@
 #include <boost/asio/ssl/error.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/write.hpp>
-#include <charconv>
 #include <list>
 
 #include "agent/config.h"
@@ -310,13 +309,8 @@ namespace {
 // The port in `path` (pool.port), or 0.
 unsigned short RememberedPort(const std::string& path) {
   auto text = ReadFile(path, {.max_bytes = 64});
-  if (!text) return 0;
-  unsigned port = 0;
-  auto t = Trim(*text);
-  auto [p, ec] = std::from_chars(t.data(), t.data() + t.size(), port);
-  return ec == std::errc() && p == t.data() + t.size() && port < 65536
-             ? static_cast<unsigned short>(port)
-             : 0;
+  auto port = text ? ParsePort(Trim(*text)) : std::nullopt;
+  return static_cast<unsigned short>(port.value_or(0));
 }
 
 }  // namespace
