@@ -49,6 +49,20 @@ int NodePrecedence(const Expr& e) {
 
 void Emit(std::string& out, const Expr& e, int min_prec);
 
+// Whether `e`, written bare after a minus, starts with a non-negative number that the parser
+// would take into the minus as one negative literal: a number itself, or a number defaulted with
+// ?: ("- (0 ?: 3)" written "-0 ?: 3" reads back as (-0) ?: 3). A number followed by "." or "["
+// is never taken in, and a parenthesized operand is written with its parentheses.
+bool LeadsWithFoldableNumber(const Expr& e) {
+  if (e.parenthesized()) return false;
+  Value v;
+  if (IsLiteral(e, &v))
+    return v.IsNumber() && (v.IsInteger() ? v.AsInteger() >= 0 : !std::signbit(v.AsReal()));
+  if (e.kind() != ExprKind::kBinary) return false;
+  const auto& b = static_cast<const BinaryExpr&>(e);
+  return b.op() == Op::kElvis && LeadsWithFoldableNumber(*b.lhs);
+}
+
 void EmitInner(std::string& out, const Expr& e) {
   switch (e.kind()) {
     case ExprKind::kLiteral:
@@ -72,11 +86,7 @@ void EmitInner(std::string& out, const Expr& e) {
       const auto& u = static_cast<const UnaryExpr&>(e);
       out += OpText(u.op());
       // "-5" would read back as the literal -5, so a minus before a number keeps parentheses.
-      Value v;
-      bool number = IsLiteral(*u.operand, &v) && v.IsNumber() && !u.operand->parenthesized();
-      bool non_negative =
-          number && (v.IsInteger() ? v.AsInteger() >= 0 : !std::signbit(v.AsReal()));
-      if (u.op() == Op::kNeg && non_negative) {
+      if (u.op() == Op::kNeg && LeadsWithFoldableNumber(*u.operand)) {
         out.push_back('(');
         EmitInner(out, *u.operand);
         out.push_back(')');

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -475,6 +476,33 @@ TEST_F(Pool, AStartdThatLeavesVacatesItsJobWhichFinishesOnAnother) {
     ++evictions;
   EXPECT_EQ(evictions, 2u) << log;
   EXPECT_NE(log.find("SlotName: slot1@c"), std::string::npos) << log;
+}
+
+// A batch system told to stop a glide-in signals every process of the job (Slurm's
+// `scancel --full`) and kite-exec forwards its own copy, so the startd gets SIGTERM more than
+// once, the later ones while it is finishing. However many come, it leaves as it should: exit
+// code 0, not killed by a signal (which would make its glide-in's grid job end "by signal 15").
+TEST_F(Pool, AStartdGivenManySigtermsLeavesWithExitCodeZero) {
+  Start("[pool]\nlocal_slots = 0\n");
+  std::string work = env_->dir() + "/w";
+  for (int round = 0; round < 5; ++round) {
+    pid_t pid =
+        SpawnStartd(env_->home(), "t" + std::to_string(round), work + std::to_string(round), {});
+    ASSERT_TRUE(WaitSlots(1));
+    int status = 0;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (::waitpid(pid, &status, WNOHANG) != pid) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the startd did not leave";
+      ::kill(pid, SIGTERM);  // a zombie is still this pid: nothing else can be hit
+      ::usleep(100);
+    }
+    EXPECT_TRUE(WIFEXITED(status)) << "round " << round << ": killed by signal "
+                                   << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    if (WIFEXITED(status)) {
+      EXPECT_EQ(WEXITSTATUS(status), 0) << "round " << round;
+    }
+    ASSERT_TRUE(WaitSlots(0));
+  }
 }
 
 // Runs about `tenths` tenths of a second of its own time (a stopped process does not count on),

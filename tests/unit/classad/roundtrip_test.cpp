@@ -118,5 +118,23 @@ TEST(ClassAdRoundTrip, UnparseParsesBackToTheSameTreeAndValue) {
   EXPECT_GT(parsed, 2500);
 }
 
+// A minus before a defaulted number: "- -0 ?: 3" is -(-(0 ?: 3)) (?: binds tighter than minus),
+// so it must not be written "--0 ?: 3", which reads back as -((-0) ?: 3). Found by the stored-ad
+// fuzz target.
+TEST(ClassAdRoundTrip, AMinusBeforeADefaultedNumberKeepsItsMeaning) {
+  for (const char* text : {"- -0 ?: 300300", "-0 ?: 3", "- 2.5 ?: 1", "-(0 ?: 3)", "-(1 ?: 2 ?: 3)",
+                           "- -(7) ?: 1", "-0.V ?: 2", "-x ?: 1", "-{1}[0] ?: 2"}) {
+    auto first = ParseExpr(text);
+    ASSERT_TRUE(first.has_value()) << text;
+    std::string canon = Unparse(**first);
+    auto second = ParseExpr(canon);
+    ASSERT_TRUE(second.has_value()) << text << " -> " << canon;
+    EXPECT_TRUE(SameExpr(**first, **second)) << text << " -> " << canon;
+    EXPECT_EQ(EvaluateExpr(**first, nullptr).ToString(), EvaluateExpr(**second, nullptr).ToString())
+        << canon;
+  }
+  EXPECT_EQ(Unparse(**ParseExpr("- (0 ?: 3)")), "-(0 ?: 3)");
+}
+
 }  // namespace
 }  // namespace kite::classad
