@@ -245,8 +245,8 @@ void Pool::OnFrame(const std::shared_ptr<Startd>& sd, pool::Frame f) {
     case MsgType::kBye:
       return OnGone(sd, "leaving: " + m.reason, /*for_good=*/true);
     default:
-      return OnGone(
-          sd, "sent " + std::string(pool::MsgTypeName(m.type)) + ", which only the agent sends");
+      return OnGone(sd, "sent " + std::string(pool::MsgTypeName(m.type)) +
+                            ", which a startd never sends to the agent");
   }
 }
 

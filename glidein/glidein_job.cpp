@@ -111,17 +111,18 @@ Status CheckSetting(const GlideinSetting& s) {
   if (s.agent_identity.empty() || HasControl(s.agent_identity)) {
     return Fail(Invalid("the user's identity (the subject of the proxy) is missing"));
   }
-  for (const std::string* p : {&s.proxy, &s.bootstrap, &s.startd, &s.exec, &s.output_dir}) {
+  for (const std::string* p :
+       {&s.proxy, &s.bootstrap, &s.startd, &s.starter, &s.exec, &s.output_dir}) {
     if (p->empty() || p->front() != '/' || HasControl(*p)) {
       return Fail(Invalid("'" + *p + "' is not an absolute path"));
     }
   }
-  for (const std::string* p : {&s.startd, &s.exec}) {
+  for (const std::string* p : {&s.startd, &s.starter, &s.exec}) {
     if (p->find(',') != std::string::npos) {
       return Fail(Invalid("'" + *p + "' has a comma: transfer_input_files cannot name it"));
     }
   }
-  if (!IsSha256(s.startd_sha256) || !IsSha256(s.exec_sha256)) {
+  if (!IsSha256(s.startd_sha256) || !IsSha256(s.starter_sha256) || !IsSha256(s.exec_sha256)) {
     return Fail(Invalid("a SHA-256 digest is not 64 lowercase hexadecimal digits"));
   }
   return {};
@@ -181,7 +182,9 @@ std::vector<std::string> BootstrapArguments(const GlideinRequest& r, const Glide
   // rather than on StartdOptions so this holds whether or not ToArgs writes the flag itself.
   SetFlag(startd, "--agent-identity", s.agent_identity);
   std::vector<std::string> args = {"--sha256", BaseName(s.startd) + "=" + s.startd_sha256,
-                                   "--sha256", BaseName(s.exec) + "=" + s.exec_sha256, "--"};
+                                   "--sha256", BaseName(s.starter) + "=" + s.starter_sha256,
+                                   "--sha256", BaseName(s.exec) + "=" + s.exec_sha256,
+                                   "--"};
   args.insert(args.end(), startd.begin(), startd.end());
   return args;
 }
@@ -195,7 +198,8 @@ Result<std::string> GlideinSubmitText(const GlideinRequest& r, const GlideinSett
   t += "universe = grid\n";
   t += "grid_resource = " + Literal(resource) + "\n";
   t += "executable = " + Literal(s.bootstrap) + "\n";
-  t += "transfer_input_files = " + Literal(s.startd) + "," + Literal(s.exec) + "\n";
+  t += "transfer_input_files = " + Literal(s.startd) + "," + Literal(s.starter) + "," +
+       Literal(s.exec) + "\n";
   t += "x509userproxy = " + Literal(s.proxy) + "\n";
   t += "request_cpus = " + std::to_string(r.cpus) + "\n";
   if (r.memory_mib > 0) t += "request_memory = " + std::to_string(r.memory_mib) + "\n";

@@ -33,10 +33,14 @@ struct GlideinSetting {
   std::string agent;           // the agent's pool listener, "HOST:PORT" (the startd dials tls:)
   std::string agent_identity;  // the agent's certificate subject: the user's identity
   std::string proxy;           // x509userproxy: the proxy delegated to each grid job
-  std::string bootstrap;       // absolute paths of kite-glidein-bootstrap, kite-startd, kite-exec
+  // Absolute paths of kite-glidein-bootstrap, kite-startd, kite-starter and kite-exec.
+  std::string bootstrap;
   std::string startd;
+  std::string starter;
   std::string exec;
-  std::string startd_sha256;  // lowercase hex digests of kite-startd and kite-exec
+  // Lowercase hex digests of kite-startd, kite-starter and kite-exec.
+  std::string startd_sha256;
+  std::string starter_sha256;
   std::string exec_sha256;
   std::string output_dir;  // where each glide-in's C.P.out and C.P.err go ($KITE_HOME/glidein)
 };

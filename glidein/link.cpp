@@ -3,8 +3,8 @@
 
 namespace kite::glidein {
 
-Link::Link(std::unique_ptr<ByteStream> stream, Handlers handlers)
-    : stream_(std::move(stream)), handlers_(std::move(handlers)) {}
+Link::Link(std::unique_ptr<ByteStream> stream, Handlers handlers, std::string peer)
+    : stream_(std::move(stream)), handlers_(std::move(handlers)), peer_(std::move(peer)) {}
 
 void Link::Start() {
   DoRead();
@@ -22,23 +22,37 @@ void Link::Close() {
   stream_->Close();
 }
 
+void Link::Resume() {
+  if (!paused_ || closed_) return;
+  paused_ = false;
+  Deliver();
+}
+
 void Link::DoRead() {
+  reading_ = true;
   stream_->AsyncReadSome(read_buf_.data(), read_buf_.size(),
                          [self = shared_from_this()](auto ec, size_t n) { self->OnRead(ec, n); });
 }
 
 void Link::OnRead(boost::system::error_code ec, size_t n) {
+  reading_ = false;
   if (closed_) return;
-  if (ec) return Abort(Error(ErrorCode::kUnavailable, "the agent's connection: " + ec.message()));
+  if (ec) return Abort(Error(ErrorCode::kUnavailable, peer_ + ": " + ec.message()));
   reader_.Feed(std::string_view(read_buf_.data(), n));
-  for (;;) {
+  Deliver();
+}
+
+void Link::Deliver() {
+  while (!paused_) {
     auto f = reader_.Next();
-    if (!f) return Abort(f.error().Wrap("a frame from the agent"));
-    if (!*f) break;
+    if (!f) return Abort(f.error().Wrap("a frame from " + peer_));
+    if (!*f) {
+      if (!reading_) DoRead();
+      return;
+    }
     handlers_.frame(std::move(**f));
     if (closed_) return;
   }
-  DoRead();
 }
 
 void Link::DoWrite() {
@@ -51,7 +65,7 @@ void Link::DoWrite() {
 void Link::OnWrite(boost::system::error_code ec) {
   writing_ = false;
   if (closed_) return;
-  if (ec) return Abort(Error(ErrorCode::kUnavailable, "writing to the agent: " + ec.message()));
+  if (ec) return Abort(Error(ErrorCode::kUnavailable, "writing to " + peer_ + ": " + ec.message()));
   queue_.pop_front();
   if (!queue_.empty()) return DoWrite();
   if (handlers_.drained) handlers_.drained();

@@ -1,5 +1,6 @@
-// One connection to the agent, as frames of the pool protocol (pool/protocol.h): a read loop that
-// cuts frames and a write queue sending one frame at a time.
+// One connection as frames of the pool protocol (pool/protocol.h): a read loop that cuts frames
+// and a write queue sending one frame at a time. The startd's connection to the agent, and each
+// starter's to its startd.
 //
 // Threads: runs on the io_context's thread. After Close() no handler runs.
 #pragma once
@@ -21,26 +22,33 @@ class Link : public std::enable_shared_from_this<Link> {
     std::function<void(const Error&)> closed;  // the connection is gone (read, write, parse)
     std::function<void()> drained;             // the write queue just became empty
   };
-  Link(std::unique_ptr<ByteStream> stream, Handlers handlers);
+  // `peer` names the other end in errors ("the agent", "the starter of run R").
+  Link(std::unique_ptr<ByteStream> stream, Handlers handlers, std::string peer = "the agent");
 
   void Start();  // begins reading
   void Send(const pool::Message& m, std::string_view body = {});
   size_t queued() const { return queue_.size(); }
+  // No frame is handed over while paused (and no more is read than the frames already read):
+  // how a reader that cannot pass frames on yet pushes back on the sender.
+  void Pause() { paused_ = true; }
+  void Resume();
   void Close();
 
  private:
   void DoRead();
   void OnRead(boost::system::error_code ec, size_t n);
+  void Deliver();  // the frames read, while not paused; then reads more
   void DoWrite();
   void OnWrite(boost::system::error_code ec);
   void Abort(const Error& e);
 
   std::unique_ptr<ByteStream> stream_;
   Handlers handlers_;
+  std::string peer_;
   pool::FrameReader reader_;
   std::string read_buf_ = std::string(64 << 10, '\0');
   std::deque<std::string> queue_;  // front() is being written
-  bool writing_ = false;
+  bool writing_ = false, reading_ = false, paused_ = false;
   bool closed_ = false;
 };
 

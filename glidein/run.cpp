@@ -3,9 +3,22 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace kite::glidein {
+
+pool::Message About(pool::MsgType type, const pool::RunRef& r, std::string reason) {
+  return pool::Message{
+      .type = type, .slot = r.slot, .job = r.job, .run = r.run, .reason = std::move(reason)};
+}
+
+std::string DescribeWaitStatus(int wait_status) {
+  if (WIFSIGNALED(wait_status))
+    return "was killed by signal " + std::to_string(WTERMSIG(wait_status));
+  if (WIFEXITED(wait_status)) return "exited with code " + std::to_string(WEXITSTATUS(wait_status));
+  return "ended (wait status " + std::to_string(wait_status) + ")";
+}
 
 pool::RunExit ExitOf(const ExecStatus& s) {
   using K = pool::RunExit::Kind;

@@ -70,6 +70,11 @@ struct Run {
   bool ended_sent = false;
 };
 
+// A message of `type` about the run `r` (`started`, `vacated`, `refused`, `vacate`...).
+pool::Message About(pool::MsgType type, const pool::RunRef& r, std::string reason = {});
+// How a reaped process ended ("was killed by signal 9"), for a log line or a reason.
+std::string DescribeWaitStatus(int wait_status);
+
 pool::RunExit ExitOf(const ExecStatus& s);
 pool::RunUsage UsageOf(const ExecStatus& s);
 

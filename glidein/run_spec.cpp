@@ -1,6 +1,8 @@
 // The kite-exec launch of a run.
 #include "glidein/run_spec.h"
 
+#include <cstdlib>
+
 #include "common/files.h"
 #include "submit/quoting.h"
 
@@ -38,6 +40,11 @@ void SetEnv(std::vector<std::string>& env, const std::string& k, const std::stri
 }
 
 }  // namespace
+
+std::vector<std::string> JobBaseEnv() {
+  const char* path = std::getenv("PATH");
+  return {std::string("PATH=") + (path && *path ? path : "/usr/local/bin:/usr/bin:/bin")};
+}
 
 Result<ExecLaunch> BuildRunLaunch(const classad::ClassAd& job, const Sandbox& box,
                                   const RunPlace& place) {

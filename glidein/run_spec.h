@@ -20,6 +20,9 @@ struct RunPlace {
   std::vector<std::string> env;  // the base environment (PATH=...), before the job's own
 };
 
+// The base environment of every job: this process's PATH (or a plain one), nothing else of its.
+std::vector<std::string> JobBaseEnv();
+
 // The launch for `job` in `box`. Cmd: absolute as is, relative inside the sandbox (the shadow
 // sends a transferred executable under its base name). In: a relative In that was transferred,
 // else /dev/null. Fails (kInvalidInput) when Cmd is missing or Arguments/Environment do not parse.

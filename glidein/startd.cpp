@@ -1,20 +1,25 @@
 // The startd's engine: the connection, the agent's messages, the runs' lives, the slots' ads.
 #include "glidein/startd.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <spawn.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <boost/asio/local/stream_protocol.hpp>
 #include <cmath>
 #include <thread>
 
 #include "classad/io.h"
 #include "common/clock.h"
-#include "common/exec_launch.h"
 #include "common/files.h"
+#include "common/strings.h"
 #include "glidein/machine.h"
-#include "glidein/run_spec.h"
+#include "glidein/sandbox.h"
 
 namespace kite::glidein {
 namespace {
@@ -26,21 +31,10 @@ using pool::MsgType;
 constexpr double kTick = 0.25;            // seconds between looks at runs, lifetime and idleness
 constexpr double kMaxBackoff = 30;        // seconds, the longest wait before redialling
 constexpr double kHandshakeTimeout = 30;  // seconds from connect to `welcome`
-constexpr size_t kMaxQueued = 4;          // output frames queued ahead of the socket
+constexpr size_t kMaxQueued = 4;          // frames queued ahead of the agent's socket
 
 std::chrono::milliseconds Ms(double seconds) {
   return std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-}
-
-// How a reaped process ended, for a log line or a reason.
-std::string DescribeWaitStatus(int status) {
-  if (WIFSIGNALED(status)) return "was killed by signal " + std::to_string(WTERMSIG(status));
-  if (WIFEXITED(status)) return "exited with code " + std::to_string(WEXITSTATUS(status));
-  return "ended (wait status " + std::to_string(status) + ")";
-}
-
-Message About(MsgType type, const pool::RunRef& r, std::string reason = {}) {
-  return Message{.type = type, .slot = r.slot, .job = r.job, .run = r.run, .reason = reason};
 }
 
 }  // namespace
@@ -54,7 +48,17 @@ Startd::Startd(asio::io_context& io, StartdOptions options, World world)
       handshake_(io),
       children_(io, SIGCHLD) {}
 
-Startd::~Startd() = default;
+// A startd that did not exit (a test stopping its io_context) takes its starters and their jobs
+// with it, so nothing of it outlives the object.
+Startd::~Startd() {
+  for (auto& [id, p] : runs_)
+    if (p.group > 0) ::kill(-p.group, SIGKILL);
+  for (auto& s : slots_) {
+    if (s.starter <= 0) continue;
+    ::kill(s.starter, SIGKILL);
+    ::waitpid(s.starter, nullptr, 0);
+  }
+}
 
 Status Startd::Start() {
   if (auto st = MakeDirs(o_.work, 0700); !st) return st;
@@ -128,9 +132,12 @@ void Startd::OnClosed(const Error& e) {
   if (lost_since_ == 0) lost_since_ = SteadyNow();
   // A run still receiving its input cannot finish receiving it: the agent starts over.
   std::vector<std::string> receiving;
-  for (auto& [id, r] : runs_)
-    if (r.phase == RunPhase::kReceiving) receiving.push_back(id);
-  for (const auto& id : receiving) Drop(runs_.at(id));
+  for (auto& [id, p] : runs_)
+    if (p.phase == RunPhase::kReceiving) receiving.push_back(id);
+  for (const auto& id : receiving) {
+    ToStarter(runs_.at(id), About(MsgType::kVacate, runs_.at(id).ref, "the agent is gone"));
+    Detach(id);
+  }
   if (!leaving_.empty()) return MaybeFinishLeaving();
   Redial();
 }
@@ -167,9 +174,8 @@ void Startd::OnFrame(pool::Frame f) {
     case MsgType::kActivate:
       return OnActivate(m);
     case MsgType::kInput:
-      return OnInput(m, f.body);
     case MsgType::kGo:
-      return OnGo(m);
+      return OnToStarter(f);
     case MsgType::kVacate:
       return OnVacate(m);
     case MsgType::kAck:
@@ -188,9 +194,12 @@ void Startd::OnWelcome() {
   handshake_.cancel();
   backoff_ = 0.2;
   spdlog::info("startd: the agent welcomed {} ({} run(s) on)", o_.name, runs_.size());
-  for (auto& [id, r] : runs_) {
-    if (Sending(r.phase)) RewindOutput(r);
-    TellSuspension(r);  // a change made while the agent was away
+  // The agent may have lost what was sent: each starter says it all again (its suspension, its
+  // output and end), and what it had sent before that is dropped.
+  for (auto& [id, p] : runs_) {
+    p.rewinding = true;
+    p.ended_sent = false;
+    ToStarter(p, Message{.type = MsgType::kRewind});
   }
   Pump();
 }
@@ -223,336 +232,326 @@ void Startd::OnActivate(const Message& m) {
   auto slot_ad = BuildSlotAd(Facts(*slot));
   if (!slot_ad) return Refuse(m, slot_ad.error().message());
   if (auto st = StartAllows(*slot_ad, *job); !st) return Refuse(m, st.error().message());
-  auto name = SandboxName(m.job, m.run);
-  if (!name) return Refuse(m, name.error().message());
-  auto box = Sandbox::Create(o_.work, *name);
-  if (!box) return Refuse(m, "cannot make the sandbox: " + box.error().message());
-  Run& r = runs_[m.run];
-  r.ref = {m.slot, m.job, m.run};
-  r.job = std::move(*job);
-  r.files = m.files;
-  r.box = std::move(*box);
+  if (auto name = SandboxName(m.job, m.run); !name) return Refuse(m, name.error().message());
+  if (slot->starter <= 0) {
+    if (auto st = SpawnStarter(*slot); !st)
+      return Refuse(m, "cannot start kite-starter: " + st.error().message());
+  }
+  Placed& p = runs_[m.run];
+  p.ref = {m.slot, m.job, m.run};
+  p.job = std::move(*job);
   slot->run = m.run;
-  spdlog::info("startd: {} takes job {} run {} ({} input file(s))", m.slot, m.job, m.run,
-               m.files.size());
+  ToStarter(p, m);
+  spdlog::info("startd: {} takes job {} run {} ({} input file(s); starter pid {})", m.slot, m.job,
+               m.run, m.files.size(), slot->starter);
   SendSlot(*slot);
 }
 
-Run* Startd::FindRun(const Message& m) {
+// The slot's kite-starter, with one end of a socket pair as its descriptor 3; the startd keeps the
+// other. It stays for the slot's later runs: a process per run would cost more CPU than the rest
+// of a short job's handling here (docs/startd.md, "The starter").
+Status Startd::SpawnStarter(Slot& slot) {
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0)
+    return FailErrno("socketpair");
+  std::vector<std::string> args = {world_.starter_path,
+                                   "--work",
+                                   o_.work,
+                                   "--cpus",
+                                   std::to_string(o_.cpus_per_slot),
+                                   "--kill-grace",
+                                   ExactNumber(o_.kill_grace),
+                                   "--log-level",
+                                   o_.log_level};
+  if (!o_.log_file.empty()) args.insert(args.end(), {"--log", o_.log_file});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  // dup2 onto 3 clears close-on-exec; the child's end is never 3 itself (0-2 are taken and the
+  // pair is made after the startd's own descriptors).
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 3);
+  // Nothing else of the startd's: a starter holding the agent's connection would keep it open
+  // after the startd died, and the agent would not see the startd go.
+  posix_spawn_file_actions_addclosefrom_np(&actions, 4);
+  pid_t pid = 0;
+  int err = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  if (err != 0) {
+    ::close(fds[0]);
+    return FailErrno("spawn " + world_.starter_path, err);
+  }
+  slot.starter = pid;
+  boost::asio::local::stream_protocol::socket socket(io_);
+  socket.assign(boost::asio::local::stream_protocol(), fds[0]);
+  std::string name = slot.name;
+  slot.starter_link = std::make_shared<Link>(
+      std::make_unique<pool::AsioByteStream<boost::asio::local::stream_protocol::socket>>(
+          std::move(socket)),
+      Link::Handlers{.frame = [this, name](pool::Frame f) { OnStarterFrame(name, std::move(f)); },
+                     .closed = [this, name](const Error& e) { OnStarterGone(name, e.message()); }},
+      "the starter of " + name);
+  slot.starter_link->Start();
+  return {};
+}
+
+void Startd::ToStarter(const Placed& p, const Message& m, std::string_view body) {
+  Slot* slot = FindSlot(p.ref.slot);
+  if (slot && slot->starter_link) slot->starter_link->Send(m, body);
+}
+
+Startd::Placed* Startd::FindRun(const Message& m) {
   auto it = runs_.find(m.run);
   if (it != runs_.end() && it->second.ref.job == m.job) return &it->second;
   spdlog::warn("startd: '{}' for job {} run {}, which is not here", pool::MsgTypeName(m.type),
                m.job, m.run);
-  Send(About(MsgType::kVacated, {m.slot, m.job, m.run}, "no such run here"));
+  // A `vacate` waits for an answer. The `input` and `go` the agent sends right behind an
+  // `activate` that was refused need none (and, naming no slot, could not carry one).
+  if (!m.slot.empty()) Send(About(MsgType::kVacated, {m.slot, m.job, m.run}, "no such run here"));
   return nullptr;
 }
 
-void Startd::OnInput(const Message& m, const std::string& body) {
-  Run* r = FindRun(m);
-  if (r == nullptr) return;
-  if (r->phase != RunPhase::kReceiving) {
-    spdlog::warn("startd: input for run {} after go; ignored", m.run);
-    return;
-  }
-  if (auto st = r->box.Write(m.path, m.offset, body, m.mode, m.last); !st) {
-    Refuse(About(MsgType::kRefused, r->ref), "input '" + m.path + "': " + st.error().message());
-    Drop(*r);
-  }
-}
-
-void Startd::OnGo(const Message& m) {
-  Run* r = FindRun(m);
-  if (r == nullptr) return;
-  if (r->phase != RunPhase::kReceiving) {
-    spdlog::warn("startd: a second go for run {}; ignored", m.run);
-    return;
-  }
-  if (auto st = CheckInputs(*r); !st) {
-    Refuse(About(MsgType::kRefused, r->ref), st.error().message());
-    return Drop(*r);
-  }
-  Launch(*r, false);
-}
-
-// The first launch of a run, or (`again`) the launch after a checkpoint: in the same sandbox,
-// its output appended to, and the agent already knows it runs.
-void Startd::Launch(Run& r, bool again) {
-  Slot* slot = FindSlot(r.ref.slot);
-  RunPlace place{world_.exec_path, r.ref.slot, o_.cpus_per_slot, world_.env};
-  auto launch = BuildRunLaunch(r.job, r.box, place);
-  if (!launch) {
-    Refuse(About(MsgType::kRefused, r.ref), launch.error().message());
-    return Drop(r);
-  }
-  launch->append = again;
-  if (!again) r.before = TopLevelFiles(r.box.fd());
-  auto pid = LaunchUnderExec(*launch);
-  if (!pid) {
-    std::string why = "cannot start kite-exec: " + pid.error().message();
-    if (!again) {
-      Refuse(About(MsgType::kRefused, r.ref), why);
-    } else {
-      Send(About(MsgType::kVacated, r.ref, why));  // the checkpoint is home: it resumes elsewhere
-    }
-    return Drop(r);
-  }
-  r.pid = *pid;
-  r.launched_at = WallNow();
-  if (!again) r.first_launch = r.launched_at;
-  r.phase = RunPhase::kRunning;
-  spdlog::info("startd: job {} run {} {} on {} (pid {})", r.ref.job, r.ref.run,
-               again ? "started again from its checkpoint" : "started", r.ref.slot, r.pid);
-  if (!again) Send(About(MsgType::kStarted, r.ref));
-  if (slot) SendSlot(*slot);
+void Startd::OnToStarter(const pool::Frame& f) {
+  if (Placed* p = FindRun(f.msg)) ToStarter(*p, f.msg, f.body);
 }
 
 void Startd::OnVacate(const Message& m) {
-  Run* r = FindRun(m);
-  if (r == nullptr) return;
-  Stop(*r, m.reason.empty() ? "vacated by the agent" : m.reason);
+  Placed* p = FindRun(m);
+  if (p == nullptr) return;
+  Stop(*p, m.reason.empty() ? "vacated by the agent" : m.reason);
 }
 
-// Receiving or Ended: nothing runs, so the run goes at once; Running: SIGTERM now, SIGKILL after
-// the grace (Tick), `vacated` once the wrapper is reaped.
-void Startd::Stop(Run& r, const std::string& reason) {
-  if (r.phase == RunPhase::kStopping || exited_) return;
-  spdlog::info("startd: vacating job {} run {}: {}", r.ref.job, r.ref.run, reason);
-  r.stop_reason = reason;
-  if (!HasProcesses(r.phase)) {
-    Send(About(MsgType::kVacated, r.ref, reason));
-    return Drop(r);
+// The starter stops the program (SIGTERM, then SIGKILL after the grace) and says `vacated`.
+void Startd::Stop(Placed& p, const std::string& reason) {
+  if (p.phase == RunPhase::kStopping || exited_) return;
+  spdlog::info("startd: vacating job {} run {}: {}", p.ref.job, p.ref.run, reason);
+  p.phase = RunPhase::kStopping;
+  ToStarter(p, About(MsgType::kVacate, p.ref, reason));
+  if (Slot* s = FindSlot(p.ref.slot)) SendSlot(*s);
+}
+
+void Startd::OnAck(const Message& m) {
+  Placed* p = FindRun(m);
+  if (p == nullptr) return;
+  ToStarter(*p, m);
+  if (m.checkpoint) {
+    if (p->phase == RunPhase::kCheckpointing) p->phase = RunPhase::kRunning;
+    if (Slot* s = FindSlot(p->ref.slot)) SendSlot(*s);
+    return;
   }
-  bool suspended = r.phase == RunPhase::kSuspended;
-  r.phase = RunPhase::kStopping;
-  r.stop_at = WallNow();
-  ::kill(-r.pid, SIGTERM);
-  if (suspended) ::kill(-r.pid, SIGCONT);  // a stopped process would never see the SIGTERM
-  if (Slot* s = FindSlot(r.ref.slot)) SendSlot(*s);
+  if (p->phase != RunPhase::kEnded) {
+    spdlog::warn("startd: ack for run {} before its end; ignored", m.run);
+    return;
+  }
+  spdlog::info("startd: job {} run {} done", p->ref.job, p->ref.run);
+  Detach(p->ref.run);  // the slot takes the next job now
+}
+
+// ---- the starters ----
+
+void Startd::OnStarterFrame(const std::string& slot_name, pool::Frame f) {
+  Slot* slot = FindSlot(slot_name);
+  if (slot == nullptr || slot->run.empty()) return;  // about a run that is over: no news
+  std::string id = slot->run;
+  Placed& p = runs_.at(id);
+  const Message& m = f.msg;
+  if (p.rewinding) {
+    if (m.type == MsgType::kRewound) p.rewinding = false;
+    return;
+  }
+  if (m.type == MsgType::kRewound) return;
+  if (m.run != id || m.job != p.ref.job) return;  // about an earlier run on the slot
+  // The slot's ad follows the run's phase, and goes to the agent before the news that changed it.
+  auto phase = [&](RunPhase to) {
+    if (p.phase == to) return;
+    p.phase = to;
+    SendSlot(*slot);
+  };
+  switch (m.type) {
+    case MsgType::kStarted:
+      p.group = static_cast<pid_t>(m.pid);
+      if (p.phase == RunPhase::kReceiving || p.phase == RunPhase::kCheckpointing)
+        phase(RunPhase::kRunning);
+      if (!p.started_sent) {
+        p.started_sent = true;
+        Send(About(MsgType::kStarted, p.ref));
+      }
+      break;
+    case MsgType::kSuspended:
+      if (p.phase == RunPhase::kRunning) phase(RunPhase::kSuspended);
+      Relay(p, f);
+      break;
+    case MsgType::kContinued:
+      if (p.phase == RunPhase::kSuspended) phase(RunPhase::kRunning);
+      Relay(p, f);
+      break;
+    case MsgType::kOutput:
+      if (p.phase == RunPhase::kRunning || p.phase == RunPhase::kSuspended)
+        phase(m.checkpoint ? RunPhase::kCheckpointing : RunPhase::kEnded);
+      Relay(p, f);
+      break;
+    case MsgType::kCheckpointed:
+      phase(RunPhase::kCheckpointing);
+      Relay(p, f);
+      break;
+    case MsgType::kEnded:
+      phase(RunPhase::kEnded);
+      Relay(p, f);
+      p.ended_sent = Connected();
+      break;
+    case MsgType::kVacated:
+    case MsgType::kRefused:
+      Relay(p, f);
+      Detach(id);
+      break;
+    default:
+      spdlog::warn("startd: ignoring '{}' from the starter of run {}", pool::MsgTypeName(m.type),
+                   id);
+      return;
+  }
+  if (!leaving_.empty()) MaybeFinishLeaving();
+}
+
+// To the agent, when there is one (after a reconnect the starter says it again). A starter whose
+// frames fill the agent's queue waits until it drains (Pump): a big output file goes out at the
+// connection's pace, not into the startd's memory.
+void Startd::Relay(Placed& p, const pool::Frame& f) {
+  if (!Connected()) return;
+  link_->Send(f.msg, f.body);
+  Slot* slot = FindSlot(p.ref.slot);
+  if (link_->queued() >= kMaxQueued && slot && slot->starter_link) slot->starter_link->Pause();
+}
+
+void Startd::Pump() {
+  if (!Connected()) return;
+  for (auto& s : slots_) {
+    if (link_->queued() >= kMaxQueued) return;
+    if (s.starter_link) s.starter_link->Resume();
+  }
+  if (!leaving_.empty()) MaybeFinishLeaving();
+}
+
+// The starter's connection closed, or the process was reaped: it was killed (or left when told
+// to). A run on the slot not yet over is lost with it: nobody can say how the job ends, so the
+// job is killed and the agent runs it again (as HTCondor's shadow does when its starter is gone).
+void Startd::OnStarterGone(const std::string& slot_name, const std::string& why) {
+  Slot* slot = FindSlot(slot_name);
+  if (slot == nullptr || !slot->starter_link) return;
+  slot->starter_link->Close();
+  slot->starter_link.reset();
+  if (slot->starter > 0) {
+    int status = 0;
+    if (::waitpid(slot->starter, &status, WNOHANG) == slot->starter) slot->starter = 0;
+  }
+  // Still to be reaped: by pid, below (ReapStarters), and not given another run.
+  if (slot->starter > 0) gone_starters_.push_back(slot->starter);
+  slot->starter = 0;
+  if (slot->run.empty()) return;
+  std::string id = slot->run;
+  Placed& p = runs_.at(id);
+  if (p.group > 0) {
+    ::kill(-p.group, SIGCONT);
+    ::kill(-p.group, SIGKILL);
+  }
+  if (auto fd = ::open(o_.work.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); fd >= 0) {
+    if (auto name = SandboxName(p.ref.job, p.ref.run); name) (void)RemoveBeneath(fd, *name);
+    ::close(fd);
+  }
+  if (p.phase == RunPhase::kEnded && p.ended_sent) {
+    // Its end is with the agent already; only the ack could not be passed on.
+    spdlog::warn("startd: the starter of run {} is gone after the run's end ({})", id, why);
+  } else {
+    std::string reason =
+        "the run's starter (kite-starter) went away before the job's end was known: " + why;
+    spdlog::warn("startd: run {}: {}; vacated", id, reason);
+    Send(About(MsgType::kVacated, p.ref, reason));
+  }
+  Detach(id);
+  MaybeFinishLeaving();
+}
+
+void Startd::Detach(const std::string& run) {
+  std::string id = run;  // `run` may be the ref of the entry erased below
+  auto it = runs_.find(id);
+  if (it == runs_.end()) return;
+  std::string slot_name = it->second.ref.slot;
+  runs_.erase(it);
+  if (Slot* s = FindSlot(slot_name); s && s->run == id) {
+    s->run.clear();
+    SendSlot(*s);
+  }
+  idle_since_ = SteadyNow();
+}
+
+void Startd::OnChildSignal() {
+  ReapStarters();
+  children_.async_wait([this](auto ec, int) {
+    if (!ec) OnChildSignal();
+  });
+}
+
+// Only our own starters are waited for (by pid), so a process embedding the startd (a test)
+// keeps its other children.
+void Startd::ReapStarters() {
+  std::vector<std::pair<std::string, int>> gone;
+  for (auto& s : slots_) {
+    int status = 0;
+    if (s.starter > 0 && ::waitpid(s.starter, &status, WNOHANG) == s.starter) {
+      s.starter = 0;
+      gone.emplace_back(s.name, status);
+    }
+  }
+  std::erase_if(gone_starters_, [](pid_t pid) { return ::waitpid(pid, nullptr, WNOHANG) != 0; });
+  for (const auto& [slot, status] : gone) OnStarterGone(slot, "it " + DescribeWaitStatus(status));
 }
 
 // ---- the owner's policy ----
 
 void Startd::ApplyPolicy() {
   std::vector<std::string> ids;
-  for (const auto& [id, r] : runs_)
-    if (HasProcesses(r.phase)) ids.push_back(id);
+  for (const auto& [id, p] : runs_)
+    if (HasProcesses(p.phase)) ids.push_back(id);
   double now = WallNow();
   for (const auto& id : ids) {
     auto it = runs_.find(id);
     if (it == runs_.end()) continue;
-    Run& r = it->second;
-    Slot* slot = FindSlot(r.ref.slot);
+    Placed& p = it->second;
+    Slot* slot = FindSlot(p.ref.slot);
     if (slot == nullptr) continue;
     Note(*slot);
     auto ad = BuildSlotAd(Facts(*slot));
     if (!ad) continue;
-    if (r.phase == RunPhase::kStopping) {
-      if (!r.killed && PolicySays(*ad, r.job, "Kill")) {
+    if (p.phase == RunPhase::kStopping) {
+      if (!p.kill_sent && PolicySays(*ad, p.job, "Kill")) {
         spdlog::info("startd: run {}: {}; SIGKILL", id, PolicyText(*ad, "Kill"));
-        ::kill(-r.pid, SIGKILL);
-        r.killed = true;
+        ToStarter(p, Message{.type = MsgType::kKill});
+        p.kill_sent = true;
       }
-    } else if (r.retire_until > 0) {
-      if (now >= r.retire_until) Stop(r, r.preempt_reason);
-    } else if (PolicySays(*ad, r.job, "Preempt")) {
-      r.preempt_reason = "preempted by the owner's policy (" + PolicyText(*ad, "Preempt") + ")";
-      double retire = r.phase == RunPhase::kRunning ? RetirementTime(*ad, r.job) : 0;
+    } else if (p.retire_until > 0) {
+      if (now >= p.retire_until) Stop(p, p.preempt_reason);
+    } else if (PolicySays(*ad, p.job, "Preempt")) {
+      p.preempt_reason = "preempted by the owner's policy (" + PolicyText(*ad, "Preempt") + ")";
+      double retire = p.phase == RunPhase::kRunning ? RetirementTime(*ad, p.job) : 0;
       if (retire <= 0) {
-        Stop(r, r.preempt_reason);
+        Stop(p, p.preempt_reason);
       } else {
-        spdlog::info("startd: run {} {}; it may run {} s more", id, r.preempt_reason, retire);
-        r.retire_until = now + retire;
+        spdlog::info("startd: run {} {}; it may run {} s more", id, p.preempt_reason, retire);
+        p.retire_until = now + retire;
         SendSlot(*slot);
       }
-    } else if (r.phase == RunPhase::kRunning && PolicySays(*ad, r.job, "Suspend")) {
-      Suspend(r, *ad);
-    } else if (r.phase == RunPhase::kSuspended && PolicySays(*ad, r.job, "Continue")) {
-      Resume(r);
-    }
-  }
-}
-
-void Startd::Suspend(Run& r, const classad::ClassAd& slot_ad) {
-  spdlog::info("startd: suspending job {} run {}: {}", r.ref.job, r.ref.run,
-               PolicyText(slot_ad, "Suspend"));
-  ::kill(-r.pid, SIGSTOP);
-  r.phase = RunPhase::kSuspended;
-  r.ever_suspended = true;
-  r.stop_reason = PolicyText(slot_ad, "Suspend");
-  TellSuspension(r);
-  if (Slot* s = FindSlot(r.ref.slot)) SendSlot(*s);
-}
-
-void Startd::Resume(Run& r) {
-  spdlog::info("startd: job {} run {} goes on", r.ref.job, r.ref.run);
-  ::kill(-r.pid, SIGCONT);
-  r.phase = RunPhase::kRunning;
-  r.stop_reason.clear();
-  TellSuspension(r);
-  if (Slot* s = FindSlot(r.ref.slot)) SendSlot(*s);
-}
-
-// The agent learns whether the run is suspended; said again after every reconnect for a run
-// that ever was.
-void Startd::TellSuspension(const Run& r) {
-  if (!r.ever_suspended) return;
-  if (r.phase == RunPhase::kSuspended) {
-    Send(About(MsgType::kSuspended, r.ref, r.stop_reason));
-  } else if (r.phase == RunPhase::kRunning) {
-    Send(About(MsgType::kContinued, r.ref));
-  }
-}
-
-void Startd::OnAck(const Message& m) {
-  Run* r = FindRun(m);
-  if (r == nullptr) return;
-  if (m.checkpoint) {
-    if (r->phase != RunPhase::kCheckpointing || !r->ended_sent) {
-      spdlog::warn("startd: ack of a checkpoint that run {} has not sent; ignored", m.run);
-      return;
-    }
-    return Launch(*r, true);
-  }
-  if (r->phase != RunPhase::kEnded || !r->ended_sent) {
-    spdlog::warn("startd: ack for run {} before its end; ignored", m.run);
-    return;
-  }
-  spdlog::info("startd: job {} run {} done", r->ref.job, r->ref.run);
-  Drop(*r);
-}
-
-// ---- runs ----
-
-void Startd::OnChildSignal() {
-  ReapEnded();
-  children_.async_wait([this](auto ec, int) {
-    if (!ec) OnChildSignal();
-  });
-}
-
-// Only our own wrappers are waited for (by pid), so a process embedding the startd (a test)
-// keeps its other children.
-void Startd::ReapEnded() {
-  std::vector<std::pair<std::string, int>> ended;
-  for (auto& [id, r] : runs_) {
-    if (!HasProcesses(r.phase)) continue;
-    int status = 0;
-    if (::waitpid(r.pid, &status, WNOHANG) == r.pid) ended.emplace_back(id, status);
-  }
-  for (const auto& [id, status] : ended) {
-    if (auto it = runs_.find(id); it != runs_.end()) Reap(it->second, status);
-  }
-}
-
-void Startd::Reap(Run& r, int wait_status) {
-  auto st = ReadExecStatus(r.box.control_dir());
-  if (st) {
-    r.exit = ExitOf(*st);
-    r.usage = UsageOf(*st);
-    if (r.checkpoints > 0) {  // the whole run: the launches before this one too
-      r.usage.user_cpu += r.earlier.user_cpu;
-      r.usage.sys_cpu += r.earlier.sys_cpu;
-      r.usage.rss_kb = std::max(r.usage.rss_kb, r.earlier.rss_kb);
-      r.usage.start = r.first_launch;
-    }
-  } else {
-    // Killed with its job (SIGKILL to the group): the run lasted from its launch until now.
-    r.usage = {.start = r.first_launch, .end = WallNow()};
-  }
-  if (!st && r.phase != RunPhase::kStopping) {
-    // The wrapper (this run's starter) died without saying how the job ended: nobody knows,
-    // so the run is lost, not failed. What is left of the job goes with it, and the agent
-    // runs the job again (HTCondor's shadow does the same when its starter is gone).
-    ::kill(-r.pid, SIGKILL);
-    std::string why = "the job's wrapper (kite-exec, pid " + std::to_string(r.pid) + ") " +
-                      DescribeWaitStatus(wait_status) + " before the job's end was known";
-    spdlog::warn("startd: run {}: {}; vacated", r.ref.run, why);
-    Message m = About(MsgType::kVacated, r.ref, why);
-    m.usage = r.usage;
-    Send(m);
-    return Drop(r);
-  }
-  if (st && r.phase != RunPhase::kStopping && IsCheckpointExit(r.job, r.exit)) return Checkpoint(r);
-  if (r.phase == RunPhase::kStopping) {
-    Message m = About(MsgType::kVacated, r.ref, r.stop_reason);
-    m.usage = r.usage;
-    Send(m);
-    Drop(r);
-    return MaybeFinishLeaving();
-  }
-  Finished(r);
-}
-
-// The program exited with its CheckpointExitCode: its checkpoint files go to the agent, and once
-// they are stored there (the agent's `ack` with `checkpoint`) it starts again, here.
-void Startd::Checkpoint(Run& r) {
-  std::vector<std::string> links, skipped;
-  Snapshot after = TopLevelFiles(r.box.fd(), &links);
-  r.outputs = SelectCheckpoint(r.job, r.before, after, &skipped);
-  for (const auto& l : links)
-    spdlog::warn("startd: run {}: '{}' is a symbolic link; not in the checkpoint", r.ref.run, l);
-  for (const auto& s : skipped) spdlog::warn("startd: run {}: checkpoint: {}", r.ref.run, s);
-  r.earlier = r.usage;
-  ++r.checkpoints;
-  r.phase = RunPhase::kCheckpointing;
-  RewindOutput(r);
-  spdlog::info("startd: job {} run {} checkpointed ({} file(s))", r.ref.job, r.ref.run,
-               r.outputs.size());
-  Pump();
-}
-
-void Startd::Finished(Run& r) {
-  std::vector<std::string> links, skipped;
-  Snapshot after = TopLevelFiles(r.box.fd(), &links);
-  for (const auto& l : links)
-    spdlog::warn("startd: run {}: '{}' is a symbolic link; not sent", r.ref.run, l);
-  r.outputs = SelectOutputs(r.job.EvaluateString("TransferOutput"), r.before, after, &skipped);
-  for (const auto& s : skipped) spdlog::warn("startd: run {}: {}", r.ref.run, s);
-  r.phase = RunPhase::kEnded;
-  RewindOutput(r);  // after a checkpoint, the same counters served its files
-  spdlog::info("startd: job {} run {} ended ({} output file(s))", r.ref.job, r.ref.run,
-               r.outputs.size());
-  if (Slot* s = FindSlot(r.ref.slot)) SendSlot(*s);
-  Pump();
-}
-
-void Startd::Drop(Run& r) {
-  if (auto st = r.box.Remove(); !st)
-    spdlog::warn("startd: removing the sandbox of run {}: {}", r.ref.run, st.error().ToString());
-  Slot* s = FindSlot(r.ref.slot);
-  std::string id = r.ref.run;
-  runs_.erase(id);  // r is gone from here on
-  if (s && s->run == id) {
-    s->run.clear();
-    SendSlot(*s);
-  }
-  idle_since_ = SteadyNow();
-  if (!leaving_.empty()) MaybeFinishLeaving();
-}
-
-void Startd::Pump() {
-  if (!Connected()) return;
-  for (auto& [id, r] : runs_) {
-    if (!Sending(r.phase)) continue;
-    std::vector<std::string> skipped;
-    while (link_->queued() < kMaxQueued) {
-      auto frame = NextOutputFrame(r, &skipped);
-      if (!frame) break;
-      link_->Send(frame->first, frame->second);
-    }
-    for (const auto& s : skipped) spdlog::warn("startd: run {}: output {}; not sent", id, s);
-    if (link_->queued() >= kMaxQueued) return;
-  }
-  if (!leaving_.empty()) MaybeFinishLeaving();
-}
-
-void Startd::KillStragglers() {
-  double now = WallNow();
-  for (auto& [id, r] : runs_) {
-    if (r.phase == RunPhase::kStopping && !r.killed && now - r.stop_at >= o_.kill_grace) {
-      spdlog::info("startd: run {} outlived its grace; SIGKILL", id);
-      ::kill(-r.pid, SIGKILL);
-      r.killed = true;
+    } else if (p.phase == RunPhase::kRunning && PolicySays(*ad, p.job, "Suspend")) {
+      spdlog::info("startd: suspending job {} run {}: {}", p.ref.job, p.ref.run,
+                   PolicyText(*ad, "Suspend"));
+      p.phase = RunPhase::kSuspended;  // the starter's `suspended` confirms it
+      ToStarter(p, Message{.type = MsgType::kSuspend, .reason = PolicyText(*ad, "Suspend")});
+      SendSlot(*slot);
+    } else if (p.phase == RunPhase::kSuspended && PolicySays(*ad, p.job, "Continue")) {
+      spdlog::info("startd: job {} run {} goes on", p.ref.job, p.ref.run);
+      p.phase = RunPhase::kRunning;
+      ToStarter(p, Message{.type = MsgType::kContinue});
+      SendSlot(*slot);
     }
   }
 }
@@ -596,7 +595,7 @@ void Startd::Note(Slot& s) {
   SlotState state = it == runs_.end() ? SlotState::kUnclaimed : SlotState::kClaimed;
   SlotActivity activity = SlotActivity::kIdle;
   if (it != runs_.end()) {
-    const Run& r = it->second;
+    const Placed& r = it->second;
     activity = r.phase == RunPhase::kRunning && r.retire_until > 0 ? SlotActivity::kRetiring
                : r.phase == RunPhase::kRunning                     ? SlotActivity::kBusy
                : r.phase == RunPhase::kSuspended                   ? SlotActivity::kSuspended
@@ -623,9 +622,8 @@ void Startd::SendSlot(Slot& s) {
 void Startd::Tick() {
   if (exited_) return;
   double now = SteadyNow();
-  ReapEnded();  // a lost SIGCHLD costs at most a tick
+  ReapStarters();  // a lost SIGCHLD costs at most a tick
   if (!runs_.empty()) idle_since_ = now;
-  KillStragglers();
   if (leaving_.empty() && o_.lifetime > 0 && now - started_at_ >= o_.lifetime)
     Leave("its lifetime of " + std::to_string(static_cast<int64_t>(o_.lifetime)) + " s is over");
   if (leaving_.empty() && o_.idle_timeout > 0 && runs_.empty() &&
@@ -661,9 +659,11 @@ void Startd::Leave(const std::string& why) {
 // send it to): then `bye`, and exit once it is written.
 void Startd::MaybeFinishLeaving() {
   if (leaving_.empty() || exited_) return;
-  for (const auto& [id, r] : runs_) {
-    if (HasProcesses(r.phase)) return;
-    if (Connected() && !r.ended_sent) return;
+  for (const auto& [id, p] : runs_) {
+    // A run still going (or sending its end) keeps the startd; an ended one whose end the agent
+    // has is left to its starter, which goes when the startd does.
+    if (p.phase != RunPhase::kEnded) return;
+    if (Connected() && !p.ended_sent) return;
   }
   if (!Connected()) return Exit(kExitLeft);
   if (!bye_sent_) {
@@ -677,8 +677,12 @@ void Startd::Exit(int code) {
   if (exited_) return;
   exited_ = true;
   spdlog::info("startd: exiting ({})", code);
-  for (auto& [id, r] : runs_)
-    if (HasProcesses(r.phase)) ::kill(-r.pid, SIGKILL);
+  // Each starter sees its connection close, kills its job if one is left, removes its sandbox
+  // and exits; a job whose starter cannot act on it in time goes now.
+  for (auto& [id, p] : runs_)
+    if (HasProcesses(p.phase) && p.group > 0) ::kill(-p.group, SIGKILL);
+  for (auto& s : slots_)
+    if (s.starter_link) s.starter_link->Close();
   if (link_) link_->Close();
   link_.reset();
   tick_.cancel();

@@ -1,9 +1,10 @@
 // kite-startd's engine: its slots, the runs on them and the one connection to the agent
 // (docs/pool.md). It dials the agent, says hello with its slot ads, and then does what the agent
-// asks: activate a slot, take a run's input, start it under kite-exec, send its output and
-// outcome, vacate it. It redials with back-off when the connection drops (runs go on meanwhile)
-// and leaves — vacating what runs, saying bye — when idle too long, at the end of its lifetime,
-// or when told to stop.
+// asks: a run is given to a kite-starter of its own (glidein/starter.h), to which the startd
+// passes the agent's messages about it and from which it passes on what the agent must hear. The
+// startd keeps the slots, the owner's policy and the connection: it redials with back-off when
+// the connection drops (runs go on meanwhile) and leaves — vacating what runs, saying bye — when
+// idle too long, at the end of its lifetime, or when told to stop.
 //
 // Threads: everything runs on the io_context's thread.
 #pragma once
@@ -33,8 +34,7 @@ inline constexpr int kExitRefused = 2;  // the agent refused it
 class Startd {
  public:
   struct World {
-    std::string exec_path;                  // kite-exec
-    std::vector<std::string> env;           // the base environment of every job
+    std::string starter_path;               // kite-starter
     std::unique_ptr<Dialer> dialer;         // how to reach the agent
     std::function<void(int code)> on_exit;  // the startd is done; io may stop
   };
@@ -55,6 +55,26 @@ class Startd {
     SlotState state = SlotState::kUnclaimed;
     SlotActivity activity = SlotActivity::kIdle;
     int64_t state_since = 0, activity_since = 0;
+    // Its kite-starter (started with its first run, kept for the runs after it) and the socket
+    // to it; 0 and null when it has none.
+    pid_t starter = 0;
+    std::shared_ptr<Link> starter_link;
+  };
+
+  // A run, given to its slot's starter.
+  struct Placed {
+    pool::RunRef ref;
+    classad::ClassAd job;  // for the owner's policy
+    // What the starter last said (or the startd last asked of it): Receiving, Running,
+    // Suspended, Stopping, Checkpointing or Ended.
+    RunPhase phase = RunPhase::kReceiving;
+    pid_t group = 0;            // the job's process group, once started
+    bool rewinding = false;     // frames until the starter's `rewound` are stale
+    bool started_sent = false;  // a relaunch after a checkpoint is no news to the agent
+    bool ended_sent = false;    // its `ended` reached the agent's connection
+    double retire_until = 0;    // preempted: vacated at this time (wall clock) unless it ends
+    std::string preempt_reason;
+    bool kill_sent = false;
   };
 
   // Connection.
@@ -69,30 +89,28 @@ class Startd {
   // Messages from the agent.
   void OnWelcome();
   void OnActivate(const pool::Message& m);
-  void OnInput(const pool::Message& m, const std::string& body);
-  void OnGo(const pool::Message& m);
+  void OnToStarter(const pool::Frame& f);  // input, go: passed on as they came
   void OnVacate(const pool::Message& m);
   void OnAck(const pool::Message& m);
-  Run* FindRun(const pool::Message& m);  // answers `vacated` for a run it does not know
+  Placed* FindRun(const pool::Message& m);  // answers `vacated` for a run it does not know
   Status CanActivate(const pool::Message& m, Slot** slot);
 
   // Runs.
   void Refuse(const pool::Message& m, const std::string& reason);
-  void Launch(Run& run, bool again);
-  void Checkpoint(Run& run);
-  void Stop(Run& run, const std::string& reason);
+  Status SpawnStarter(Slot& slot);
+  void ToStarter(const Placed& p, const pool::Message& m, std::string_view body = {});
+  void OnStarterFrame(const std::string& slot, pool::Frame f);
+  void OnStarterGone(const std::string& slot, const std::string& why);
+  void Relay(Placed& p, const pool::Frame& f);
+  void Stop(Placed& p, const std::string& reason);
   // The owner's policy (SUSPEND, CONTINUE, PREEMPT, KILL) for each run with processes.
   void ApplyPolicy();
-  void Suspend(Run& run, const classad::ClassAd& slot_ad);
-  void Resume(Run& run);
-  void TellSuspension(const Run& run);
   void OnChildSignal();
-  void ReapEnded();
-  void Reap(Run& run, int wait_status);
-  void Finished(Run& run);
-  void Drop(Run& run);  // sandbox gone, slot free
-  void Pump();          // output frames while the write queue is short
-  void KillStragglers();
+  void ReapStarters();
+  // The run is over for the startd (its end acknowledged, or vacated, refused or lost): the slot
+  // is free at once (its starter finishes the run's cleaning on its own and waits for the next).
+  void Detach(const std::string& run);
+  void Pump();  // lets the starters' frames through again once the agent's queue is short
 
   // Slots and time.
   Slot* FindSlot(const std::string& name);
@@ -110,7 +128,8 @@ class Startd {
   World world_;
   std::string machine_, arch_;
   std::vector<Slot> slots_;
-  std::map<std::string, Run> runs_;  // by run id
+  std::map<std::string, Placed> runs_;  // by run id
+  std::vector<pid_t> gone_starters_;    // starters whose socket closed, not yet reaped
   std::shared_ptr<Link> link_;
   bool welcomed_ = false;
   bool dialing_ = false;

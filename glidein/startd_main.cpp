@@ -19,12 +19,6 @@
 
 namespace {
 
-// The base environment of every job: the startd's PATH (or a plain one), nothing else of its.
-std::vector<std::string> BaseEnv() {
-  const char* path = std::getenv("PATH");
-  return {std::string("PATH=") + (path && *path ? path : "/usr/local/bin:/usr/bin:/bin")};
-}
-
 // One startd per work directory: it holds WORK/startd.lock while it lives (the agent looks at the
 // lock before starting the local startd, so one that outlived a killed agent is not doubled).
 bool LockWork(const std::string& work) {
@@ -68,8 +62,7 @@ int main(int argc, char** argv) {
   boost::asio::signal_set stops(io, SIGTERM, SIGINT);
   int code = 1;
   kite::glidein::Startd startd(io, o,
-                               {.exec_path = kite::ProgramPath("kite-exec"),
-                                .env = BaseEnv(),
+                               {.starter_path = kite::ProgramPath("kite-starter"),
                                 .dialer = std::move(*dialer),
                                 .on_exit = [&](int c) {
                                   code = c;

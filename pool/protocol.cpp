@@ -11,7 +11,7 @@ namespace {
 
 namespace json = boost::json;
 
-constexpr std::array<std::pair<MsgType, std::string_view>, 18> kTypeNames = {{
+constexpr std::array<std::pair<MsgType, std::string_view>, 23> kTypeNames = {{
     {MsgType::kHello, "hello"},
     {MsgType::kSlot, "slot"},
     {MsgType::kStarted, "started"},
@@ -30,6 +30,11 @@ constexpr std::array<std::pair<MsgType, std::string_view>, 18> kTypeNames = {{
     {MsgType::kGo, "go"},
     {MsgType::kVacate, "vacate"},
     {MsgType::kAck, "ack"},
+    {MsgType::kSuspend, "suspend"},
+    {MsgType::kContinue, "continue"},
+    {MsgType::kKill, "kill"},
+    {MsgType::kRewind, "rewind"},
+    {MsgType::kRewound, "rewound"},
 }};
 
 constexpr std::array<std::pair<RunExit::Kind, std::string_view>, 3> kExitNames = {{
@@ -269,6 +274,7 @@ std::string ToJson(const Message& m) {
     o["mode"] = m.mode;
   }
   if (m.checkpoint) o["checkpoint"] = true;
+  if (m.pid != 0) o["pid"] = m.pid;
   if (!m.slots.empty()) {
     json::array a;
     for (const auto& s : m.slots) a.push_back(json::object{{"name", s.name}, {"ad", s.ad}});
@@ -334,6 +340,8 @@ Result<Message> ParseMessage(std::string_view text) {
   KITE_TRY(last, Bool(o, "last"));
   KITE_TRY(checkpoint, Bool(o, "checkpoint"));
   KITE_TRY(mode, Int(o, "mode", 0, 07777, 0644));
+  KITE_TRY(pid, Int(o, "pid", 0, std::numeric_limits<int32_t>::max(), 0));
+  m.pid = pid;
   m.name = std::move(name);
   m.slot = std::move(slot);
   m.job = std::move(job);

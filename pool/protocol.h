@@ -48,6 +48,13 @@ enum class MsgType {
   kVacate,    // slot, job, run, reason: stop this run (the job returns to Idle)
   kAck,       // job, run: the run's outcome is stored; the sandbox may go. With `checkpoint`:
               // the checkpoint is stored; the program starts again in its sandbox
+  // startd -> starter only (docs/startd.md, "The starter"): never on the agent's connection
+  kSuspend,   // reason: stop the program (SIGSTOP) and say `suspended`
+  kContinue,  // let it go on (SIGCONT) and say `continued`
+  kKill,      // a run being vacated gets SIGKILL now (the owner's KILL)
+  kRewind,    // the agent was reconnected: say everything again (suspension, output, end)
+  // starter -> startd only
+  kRewound,  // what follows comes after `rewind`: drop what came before it
 };
 std::string_view MsgTypeName(MsgType type);
 std::optional<MsgType> ParseMsgType(std::string_view name);
@@ -105,6 +112,7 @@ struct Message {
   std::vector<FileInfo> files;  // activate: the input files
   RunExit exit;                 // ended
   RunUsage usage;               // ended, vacated
+  int64_t pid = 0;              // started, from a starter: the job's process group (0: none)
   bool operator==(const Message&) const = default;
 };
 

@@ -122,8 +122,11 @@ void Submit(const SubmitArgs& a) {
   s.agent_identity = IdentityOrDie(s.proxy);
   s.bootstrap = ProgramOrDie("kite-glidein-bootstrap");
   s.startd = ProgramOrDie("kite-startd");
+  s.starter = ProgramOrDie("kite-starter");
   s.exec = ProgramOrDie("kite-exec");
-  for (auto [path, out] : {std::pair{&s.startd, &s.startd_sha256}, {&s.exec, &s.exec_sha256}}) {
+  for (auto [path, out] : {std::pair{&s.startd, &s.startd_sha256},
+                           {&s.starter, &s.starter_sha256},
+                           {&s.exec, &s.exec_sha256}}) {
     auto hex = FileSha256(*path);
     if (!hex) Die(hex.error());
     *out = *hex;

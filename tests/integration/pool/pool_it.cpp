@@ -22,6 +22,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The one child of `parent` whose command line has `name`, or 0.
+pid_t ChildNamed(pid_t parent, const std::string& name) {
+  auto r = RunCommand({"pgrep", "-P", std::to_string(parent), "-f", name});
+  return r.exit_code == 0 ? static_cast<pid_t>(std::stol(r.out)) : 0;
+}
+
 class Pool : public ::testing::Test {
  protected:
   // START is true here: the default owner policy depends on this machine's load and keyboard
@@ -63,6 +69,41 @@ class Pool : public ::testing::Test {
   pid_t StartdPid() {
     auto r = RunCommand({"pgrep", "-f", "kite-startd --agent unix:" + env_->home() + "/pool.sock"});
     return r.exit_code == 0 ? static_cast<pid_t>(std::stol(r.out)) : 0;
+  }
+  // A job of two seconds, killed under its startd at `victim` (the run's kite-starter, or the
+  // job's wrapper kite-exec below it) once it runs: the run is lost, not failed; what it had
+  // started goes with it, the startd goes on, and the job runs again (on the other slot: the one
+  // that lost it cools off for a while). The user log says why.
+  void ExpectALostRunRunsAgain(const std::string& victim, const std::string& why) {
+    KiteEnv& env = *env_;
+    env.Write("job.sh",
+              "#!/bin/sh\necho \"run of $1\" >> \"$2\"\nsleep 2\necho \"end of $1\" >> \"$2\"\n"
+              "exit 3\n",
+              0755);
+    std::string marks = env.dir() + "/marks";
+    int c = env.Submit("universe = vanilla\nexecutable = job.sh\narguments = 0 " + marks +
+                       "\nlog = job.log\nqueue\n");
+    std::string id = std::to_string(c) + ".0";
+    ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(marks).size() > 0; }, 20));
+    pid_t startd = StartdPid();
+    ASSERT_GT(startd, 0);
+    pid_t starter = ChildNamed(startd, "kite-starter");
+    ASSERT_GT(starter, 0) << "no kite-starter under the startd";
+    pid_t pid = victim == "kite-starter" ? starter : ChildNamed(starter, "kite-exec");
+    ASSERT_GT(pid, 0) << "no " << victim << " under the starter";
+    ASSERT_EQ(::kill(pid, SIGKILL), 0);
+    WaitDone(c);
+    EXPECT_EQ(History(id, "NumJobStarts"), "2");
+    EXPECT_EQ(History(id, "ExitCode"), "3");
+    ::usleep(2500 * 1000);  // past the lost run's sleep: had it lingered, it would mark its end
+    EXPECT_EQ(ReadFileOr(marks), "run of 0\nrun of 0\nend of 0\n");
+    EXPECT_EQ(StartdPid(), startd) << "the startd itself went on";
+    auto log = ReadFileOr(env.dir() + "/job.log");
+    EXPECT_NE(log.find("004 ("), std::string::npos) << log;
+    std::string reason = why;
+    if (auto at = reason.find("PID"); at != std::string::npos)
+      reason.replace(at, 3, std::to_string(pid));
+    EXPECT_NE(log.find(reason), std::string::npos) << log;
   }
   std::unique_ptr<KiteEnv> env_;
 };
@@ -321,39 +362,20 @@ TEST_F(Pool, AJobWhoseStartdIsKilledRunsAgainAndFinishes) {
   EXPECT_EQ(ReadFileOr(marks), "run of 0\nrun of 0\n");  // the lost run, and the one that counted
 }
 
-// The run's own process at the slot (kite-exec, the job's wrapper, HTCondor's starter for it)
-// killed: the run is lost, not failed; what it had started goes with it, and the job runs again
-// (on the other slot: the one that lost it cools off for a while).
 TEST_F(Pool, AJobWhoseWrapperIsKilledRunsAgainAndNothingOfTheLostRunLingers) {
   Start("[pool]\nlocal_slots = 2\nlocal_start = true\n");
   ASSERT_TRUE(WaitSlots(2));
-  env_->Write("job.sh",
-              "#!/bin/sh\necho \"run of $1\" >> \"$2\"\nsleep 2\necho \"end of $1\" >> \"$2\"\n"
-              "exit 3\n",
-              0755);
-  std::string marks = env_->dir() + "/marks";
-  int c = env_->Submit("universe = vanilla\nexecutable = job.sh\narguments = 0 " + marks +
-                       "\nlog = job.log\nqueue\n");
-  std::string id = std::to_string(c) + ".0";
-  ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(marks).size() > 0; }, 20));
-  pid_t startd = StartdPid();
-  ASSERT_GT(startd, 0);
-  auto wrapper = RunCommand({"pgrep", "-P", std::to_string(startd), "-f", "kite-exec"});
-  ASSERT_EQ(wrapper.exit_code, 0) << "no kite-exec under the startd";
-  ASSERT_EQ(::kill(static_cast<pid_t>(std::stol(wrapper.out)), SIGKILL), 0);
-  WaitDone(c);
-  EXPECT_EQ(History(id, "NumJobStarts"), "2");
-  EXPECT_EQ(History(id, "ExitCode"), "3");
-  ::usleep(2500 * 1000);  // past the lost run's sleep: had it lingered, it would mark its end
-  EXPECT_EQ(ReadFileOr(marks), "run of 0\nrun of 0\nend of 0\n");
-  EXPECT_EQ(StartdPid(), startd) << "the startd itself went on";
-  // The user log says the run was evicted, and why.
-  auto log = ReadFileOr(env_->dir() + "/job.log");
-  EXPECT_NE(log.find("004 ("), std::string::npos) << log;
-  EXPECT_NE(log.find("(kite-exec, pid " + wrapper.out.substr(0, wrapper.out.find('\n')) +
-                     ") was killed by signal 9 before the job's end was known"),
-            std::string::npos)
-      << log;
+  ExpectALostRunRunsAgain("kite-exec",
+                          "(kite-exec, pid PID) was killed by signal 9 before the job's end was "
+                          "known");
+}
+
+TEST_F(Pool, AJobWhoseStarterIsKilledRunsAgainAndNothingOfTheLostRunLingers) {
+  Start("[pool]\nlocal_slots = 2\nlocal_start = true\n");
+  ASSERT_TRUE(WaitSlots(2));
+  ExpectALostRunRunsAgain("kite-starter",
+                          "the run's starter (kite-starter) went away before the job's end was "
+                          "known");
 }
 
 TEST_F(Pool, JobsKeepRunningWhileTheAgentIsDownAndEachResultIsCollectedOnce) {

@@ -17,6 +17,7 @@ namespace {
 
 const std::string kStartdSha(64, 'a');
 const std::string kExecSha(64, 'b');
+const std::string kStarterSha(64, 'c');
 
 GlideinRequest Request() {
   GlideinRequest r;
@@ -44,8 +45,10 @@ GlideinSetting Setting() {
   s.proxy = "/tmp/x509up_u1000";
   s.bootstrap = "/opt/kite dir/bin/kite-glidein-bootstrap";
   s.startd = "/opt/kite dir/bin/kite-startd";
+  s.starter = "/opt/kite dir/bin/kite-starter";
   s.exec = "/opt/kite dir/bin/kite-exec";
   s.startd_sha256 = kStartdSha;
+  s.starter_sha256 = kStarterSha;
   s.exec_sha256 = kExecSha;
   s.output_dir = "/home/jane/$weird/.kite/glidein";
   return s;
@@ -78,11 +81,12 @@ TEST(GlideinJobTest, StartdNameNamesTheJob) {
 // The bootstrap's checks, then startd flags that kite-startd reads back into what was asked.
 TEST(GlideinJobTest, BootstrapArgumentsCarryTheChecksAndTheStartdOptions) {
   auto args = BootstrapArguments(Request(), Setting(), "glidein-7.1");
-  ASSERT_GE(args.size(), 5u);
-  EXPECT_EQ(std::vector<std::string>(args.begin(), args.begin() + 5),
+  ASSERT_GE(args.size(), 7u);
+  EXPECT_EQ(std::vector<std::string>(args.begin(), args.begin() + 7),
             (std::vector<std::string>{"--sha256", "kite-startd=" + kStartdSha, "--sha256",
+                                      "kite-starter=" + kStarterSha, "--sha256",
                                       "kite-exec=" + kExecSha, "--"}));
-  std::vector<std::string> startd(args.begin() + 5, args.end());
+  std::vector<std::string> startd(args.begin() + 7, args.end());
   EXPECT_EQ(std::count(startd.begin(), startd.end(), "--work"), 0) << "the bootstrap gives --work";
   auto id = std::find(startd.begin(), startd.end(), "--agent-identity");
   ASSERT_NE(id, startd.end());
@@ -134,7 +138,7 @@ TEST(GlideinJobTest, SubmitTextReadsBackThroughTheSubmitParser) {
     EXPECT_EQ(ad.EvaluateInt("JobUniverse"), 9);
     EXPECT_EQ(ad.EvaluateString("GridResource"), "kite 127.0.0.1:9618/slurm");
     EXPECT_EQ(ad.EvaluateString("Cmd"), s.bootstrap);
-    EXPECT_EQ(ad.EvaluateString("TransferInput"), s.startd + "," + s.exec);
+    EXPECT_EQ(ad.EvaluateString("TransferInput"), s.startd + "," + s.starter + "," + s.exec);
     EXPECT_EQ(ad.EvaluateString("X509UserProxy"), s.proxy);
     EXPECT_EQ(ad.EvaluateBool("KiteGlidein"), true);
     EXPECT_EQ(ad.EvaluateString("GlideinResource"), "kite 127.0.0.1:9618/slurm");

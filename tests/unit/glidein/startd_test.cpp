@@ -112,8 +112,7 @@ struct StartdTest : ::testing::Test {
     ASSERT_TRUE(dialer);
     startd = std::make_unique<Startd>(
         io, o,
-        Startd::World{.exec_path = std::string(KITE_BIN_DIR) + "/kite-exec",
-                      .env = {"PATH=/usr/bin:/bin"},
+        Startd::World{.starter_path = std::string(KITE_BIN_DIR) + "/kite-starter",
                       .dialer = std::move(*dialer),
                       .on_exit = [this](int c) { code = c; }});
     ASSERT_TRUE(startd->Start());
@@ -286,6 +285,28 @@ TEST_F(StartdTest, VacateStopsTheJob) {
   f = agent->NextNotSlot();
   ASSERT_TRUE(f);
   EXPECT_EQ(f->msg.type, MsgType::kVacated);
+}
+
+// The agent sends a run's input and `go` right behind its `activate`; when the activate is
+// refused they find no run. They get no answer (a `vacated` naming no slot would be malformed,
+// and the agent would drop the whole connection), and the connection goes on.
+TEST_F(StartdTest, InputForARefusedRunIsDroppedQuietly) {
+  o.start = "false";
+  StartStartd();
+  Welcome();
+  agent->Send(Activate("slot1@test@host", "r1", R"([ Cmd = "/bin/true" ])"));
+  agent->Send(Input("r1", "data", 0644), "x");
+  agent->Send(Message{.type = MsgType::kGo, .job = "7.0", .run = "r1"});
+  agent->Send(About(MsgType::kVacate, "nope"));
+  auto f = agent->NextNotSlot();
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->msg.type, MsgType::kRefused);
+  EXPECT_EQ(f->msg.run, "r1");
+  f = agent->NextNotSlot();
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->msg.type, MsgType::kVacated);
+  EXPECT_EQ(f->msg.run, "nope");  // nothing came about r1's input or go
+  EXPECT_EQ(f->msg.reason, "no such run here");
 }
 
 TEST_F(StartdTest, LeavesWhenIdleWithBye) {

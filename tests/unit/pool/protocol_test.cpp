@@ -71,6 +71,12 @@ TEST(PoolProtocol, EveryKindRoundTripsThroughAFrame) {
                         .run = "r",
                         .usage = {.user_cpu = 1.5, .start = 100, .end = 160}});
   all.push_back(Message{.type = MsgType::kAck, .job = "12.3", .run = "r", .checkpoint = true});
+  // Between a startd and its starter only.
+  all.push_back(Message{
+      .type = MsgType::kStarted, .slot = "slot1@node7", .job = "12.3", .run = "r", .pid = 4242});
+  all.push_back(Message{.type = MsgType::kSuspend, .reason = "LoadAvg > 1"});
+  for (MsgType t : {MsgType::kContinue, MsgType::kKill, MsgType::kRewind, MsgType::kRewound})
+    all.push_back(Message{.type = t});
   for (const auto& m : all) {
     auto f = ReadOne(EncodeFrame(m, "bytes\0here"));
     ASSERT_TRUE(f) << f.error().ToString();
@@ -145,6 +151,10 @@ TEST(PoolProtocol, MalformedFramesAreRefusedNamingWhatIsWrong) {
       RawFrame(R"({"type":"ended","slot":"s","job":"1.0","run":"r","exit":{"kind":"x"}})"),
       "exit.kind 'x'");
   ExpectRefused(RawFrame(R"({"type":"slot","slot":7,"ad":"[]"})"), "slot must be a string");
+  ExpectRefused(RawFrame(R"({"type":"started","slot":"s","job":"1.0","run":"r","pid":-4})"),
+                "pid is out of range");
+  ExpectRefused(RawFrame(R"({"type":"started","slot":"s","job":"1.0","run":"r","pid":"4"})"),
+                "pid must be an integer");
 }
 
 TEST(PoolProtocol, FilePathsThatWouldLeaveTheSandboxAreRefused) {

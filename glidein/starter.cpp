@@ -1,0 +1,387 @@
+// The starter's engine: one run's life in its sandbox (starter.h; the phases are run.h's).
+#include "glidein/starter.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+
+#include "classad/io.h"
+#include "common/clock.h"
+#include "common/exec_launch.h"
+#include "glidein/run_spec.h"
+
+namespace kite::glidein {
+namespace {
+
+namespace asio = boost::asio;
+using pool::Message;
+using pool::MsgType;
+
+constexpr double kTick = 0.25;    // seconds between looks at the kill grace
+constexpr size_t kMaxQueued = 4;  // output frames queued ahead of the socket
+
+}  // namespace
+
+Starter::Starter(asio::io_context& io, StarterOptions options, World world,
+                 std::unique_ptr<ByteStream> startd)
+    : io_(io), o_(std::move(options)), world_(std::move(world)), tick_(io), children_(io, SIGCHLD) {
+  link_ = std::make_shared<Link>(
+      std::move(startd),
+      Link::Handlers{.frame = [this](pool::Frame f) { OnFrame(std::move(f)); },
+                     .closed = [this](const Error& e) { OnClosed(e); },
+                     .drained = [this] { Pump(); }},
+      "the startd");
+}
+
+Starter::~Starter() = default;
+
+void Starter::Start() {
+  children_.async_wait([this](auto ec, int) {
+    if (!ec) OnChildSignal();
+  });
+  link_->Start();
+  Tick();
+}
+
+void Starter::Send(const Message& m, std::string_view body) {
+  if (link_) link_->Send(m, body);
+}
+
+void Starter::OnFrame(pool::Frame f) {
+  const Message& m = f.msg;
+  if (m.type == MsgType::kRewind) return OnRewind();
+  if (m.type == MsgType::kActivate) return OnActivate(m);
+  // Everything else is about the run going on; what comes about an earlier one (a late `vacate`
+  // or `ack`) is no news.
+  if (!run_ || (!m.run.empty() && m.run != run_->ref.run)) {
+    spdlog::debug("starter: '{}' for run {}, which is not going on; ignored",
+                  pool::MsgTypeName(m.type), m.run);
+    return;
+  }
+  switch (m.type) {
+    case MsgType::kInput:
+      return OnInput(m, f.body);
+    case MsgType::kGo:
+      return OnGo();
+    case MsgType::kVacate:
+      return Stop(m.reason.empty() ? "vacated by the agent" : m.reason);
+    case MsgType::kAck:
+      return OnAck(m);
+    case MsgType::kSuspend:
+      return Suspend(m.reason);
+    case MsgType::kContinue:
+      return Resume();
+    case MsgType::kKill:
+      return Kill();
+    default:
+      spdlog::warn("starter: ignoring '{}' from the startd", pool::MsgTypeName(m.type));
+  }
+}
+
+// The startd is gone (killed, or it left without us): nobody would hear how the job ends, and the
+// agent runs it again elsewhere, so the job goes now rather than run on unwatched.
+void Starter::OnClosed(const Error& e) {
+  if (exited_) return;
+  if (run_ && HasProcesses(run_->phase)) {
+    spdlog::warn("starter: run {}: {}; killing the job", run_->ref.run, e.ToString());
+    ::kill(-run_->pid, SIGCONT);
+    ::kill(-run_->pid, SIGKILL);
+    int status = 0;
+    ::waitpid(run_->pid, &status, 0);
+  }
+  bool orphaned = run_.has_value();
+  if (run_) (void)run_->box.Remove();
+  Exit(orphaned ? kStarterOrphaned : kStarterDone);
+}
+
+void Starter::OnActivate(const Message& m) {
+  if (run_) {
+    // The startd gives a slot's starter a run only once the last one is over: not expected.
+    std::string why = "the slot's starter is still busy with run " + run_->ref.run;
+    spdlog::warn("starter: refused job {} run {}: {}", m.job, m.run, why);
+    return Send(About(MsgType::kRefused, {m.slot, m.job, m.run}, why));
+  }
+  auto refuse = [&](const std::string& why) {
+    run_.emplace();
+    run_->ref = {m.slot, m.job, m.run};
+    Finish(About(MsgType::kRefused, run_->ref, why));
+  };
+  auto job = classad::ParseNewAd(m.ad);
+  if (!job) return refuse("the job's ad does not parse: " + job.error().message());
+  auto name = SandboxName(m.job, m.run);
+  if (!name) return refuse(name.error().message());
+  auto box = Sandbox::Create(o_.work, *name);
+  if (!box) return refuse("cannot make the sandbox: " + box.error().message());
+  run_.emplace();
+  run_->ref = {m.slot, m.job, m.run};
+  run_->job = std::move(*job);
+  run_->files = m.files;
+  run_->box = std::move(*box);
+}
+
+void Starter::OnInput(const Message& m, const std::string& body) {
+  if (run_->phase != RunPhase::kReceiving) {
+    spdlog::warn("starter: input for run {} after go; ignored", m.run);
+    return;
+  }
+  if (auto st = run_->box.Write(m.path, m.offset, body, m.mode, m.last); !st)
+    Finish(About(MsgType::kRefused, run_->ref, "input '" + m.path + "': " + st.error().message()));
+}
+
+void Starter::OnGo() {
+  if (run_->phase != RunPhase::kReceiving) {
+    spdlog::warn("starter: a second go for run {}; ignored", run_->ref.run);
+    return;
+  }
+  if (auto st = CheckInputs(*run_); !st)
+    return Finish(About(MsgType::kRefused, run_->ref, st.error().message()));
+  Launch(false);
+}
+
+// The first launch of the run, or (`again`) the launch after a checkpoint: in the same sandbox,
+// its output appended to, and the agent already knows it runs.
+void Starter::Launch(bool again) {
+  Run& r = *run_;
+  RunPlace place{world_.exec_path, r.ref.slot, o_.cpus, world_.env};
+  auto launch = BuildRunLaunch(r.job, r.box, place);
+  if (!launch) return Finish(About(MsgType::kRefused, r.ref, launch.error().message()));
+  launch->append = again;
+  if (!again) r.before = TopLevelFiles(r.box.fd());
+  auto pid = LaunchUnderExec(*launch);
+  if (!pid) {
+    std::string why = "cannot start kite-exec: " + pid.error().message();
+    // After a checkpoint the agent has it: the job resumes elsewhere.
+    return Finish(About(again ? MsgType::kVacated : MsgType::kRefused, r.ref, why));
+  }
+  r.pid = *pid;
+  r.launched_at = WallNow();
+  if (!again) r.first_launch = r.launched_at;
+  r.phase = RunPhase::kRunning;
+  spdlog::info("starter: job {} run {} {} on {} (pid {})", r.ref.job, r.ref.run,
+               again ? "started again from its checkpoint" : "started", r.ref.slot, r.pid);
+  Message started = About(MsgType::kStarted, r.ref);
+  started.pid = r.pid;  // the startd's, to kill the job if this starter dies
+  Send(started);
+}
+
+// Receiving, Ended or Checkpointing: nothing runs, so the run goes at once; Running: SIGTERM now,
+// SIGKILL after the grace (Tick), `vacated` once the wrapper is reaped.
+void Starter::Stop(const std::string& reason) {
+  Run& r = *run_;
+  if (r.phase == RunPhase::kStopping) return;
+  spdlog::info("starter: vacating job {} run {}: {}", r.ref.job, r.ref.run, reason);
+  r.stop_reason = reason;
+  if (!HasProcesses(r.phase)) return Finish(About(MsgType::kVacated, r.ref, reason));
+  bool suspended = r.phase == RunPhase::kSuspended;
+  r.phase = RunPhase::kStopping;
+  r.stop_at = WallNow();
+  ::kill(-r.pid, SIGTERM);
+  if (suspended) ::kill(-r.pid, SIGCONT);  // a stopped process would never see the SIGTERM
+}
+
+void Starter::Suspend(const std::string& reason) {
+  Run& r = *run_;
+  if (r.phase != RunPhase::kRunning) return;
+  spdlog::info("starter: suspending job {} run {}: {}", r.ref.job, r.ref.run, reason);
+  ::kill(-r.pid, SIGSTOP);
+  r.phase = RunPhase::kSuspended;
+  r.ever_suspended = true;
+  r.stop_reason = reason;
+  TellSuspension();
+}
+
+void Starter::Resume() {
+  Run& r = *run_;
+  if (r.phase != RunPhase::kSuspended) return;
+  spdlog::info("starter: job {} run {} goes on", r.ref.job, r.ref.run);
+  ::kill(-r.pid, SIGCONT);
+  r.phase = RunPhase::kRunning;
+  r.stop_reason.clear();
+  TellSuspension();
+}
+
+void Starter::Kill() {
+  Run& r = *run_;
+  if (r.phase != RunPhase::kStopping || r.killed) return;
+  spdlog::info("starter: run {}: SIGKILL (the owner's KILL)", r.ref.run);
+  ::kill(-r.pid, SIGKILL);
+  r.killed = true;
+}
+
+// The agent learns whether the run is suspended; said again after every reconnect for a run
+// that ever was.
+void Starter::TellSuspension() {
+  const Run& r = *run_;
+  if (!r.ever_suspended) return;
+  if (r.phase == RunPhase::kSuspended) {
+    Send(About(MsgType::kSuspended, r.ref, r.stop_reason));
+  } else if (r.phase == RunPhase::kRunning) {
+    Send(About(MsgType::kContinued, r.ref));
+  }
+}
+
+// A new connection to the agent: it may have lost what was sent. Everything after `rewound`
+// replaces what came before it.
+void Starter::OnRewind() {
+  Send(Message{.type = MsgType::kRewound});
+  if (!run_) return;
+  TellSuspension();
+  if (Sending(run_->phase)) {
+    RewindOutput(*run_);
+    Pump();
+  }
+}
+
+void Starter::OnAck(const Message& m) {
+  Run& r = *run_;
+  if (m.checkpoint) {
+    if (r.phase != RunPhase::kCheckpointing || !r.ended_sent) {
+      spdlog::warn("starter: ack of a checkpoint that run {} has not sent; ignored", m.run);
+      return;
+    }
+    return Launch(true);
+  }
+  // The agent acknowledges only an end it has stored: after a reconnect that may come while the
+  // end is being said again.
+  if (r.phase != RunPhase::kEnded) {
+    spdlog::warn("starter: ack for run {} before its end; ignored", m.run);
+    return;
+  }
+  spdlog::info("starter: job {} run {} done", r.ref.job, r.ref.run);
+  Finish(std::nullopt);
+}
+
+void Starter::OnChildSignal() {
+  if (run_ && HasProcesses(run_->phase)) {
+    int status = 0;
+    if (::waitpid(run_->pid, &status, WNOHANG) == run_->pid) Reap(status);
+  }
+  if (exited_) return;
+  children_.async_wait([this](auto ec, int) {
+    if (!ec) OnChildSignal();
+  });
+}
+
+void Starter::Reap(int wait_status) {
+  Run& r = *run_;
+  auto st = ReadExecStatus(r.box.control_dir());
+  if (st) {
+    r.exit = ExitOf(*st);
+    r.usage = UsageOf(*st);
+    if (r.checkpoints > 0) {  // the whole run: the launches before this one too
+      r.usage.user_cpu += r.earlier.user_cpu;
+      r.usage.sys_cpu += r.earlier.sys_cpu;
+      r.usage.rss_kb = std::max(r.usage.rss_kb, r.earlier.rss_kb);
+      r.usage.start = r.first_launch;
+    }
+  } else {
+    // Killed with its job (SIGKILL to the group): the run lasted from its launch until now.
+    r.usage = {.start = r.first_launch, .end = WallNow()};
+  }
+  if (!st && r.phase != RunPhase::kStopping) {
+    // The wrapper died without saying how the job ended: nobody knows, so the run is lost, not
+    // failed. What is left of the job goes with it, and the agent runs the job again.
+    ::kill(-r.pid, SIGKILL);
+    std::string why = "the job's wrapper (kite-exec, pid " + std::to_string(r.pid) + ") " +
+                      DescribeWaitStatus(wait_status) + " before the job's end was known";
+    spdlog::warn("starter: run {}: {}; vacated", r.ref.run, why);
+    r.phase = RunPhase::kEnded;  // no processes left
+    Message m = About(MsgType::kVacated, r.ref, why);
+    m.usage = r.usage;
+    return Finish(m);
+  }
+  if (st && r.phase != RunPhase::kStopping && IsCheckpointExit(r.job, r.exit)) return Checkpoint();
+  if (r.phase == RunPhase::kStopping) {
+    r.phase = RunPhase::kEnded;
+    Message m = About(MsgType::kVacated, r.ref, r.stop_reason);
+    m.usage = r.usage;
+    return Finish(m);
+  }
+  Finished();
+}
+
+// The program exited with its CheckpointExitCode: its checkpoint files go to the agent, and once
+// they are stored there (the agent's `ack` with `checkpoint`) it starts again, here.
+void Starter::Checkpoint() {
+  Run& r = *run_;
+  std::vector<std::string> links, skipped;
+  Snapshot after = TopLevelFiles(r.box.fd(), &links);
+  r.outputs = SelectCheckpoint(r.job, r.before, after, &skipped);
+  for (const auto& l : links)
+    spdlog::warn("starter: run {}: '{}' is a symbolic link; not in the checkpoint", r.ref.run, l);
+  for (const auto& s : skipped) spdlog::warn("starter: run {}: checkpoint: {}", r.ref.run, s);
+  r.earlier = r.usage;
+  ++r.checkpoints;
+  r.phase = RunPhase::kCheckpointing;
+  RewindOutput(r);
+  spdlog::info("starter: job {} run {} checkpointed ({} file(s))", r.ref.job, r.ref.run,
+               r.outputs.size());
+  Pump();
+}
+
+void Starter::Finished() {
+  Run& r = *run_;
+  std::vector<std::string> links, skipped;
+  Snapshot after = TopLevelFiles(r.box.fd(), &links);
+  for (const auto& l : links)
+    spdlog::warn("starter: run {}: '{}' is a symbolic link; not sent", r.ref.run, l);
+  r.outputs = SelectOutputs(r.job.EvaluateString("TransferOutput"), r.before, after, &skipped);
+  for (const auto& s : skipped) spdlog::warn("starter: run {}: {}", r.ref.run, s);
+  r.phase = RunPhase::kEnded;
+  RewindOutput(r);  // after a checkpoint, the same counters served its files
+  spdlog::info("starter: job {} run {} ended ({} output file(s))", r.ref.job, r.ref.run,
+               r.outputs.size());
+  Pump();
+}
+
+void Starter::Pump() {
+  if (!run_ || !Sending(run_->phase)) return;
+  std::vector<std::string> skipped;
+  while (link_ && link_->queued() < kMaxQueued) {
+    auto frame = NextOutputFrame(*run_, &skipped);
+    if (!frame) break;
+    link_->Send(frame->first, frame->second);
+  }
+  for (const auto& s : skipped)
+    spdlog::warn("starter: run {}: output {}; not sent", run_->ref.run, s);
+}
+
+void Starter::Tick() {
+  if (exited_) return;
+  if (run_ && run_->phase == RunPhase::kStopping && !run_->killed &&
+      WallNow() - run_->stop_at >= o_.kill_grace) {
+    spdlog::info("starter: run {} outlived its grace; SIGKILL", run_->ref.run);
+    ::kill(-run_->pid, SIGKILL);
+    run_->killed = true;
+  }
+  tick_.expires_after(std::chrono::milliseconds(static_cast<int64_t>(kTick * 1000)));
+  tick_.async_wait([this](auto ec) {
+    if (!ec) Tick();
+  });
+}
+
+void Starter::Finish(std::optional<Message> last) {
+  if (last) {
+    if (last->type == MsgType::kRefused)
+      spdlog::warn("starter: refused job {} run {}: {}", last->job, last->run, last->reason);
+    Send(*last);
+  }
+  if (auto st = run_->box.Remove(); !st)
+    spdlog::warn("starter: removing the sandbox of run {}: {}", run_->ref.run,
+                 st.error().ToString());
+  run_.reset();  // ready for the slot's next run
+}
+
+void Starter::Exit(int code) {
+  if (exited_) return;
+  exited_ = true;
+  if (link_) link_->Close();
+  link_.reset();
+  tick_.cancel();
+  children_.cancel();
+  if (world_.on_exit) world_.on_exit(code);
+}
+
+}  // namespace kite::glidein
