@@ -1,6 +1,10 @@
 // Logging setup.
 #include "common/log.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
@@ -18,6 +22,12 @@ void InitLogging(const std::string& name, const std::string& file, const std::st
   logger->flush_on(spdlog::level::info);
   logger->set_pattern("%Y-%m-%d %H:%M:%S.%e %n[%P] %l: %v");
   spdlog::set_default_logger(logger);
+}
+
+void FlushLogsAndExit(int code) {
+  spdlog::shutdown();
+  std::fflush(nullptr);
+  ::_exit(code);
 }
 
 }  // namespace kite

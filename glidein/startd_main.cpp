@@ -79,15 +79,7 @@ int main(int argc, char** argv) {
   // Once leaving, a stop signal changes nothing, and one arriving late must not kill the process
   // after it has finished: a batch system signals every process of the job (Slurm's
   // `scancel --full`), and kite-exec forwards its own copy, so a second SIGTERM can come after
-  // the first has been handled. Removing the handlers restores the default action, so the
-  // signals are blocked first and then ignored (which also discards any already pending).
-  sigset_t late;
-  sigemptyset(&late);
-  sigaddset(&late, SIGTERM);
-  sigaddset(&late, SIGINT);
-  sigprocmask(SIG_BLOCK, &late, nullptr);
-  stops.clear();
-  ::signal(SIGTERM, SIG_IGN);
-  ::signal(SIGINT, SIG_IGN);
-  return code;
+  // the first was handled. The handlers stay to the end; the starters see their sockets close
+  // and clean up on their own.
+  kite::FlushLogsAndExit(code);
 }

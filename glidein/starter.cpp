@@ -45,6 +45,17 @@ void Starter::Start() {
   Tick();
 }
 
+void Starter::OnStopSignal(int sig) {
+  if (!run_ || exited_) return;
+  std::string why = std::string("the glide-in's processes were told to stop (") +
+                    (sig == SIGINT ? "SIGINT" : "SIGTERM") + ")";
+  if (HasProcesses(run_->phase)) {
+    Stop(why);
+  } else if (run_->phase == RunPhase::kReceiving) {
+    Stop(why);  // nothing runs yet: vacated at once
+  }
+}
+
 void Starter::Send(const Message& m, std::string_view body) {
   if (link_) link_->Send(m, body);
 }

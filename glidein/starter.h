@@ -49,6 +49,10 @@ class Starter {
   ~Starter();
 
   void Start();
+  // SIGTERM or SIGINT: a batch system stopping the glide-in signals every process of its job
+  // (Slurm's `scancel --full`), the job's own included. A run going on is vacated now, so a job
+  // killed by that same signal is not taken for one that ended.
+  void OnStopSignal(int sig);
 
  private:
   void OnFrame(pool::Frame f);

@@ -7,7 +7,9 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/local/stream_protocol.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <cstdio>
+#include <functional>
 
 #include "common/log.h"
 #include "common/paths.h"
@@ -31,11 +33,6 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   kite::InitLogging("kite-starter", log_file, log_level);
   ::signal(SIGPIPE, SIG_IGN);
-  // The startd stops a run with `vacate`, never with a signal: a SIGTERM meant for the whole
-  // batch job (Slurm's `scancel --full`) must not cut the starter off before the run's end is
-  // known.
-  ::signal(SIGTERM, SIG_IGN);
-  ::signal(SIGINT, SIG_IGN);
   int type = 0;
   socklen_t len = sizeof type;
   if (::getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) {
@@ -46,14 +43,31 @@ int main(int argc, char** argv) {
   boost::asio::local::stream_protocol::socket socket(io);
   socket.assign(boost::asio::local::stream_protocol(), fd);
   int code = 1;
+  // SIGTERM and SIGINT do not end the starter (it ends when its startd does): they vacate the run
+  // going on (Starter::OnStopSignal), however often they come. Installed before anything else
+  // runs, so none arriving at start kills it.
+  boost::asio::signal_set stops(io, SIGTERM, SIGINT);
   kite::glidein::Starter starter(
       io, o,
       {.exec_path = kite::ProgramPath("kite-exec"),
        .env = kite::glidein::JobBaseEnv(),
-       .on_exit = [&](int c) { code = c; }},
+       .on_exit =
+           [&](int c) {
+             code = c;
+             stops.cancel();
+           }},
       std::make_unique<kite::pool::AsioByteStream<boost::asio::local::stream_protocol::socket>>(
           std::move(socket)));
+  std::function<void()> wait_stop = [&] {
+    stops.async_wait([&](auto ec, int sig) {
+      if (ec) return;
+      starter.OnStopSignal(sig);
+      wait_stop();
+    });
+  };
+  wait_stop();
   starter.Start();
   io.run();
-  return code;
+  // Done: a late signal must not turn the exit code into a death by signal (see kite-startd).
+  kite::FlushLogsAndExit(code);
 }

@@ -74,17 +74,23 @@ class Pool : public ::testing::Test {
   // job's wrapper kite-exec below it) once it runs: the run is lost, not failed; what it had
   // started goes with it, the startd goes on, and the job runs again (on the other slot: the one
   // that lost it cools off for a while). The user log says why.
+  // A job that marks its run in `marks`, sleeps 2 s, marks its end and exits 3; its cluster,
+  // once it runs.
+  int SubmitTwoSecondJob(const std::string& marks) {
+    env_->Write("job.sh",
+                "#!/bin/sh\necho \"run of $1\" >> \"$2\"\nsleep 2\necho \"end of $1\" >> \"$2\"\n"
+                "exit 3\n",
+                0755);
+    int c = env_->Submit("universe = vanilla\nexecutable = job.sh\narguments = 0 " + marks +
+                         "\nlog = job.log\nqueue\n");
+    EXPECT_TRUE(WaitUntil([&] { return ReadFileOr(marks).size() > 0; }, 20)) << "it never ran";
+    return c;
+  }
   void ExpectALostRunRunsAgain(const std::string& victim, const std::string& why) {
     KiteEnv& env = *env_;
-    env.Write("job.sh",
-              "#!/bin/sh\necho \"run of $1\" >> \"$2\"\nsleep 2\necho \"end of $1\" >> \"$2\"\n"
-              "exit 3\n",
-              0755);
     std::string marks = env.dir() + "/marks";
-    int c = env.Submit("universe = vanilla\nexecutable = job.sh\narguments = 0 " + marks +
-                       "\nlog = job.log\nqueue\n");
+    int c = SubmitTwoSecondJob(marks);
     std::string id = std::to_string(c) + ".0";
-    ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(marks).size() > 0; }, 20));
     pid_t startd = StartdPid();
     ASSERT_GT(startd, 0);
     pid_t starter = ChildNamed(startd, "kite-starter");
@@ -376,6 +382,35 @@ TEST_F(Pool, AJobWhoseStarterIsKilledRunsAgainAndNothingOfTheLostRunLingers) {
   ExpectALostRunRunsAgain("kite-starter",
                           "the run's starter (kite-starter) went away before the job's end was "
                           "known");
+}
+
+// A batch system stopping a glide-in signals every process of its job (Slurm's `scancel --full`
+// at the walltime): the job's wrapper forwards SIGTERM to the job, which dies of it. That is the
+// glide-in going, not the job's end: the run is vacated and the job runs again. Here the job and
+// its starter get SIGTERM well before the startd does, the order that would otherwise report it
+// ended by signal 15.
+TEST_F(Pool, ASigtermToEveryProcessOfTheGlideinVacatesTheJobRatherThanEndingIt) {
+  Start("[pool]\nlocal_slots = 1\nlocal_start = true\n");
+  ASSERT_TRUE(WaitSlots(1));
+  int c = SubmitTwoSecondJob(env_->dir() + "/marks");
+  std::string id = std::to_string(c) + ".0";
+  pid_t startd = StartdPid();
+  ASSERT_GT(startd, 0);
+  pid_t starter = ChildNamed(startd, "kite-starter");
+  ASSERT_GT(starter, 0);
+  pid_t wrapper = ChildNamed(starter, "kite-exec");
+  ASSERT_GT(wrapper, 0);
+  ASSERT_EQ(::kill(wrapper, SIGTERM), 0);
+  ASSERT_EQ(::kill(starter, SIGTERM), 0);
+  ASSERT_TRUE(WaitUntil([&] { return env_->JobStatus(id) == 1; }, 10))
+      << "the run was not vacated: " << env_->Kite({"q", id, "-af", "JobStatus"}).out;
+  ASSERT_EQ(::kill(startd, SIGTERM), 0);
+  WaitDone(c, 90);  // on the startd the agent starts again
+  EXPECT_EQ(History(id, "NumJobStarts"), "2");
+  EXPECT_EQ(History(id, "ExitCode"), "3");
+  auto log = ReadFileOr(env_->dir() + "/job.log");
+  EXPECT_NE(log.find("004 ("), std::string::npos) << log;
+  EXPECT_NE(log.find("told to stop (SIGTERM)"), std::string::npos) << log;
 }
 
 TEST_F(Pool, JobsKeepRunningWhileTheAgentIsDownAndEachResultIsCollectedOnce) {
