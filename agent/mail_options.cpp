@@ -36,8 +36,10 @@ bool ValidHostName(std::string_view h) {
 }
 
 // An address literal of a mail domain: "[127.0.0.1]" or "[IPv6:::1]".
+// inet_pton reads a C string: a NUL inside the brackets would cut the text it checks.
 bool ValidLiteral(std::string_view d) {
   if (d.size() < 3 || d.front() != '[' || d.back() != ']') return false;
+  if (d.find('\0') != std::string_view::npos) return false;
   std::string inner(d.substr(1, d.size() - 2));
   unsigned char buf[16];
   if (inner.starts_with("IPv6:")) return ::inet_pton(AF_INET6, inner.c_str() + 5, buf) == 1;
@@ -47,6 +49,7 @@ bool ValidLiteral(std::string_view d) {
 // A bracketed IPv6 host of a URL: "[::1]".
 bool ValidUrlLiteral(std::string_view d) {
   if (d.size() < 3 || d.front() != '[' || d.back() != ']') return false;
+  if (d.find('\0') != std::string_view::npos) return false;
   std::string inner(d.substr(1, d.size() - 2));
   unsigned char buf[16];
   return ::inet_pton(AF_INET6, inner.c_str(), buf) == 1;

@@ -58,6 +58,7 @@ std::string HashName(const Certificate& cert) {
 }
 
 bool IsIpAddress(std::string_view s) {
+  if (s.find('\0') != std::string_view::npos) return false;  // inet_pton would stop at it
   unsigned char buf[16];
   std::string z(s);
   return inet_pton(AF_INET, z.c_str(), buf) == 1 || inet_pton(AF_INET6, z.c_str(), buf) == 1;
