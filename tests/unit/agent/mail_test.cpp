@@ -62,9 +62,10 @@ TEST(MailAddress, RejectsMalformedAndInjection) {
   EXPECT_FALSE(ParseMailAddress(std::string(300, 'a') + "@example.org"));
   // A NUL inside an address literal: the address check must see past it (found by the fuzzer:
   // "[127.0.0.1\0..." was taken as the literal before the NUL, blanks and all).
-  EXPECT_FALSE(ParseMailAddress(std::string("ab@[127.0.0.1\0\0a \x01]", 22)));
-  EXPECT_FALSE(ParseMailAddress(std::string("ab@[IPv6:::1\0 x]", 17)));
-  EXPECT_FALSE(ParseSmtpUrl(std::string("smtp://[::1\0 x]:25", 19)));
+  using namespace std::string_literals;
+  EXPECT_FALSE(ParseMailAddress("ab@[127.0.0.1\0\0a \x01]"s));
+  EXPECT_FALSE(ParseMailAddress("ab@[IPv6:::1\0 x]"s));
+  EXPECT_FALSE(ParseSmtpUrl("smtp://[::1\0 x]:25"s));
 }
 
 TEST(MailAddress, Lists) {
