@@ -50,8 +50,7 @@ void HandleGridJobs(Agent& agent, const json::object& body,
                     std::function<void(ApiResponse)> reply) {
   auto req = grid::ParsePollRequest(body);
   if (!req) return reply(ErrorReply(req.error()));
-  double timeout = std::clamp(req->timeout, 0.0, 60.0);
-  agent.GridPoll(req->proxy, req->since, req->epoch, timeout,
+  agent.GridPoll(req->proxy, req->since, req->epoch, req->timeout,
                  [&agent, reply](Agent::GridPollResult r) {
                    grid::PollResponse res{.epoch = r.epoch, .generation = r.generation};
                    res.jobs.reserve(r.jobs.size() + r.left.size());

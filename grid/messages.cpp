@@ -1,8 +1,10 @@
 // The agent <-> gridmanager messages and their JSON forms.
 #include "grid/messages.h"
 
+#include <algorithm>
 #include <array>
 #include <boost/json.hpp>
+#include <cmath>
 #include <limits>
 
 #include "classad/expr.h"
@@ -169,6 +171,10 @@ Status ParseUpdateBody(const json::object& o, GridUpdate& u) {
   return {};
 }
 
+// The latest unix time a message may carry (the year 5138); past it a double parsed from JSON may
+// not read back the same.
+constexpr double kLatestTime = 1e11;
+
 Result<ResourceReport> ParseResourceReport(const json::value& e) {
   auto* o = e.if_object();
   auto* name = o ? o->if_contains("resource") : nullptr;
@@ -178,8 +184,11 @@ Result<ResourceReport> ParseResourceReport(const json::value& e) {
   if (!name || !name->is_string() || name->as_string().empty() || !up || !up->is_bool() ||
       (last && !last->is_number()) || (why && !why->is_string()))
     return Bad("resources must be [{resource, reachable, last_contact, last_error}]");
+  double contact = last ? last->to_number<double>() : 0;
+  if (!(contact >= 0 && contact <= kLatestTime)) return Bad("last_contact is out of range");
+  // Whole milliseconds: such a number is written and read back as the same double.
   return ResourceReport{std::string(name->as_string()), up->as_bool(),
-                        last ? last->to_number<double>() : 0,
+                        std::round(contact * 1000) / 1000,
                         why ? std::string(why->as_string()) : ""};
 }
 
@@ -402,7 +411,11 @@ Result<PollRequest> ParsePollRequest(const json::object& o) {
     r.since = static_cast<uint64_t>(s->as_int64());
   }
   if (auto* t = o.if_contains("timeout"); t && t->is_number()) {
-    r.timeout = t->to_number<double>();
+    // Held to the agent's 0..60 s and to whole milliseconds: a wait needs no more, and a number
+    // that size is written and read back as the same double.
+    double seconds = t->to_number<double>();
+    if (!(seconds > 0)) seconds = 0;
+    r.timeout = std::round(std::min(seconds, kMaxPollTimeout) * 1000) / 1000;
   }
   return r;
 }

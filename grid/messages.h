@@ -128,12 +128,15 @@ struct UpdateResponse {
   bool operator==(const UpdateResponse&) const = default;
 };
 
+// The longest a poll waits, in seconds.
+inline constexpr double kMaxPollTimeout = 60;
+
 // The long poll: jobs of `proxy` changed after `since` (docs/api.md).
 struct PollRequest {
   std::string proxy;
   uint64_t since = 0;
   std::string epoch;
-  double timeout = 0;  // seconds; the agent waits at most 60
+  double timeout = 0;  // seconds, 0..kMaxPollTimeout, whole milliseconds
   bool operator==(const PollRequest&) const = default;
 };
 struct PollJob {

@@ -48,6 +48,23 @@ TEST(GridMessages, UpdatesRoundTrip) {
   EXPECT_EQ(parsed->resources, req.resources);
 }
 
+TEST(GridMessages, APollsTimeoutIsHeldToAMinuteInWholeMilliseconds) {
+  // A number this size parsed to a double that did not read back the same (found by the fuzzer).
+  for (auto [text, want] :
+       std::vector<std::pair<std::string, double>>{{"2099999999999999999999999999", 60},
+                                                   {"1e308", 60},
+                                                   {"-5", 0},
+                                                   {"0.12345678901234", 0.123},
+                                                   {"20", 20}}) {
+    auto p = ParsePollRequest(Obj(R"({"proxy":"/x","epoch":"e","timeout":)" + text + "}"));
+    ASSERT_TRUE(p) << text;
+    EXPECT_EQ(p->timeout, want) << text;
+    auto again = ParsePollRequest(Obj(ToJson(*p)));
+    ASSERT_TRUE(again) << text;
+    EXPECT_EQ(*again, *p) << text;
+  }
+}
+
 TEST(GridMessages, PollAndResultsRoundTrip) {
   PollRequest preq{"/tmp/x509up_u1", 42, "epoch-1", 20};
   auto p = ParsePollRequest(Obj(ToJson(preq)));
@@ -159,6 +176,12 @@ TEST(GridMessages, MalformedRequestsAndRepliesAreRefusedWhole) {
       {R"({"updates": [], "resources": [{"resource": "x:1", "reachable": true,
           "last_contact": "now"}]})",
        "resources must be"},
+      {R"({"updates": [], "resources": [{"resource": "x:1", "reachable": true,
+          "last_contact": 2099999999999999999999999999}]})",
+       "last_contact is out of range"},
+      {R"({"updates": [], "resources": [{"resource": "x:1", "reachable": true,
+          "last_contact": -1}]})",
+       "last_contact is out of range"},
   };
   for (const auto& [text, error] : updates) {
     auto r = ParseUpdateRequest(Obj(text));
