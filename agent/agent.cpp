@@ -14,6 +14,7 @@
 #include "agent/analyze.h"
 #include "agent/api_server.h"
 #include "agent/cred_monitor.h"
+#include "agent/dags.h"
 #include "agent/gridmanager_supervisor.h"
 #include "agent/local_jobs.h"
 #include "agent/local_startd.h"
@@ -100,9 +101,16 @@ Status Agent::Start() {
     return proxies;
   });
   waiters_ = std::make_unique<Waiters>(io_, *queue_, *store_);
+  dags_ = std::make_unique<Dags>(io_, *queue_, options_,
+                                 Dags::Hooks{[this] { CommitSoon(); }, retire,
+                                             [this](Job& j, const std::string& reason) {
+                                               std::vector<std::string> errors;
+                                               Act(Action::kRemove, {&j}, reason, &errors);
+                                             }});
   queue_->OnStatusChange([this](Job& j, bool leaving) { OnStatusChange(j, leaving); });
   queue_->OnFlushed([this] { OnFlushed(); });
   if (auto st = queue_->Load(); !st) return st;
+  dags_->Recover();  // before anything retires a node's job
   StartMailAndCredentials();
   local_->Recover();
   pool_->Recover();
@@ -144,6 +152,7 @@ Status Agent::Start() {
 // Every status change of every job passes here (the queue's hook), to the parts that follow it.
 void Agent::OnStatusChange(Job& j, bool leaving) {
   if (notifier_) notifier_->OnStatusChange(j, leaving);
+  dags_->OnStatus(j, leaving);
   if (!leaving && cred_monitor_ && !j.ad.LookupOwn("x509UserProxyExpiration") &&
       j.ad.Lookup("x509userproxy"))
     CheckCredentialsSoon();
@@ -301,6 +310,7 @@ void Agent::OnChildSignal() {
     pid_t pid = ::waitpid(-1, &status, WNOHANG);
     if (pid <= 0) break;
     if (supervisor_->Reaped(pid, status)) continue;
+    if (dags_->Reaped(pid, status)) continue;
     if (local_startd_ && local_startd_->Reaped(pid, status)) continue;
     local_->Reaped(pid, status);
   }
@@ -343,6 +353,7 @@ std::string Agent::Analyze(const std::vector<JobKey>& keys) const {
 
 void Agent::Finish(Job& job) {
   if (job.universe == kUniverseLocal) local_->Forget(job.key);
+  if (dags_->KeepsForNode(job)) return;  // until its DAG has its result (agent/dags.h)
   queue_->Retire(job);
 }
 

@@ -5,6 +5,7 @@
 //   GridHub (agent/grid_hub.h)         what the gridmanagers hear and report
 //   GridManagerSupervisor              starting and restarting the gridmanagers
 //   Waiters (agent/waiters.h)          `kite wait`
+//   Dags (agent/dags.h)                DAGs: their nodes' jobs, scripts and rescue DAGs
 //   the API and REST servers, the notifier, the mailer, the credential monitor
 //
 // One thread runs one io_context: the queue, the API handlers, timers and child reaping all run
@@ -44,6 +45,7 @@ class GridManagerSupervisor;
 class Pool;
 class PoolTlsListener;
 class LocalStartd;
+class Dags;
 
 class Agent {
  public:
@@ -104,6 +106,8 @@ class Agent {
   }
   // The personal pool: its slots (kite status) and the negotiator's queue.
   const Pool& pool() const { return *pool_; }
+  // The DAG runner (agent/dags.h): kite dag submit / status.
+  Dags& dags() { return *dags_; }
   // kite q -analyze for these jobs (agent/analyze.h).
   std::string Analyze(const std::vector<JobKey>& keys) const;
 
@@ -135,6 +139,7 @@ class Agent {
   std::unique_ptr<Pool> pool_;                 // the personal pool (agent/pool.h)
   std::unique_ptr<PoolTlsListener> pool_tls_;  // glide-ins dial in here (agent/pool_tls.h)
   std::unique_ptr<LocalStartd> local_startd_;
+  std::unique_ptr<Dags> dags_;
   std::unique_ptr<Waiters> waiters_;
   std::unique_ptr<ApiServer> api_;
   std::unique_ptr<RestServer> rest_;  // on when options_.rest_listen is set

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agent/agent.h"
+#include "agent/dag_api.h"
 #include "agent/grid_api.h"
 #include "agent/listing.h"
 #include "agent/pool_api.h"
@@ -24,16 +25,6 @@ namespace {
 
 namespace http = boost::beast::http;
 namespace json = boost::json;
-
-ApiResponse ErrorReply(http::status status, const std::string& message) {
-  json::object o;
-  o["error"] = message;
-  return Reply(status, json::serialize(o) + "\n");
-}
-
-ApiResponse ErrorReply(const Error& e) {
-  return ErrorReply(static_cast<http::status>(HttpStatusFor(e.code())), e.message());
-}
 
 Result<json::object> ParseBody(const ApiRequest& req) {
   if (req.body().empty()) return json::object{};
@@ -390,6 +381,16 @@ ApiResponse HandleEvents(Agent& agent, const json::object& body) {
 
 }  // namespace
 
+ApiResponse ErrorReply(http::status status, const std::string& message) {
+  json::object o;
+  o["error"] = message;
+  return Reply(status, json::serialize(o) + "\n");
+}
+
+ApiResponse ErrorReply(const Error& e) {
+  return ErrorReply(static_cast<http::status>(HttpStatusFor(e.code())), e.message());
+}
+
 ApiResponse Reply(http::status status, std::string body, const char* type) {
   ApiResponse res{status, 11};
   res.set(http::field::content_type, type);
@@ -445,6 +446,8 @@ void HandleApiRequest(Agent& agent, const ApiRequest& req, std::function<void(Ap
   if (target == "/v1/wait") return HandleWait(agent, *body, std::move(reply));
   if (target == "/v1/events") return reply(HandleEvents(agent, *body));
   if (target == "/v1/status") return reply(HandlePoolStatus(agent, *body));
+  if (target == "/v1/dag/submit") return reply(HandleDagSubmit(agent, *body));
+  if (target == "/v1/dag/status") return reply(HandleDagStatus(agent, *body));
   if (target == "/v1/grid/jobs") return HandleGridJobs(agent, *body, std::move(reply));
   if (target == "/v1/grid/update") return reply(HandleGridUpdate(agent, *body));
   if (target == "/v1/shutdown") {

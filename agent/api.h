@@ -7,8 +7,10 @@
 #include <sys/types.h>
 
 #include <boost/beast/http.hpp>
+
 #include <functional>
 #include <string>
+#include "common/error.h"
 
 namespace kite::agent {
 
@@ -37,5 +39,8 @@ void HandleApiRequest(Agent& agent, const ApiRequest& req, std::function<void(Ap
 // A reply to a handler's request: `body` as `type` (JSON unless said otherwise).
 ApiResponse Reply(boost::beast::http::status status, std::string body,
                   const char* type = "application/json");
+// {"error": message} with `status`; with an Error, the status its code maps to.
+ApiResponse ErrorReply(boost::beast::http::status status, const std::string& message);
+ApiResponse ErrorReply(const Error& e);
 
 }  // namespace kite::agent

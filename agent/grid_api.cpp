@@ -13,17 +13,6 @@ namespace {
 namespace http = boost::beast::http;
 namespace json = boost::json;
 
-// As the rest of the API answers errors (agent/api.cpp): 400 for what cannot be parsed, 500 when
-// the store fails.
-ApiResponse ErrorReply(const Error& e) {
-  auto status = http::status::bad_request;
-  if (e.code() == ErrorCode::kNotFound) status = http::status::not_found;
-  if (e.code() == ErrorCode::kConflict) status = http::status::conflict;
-  if (e.code() == ErrorCode::kIo || e.code() == ErrorCode::kInternal)
-    status = http::status::internal_server_error;
-  return Reply(status, json::serialize(json::object{{"error", e.message()}}) + "\n");
-}
-
 // One update of a grid/update batch: an error for an entry that names no grid job in the queue
 // or is malformed (nothing of it is applied), else the job's status afterwards.
 grid::UpdateResult ApplyOneGridUpdate(Agent& agent, const grid::ParsedUpdate& p) {

@@ -234,7 +234,7 @@ Result<classad::ExprPtr> ParseSubmitAttr(const SubmitAttr& a) {
 
 // What a submit may set that the agent itself acts on: a job starts Idle or Held, in a universe
 // Kite runs, under a ProcId that names it alone.
-Status CheckJobLevel(const classad::ClassAd& ad, std::set<int64_t>* procs) {
+Status CheckJobLevel(const classad::ClassAd& ad, std::set<int64_t>* procs, bool dag) {
   auto whole = [&](const char* name) -> Result<std::optional<int64_t>> {
     const classad::Expr* e = ad.Lookup(name);
     if (!e) return std::optional<int64_t>();
@@ -257,8 +257,12 @@ Status CheckJobLevel(const classad::ClassAd& ad, std::set<int64_t>* procs) {
                                               std::to_string(**status));
   auto universe = whole("JobUniverse");
   if (!universe) return Fail(universe.error());
+  if (dag != (*universe && **universe == kUniverseScheduler))
+    return Fail(ErrorCode::kInvalidInput, dag ? "a DAG's job must have JobUniverse 7"
+                                              : "JobUniverse 7 (a DAG) is submitted with "
+                                                "`kite dag submit`, not as a job");
   if (*universe && **universe != kUniverseVanilla && **universe != kUniverseGrid &&
-      **universe != kUniverseLocal)
+      **universe != kUniverseLocal && **universe != kUniverseScheduler)
     return Fail(ErrorCode::kInvalidInput,
                 "JobUniverse " + std::to_string(**universe) +
                     " is not one Kite runs (5 vanilla, 9 grid, 12 local)");
@@ -301,7 +305,7 @@ Result<int> JobQueue::Submit(const SubmitRequest& req) {
     if (!procs[i].LookupOwn("JobStatus")) procs[i].Assign("JobStatus", int64_t{kIdle});
     procs[i].Assign("EnteredCurrentStatus", Secs(now));
     procs[i].SetParent(&common);
-    auto st = CheckJobLevel(procs[i], &proc_ids);
+    auto st = CheckJobLevel(procs[i], &proc_ids, req.dag);
     procs[i].SetParent(nullptr);
     if (!st) return Fail(st.error().Wrap("job " + std::to_string(i)));
   }
@@ -382,6 +386,8 @@ void JobQueue::AddEvent(Job& job, int code, const std::string& body) {
   PendingEvent e;
   e.record = store::EventRecord{job.key, clock_(), code, body};
   if (auto log = job.ad.EvaluateString("UserLog")) e.user_log = *log;
+  if (auto log = job.ad.EvaluateString("DAGManNodesLog"); log && *log != e.user_log)
+    e.dag_log = *log;
   events_.push_back(std::move(e));
 }
 
@@ -575,8 +581,21 @@ Status JobQueue::FlushInTransaction() {
       if (auto st = store_->DeleteCluster(r.key.cluster); !st) return st;
     }
   }
+  for (auto& w : dag_writes_) {
+    auto st =
+        w.node.empty() ? store_->DeleteDag(w.dag) : store_->PutDagNode(w.dag, w.node, w.record);
+    if (!st) return st;
+  }
   if (history_max_ > 0 && !retired_.empty()) return store_->TrimHistory(history_max_);
   return {};
+}
+
+void JobQueue::SetDagNode(int dag, const std::string& node, std::string record) {
+  dag_writes_.push_back({dag, node, std::move(record)});
+}
+
+void JobQueue::ForgetDag(int dag) {
+  dag_writes_.push_back({dag, "", ""});
 }
 
 Status JobQueue::Flush(const std::function<Status()>& also) {
@@ -612,12 +631,15 @@ Status JobQueue::Flush(const std::function<Status()>& also) {
   // system instead of keeping the peak for the agent's lifetime.
   if (retired_.size() >= kTrimAfterRetiring) ::malloc_trim(0);
   retired_.clear();
+  dag_writes_.clear();
   // User logs after the commit: the queue's event table is the durable record.
   std::map<std::string, std::string> logs;
   for (auto& e : events_) {
-    if (e.user_log.empty()) continue;
-    logs[e.user_log] += FormatEvent(e.record.code, e.record.job.cluster, e.record.job.proc,
-                                    e.record.time, e.record.text);
+    for (const std::string* path : {&e.user_log, &e.dag_log}) {
+      if (path->empty()) continue;
+      logs[*path] += FormatEvent(e.record.code, e.record.job.cluster, e.record.job.proc,
+                                 e.record.time, e.record.text);
+    }
   }
   events_.clear();
   for (auto& [path, text] : logs) {

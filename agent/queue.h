@@ -34,6 +34,7 @@ struct SubmitRequest {
   int cluster = 0;                             // from NewCluster()
   std::vector<SubmitAttr> common;              // attributes shared by every job
   std::vector<std::vector<SubmitAttr>> procs;  // per job: its own attributes (ProcId first)
+  bool dag = false;  // the cluster is a DAG (JobUniverse 7), which only the agent submits
 };
 
 // The stored form of an ad's own attributes (not its parent's: a cluster is stored once): old
@@ -103,11 +104,23 @@ class JobQueue {
   // Sets an attribute on the job's own ad and marks it dirty.
   void SetAttr(Job& job, std::string_view name, classad::ExprPtr value);
 
+  // A DAG's record of one node (agent/dags.h), written with the next flush, in the same
+  // transaction as the job changes made before it; ForgetDag drops all of a DAG's records.
+  void SetDagNode(int dag, const std::string& node, std::string record);
+  void ForgetDag(int dag);
+  // The stored records of a DAG (what the last flush wrote).
+  Status DagNodes(int dag,
+                  const std::function<void(std::string_view node, std::string_view record)>& each) {
+    return store_->DagNodes(dag, each);
+  }
+
   // Writes every pending change in one transaction, with whatever `also` writes (called inside
   // it, after the changes). On failure nothing is lost from memory and the changes stay pending
   // for the next attempt.
   Status Flush(const std::function<Status()>& also = {});
-  bool has_pending() const { return !dirty_.empty() || !events_.empty() || !retired_.empty(); }
+  bool has_pending() const {
+    return !dirty_.empty() || !events_.empty() || !retired_.empty() || !dag_writes_.empty();
+  }
 
   // The whole ad (cluster attributes overlaid by the job's) in old ClassAd syntax.
   std::string FlatText(const Job& job) const;
@@ -132,6 +145,7 @@ class JobQueue {
   struct PendingEvent {
     store::EventRecord record;
     std::string user_log;  // empty: the job names no log
+    std::string dag_log;   // a DAG node's: its DAG's nodes log (DAGManNodesLog), or empty
   };
   struct Retired {
     JobKey key;
@@ -156,6 +170,12 @@ class JobQueue {
   std::vector<JobKey> dirty_;
   std::vector<PendingEvent> events_;
   std::vector<Retired> retired_;
+  // DAG node records in the order they were set; an empty node name forgets the whole DAG.
+  struct DagWrite {
+    int dag;
+    std::string node, record;
+  };
+  std::vector<DagWrite> dag_writes_;
   std::vector<std::function<void()>> on_flushed_;
   std::function<void(Job&, bool)> on_status_;
   Stats stats_;

@@ -21,7 +21,13 @@ inline bool RunUnderWay(int status) {
 }
 
 // JobUniverse.
-enum Universe : int { kUniverseVanilla = 5, kUniverseGrid = 9, kUniverseLocal = 12 };
+// 7 is HTCondor's scheduler universe, where condor_dagman runs: Kite's DAGs (agent/dags.h).
+enum Universe : int {
+  kUniverseVanilla = 5,
+  kUniverseScheduler = 7,
+  kUniverseGrid = 9,
+  kUniverseLocal = 12
+};
 
 // HoldReasonCode (HTCondor's CONDOR_HOLD_CODE names in the comments).
 enum HoldCode : int {

@@ -21,6 +21,11 @@ constexpr Migration kMigrations[] = {
      "CREATE INDEX events_job ON events (cluster, proc);"
      "CREATE TABLE history (cluster INTEGER NOT NULL, proc INTEGER NOT NULL,"
      "  completion REAL NOT NULL, ad TEXT NOT NULL, PRIMARY KEY (cluster, proc)) WITHOUT ROWID;"},
+    // What the agent's DAG runner must remember of each node beyond the node's job
+    // (agent/dags.h): a result, a POST script still to run, the attempts made.
+    {2,
+     "CREATE TABLE dag_nodes (dag INTEGER NOT NULL, node TEXT NOT NULL, record TEXT NOT NULL,"
+     "  PRIMARY KEY (dag, node)) WITHOUT ROWID;"},
 };
 
 constexpr char kPutCluster[] = "INSERT OR REPLACE INTO clusters (cluster, ad) VALUES (?1, ?2)";
@@ -33,6 +38,10 @@ constexpr char kPutHistory[] =
     "INSERT OR REPLACE INTO history (cluster, proc, completion, ad) VALUES (?1, ?2, ?3, ?4)";
 constexpr char kGetEvents[] =
     "SELECT time, code, text FROM events WHERE cluster = ?1 AND proc = ?2 ORDER BY id";
+constexpr char kPutDagNode[] =
+    "INSERT OR REPLACE INTO dag_nodes (dag, node, record) VALUES (?1, ?2, ?3)";
+constexpr char kDelDag[] = "DELETE FROM dag_nodes WHERE dag = ?1";
+constexpr char kGetDag[] = "SELECT node, record FROM dag_nodes WHERE dag = ?1";
 constexpr char kNextCluster[] = "SELECT value FROM meta WHERE key = 'next_cluster'";
 constexpr char kSetNextCluster[] = "UPDATE meta SET value = ?1 WHERE key = 'next_cluster'";
 
@@ -80,7 +89,10 @@ Status JobQueueStore::PrepareAll() {
              {&put_history_, kPutHistory},
              {&get_events_, kGetEvents},
              {&next_cluster_, kNextCluster},
-             {&set_next_cluster_, kSetNextCluster}};
+             {&set_next_cluster_, kSetNextCluster},
+             {&put_dag_node_, kPutDagNode},
+             {&del_dag_, kDelDag},
+             {&get_dag_, kGetDag}};
   for (auto& s : all) {
     auto st = db_->Prepare(s.sql);
     if (!st) return Fail(st.error());
@@ -202,6 +214,28 @@ Status JobQueueStore::AppendHistory(const HistoryRecord& h) {
       .Bind(3, h.completion)
       .Bind(4, h.ad)
       .Run();
+}
+
+Status JobQueueStore::PutDagNode(int dag, std::string_view node, std::string_view record) {
+  return put_dag_node_.Bind(1, dag).Bind(2, node).Bind(3, record).Run();
+}
+Status JobQueueStore::DeleteDag(int dag) {
+  return del_dag_.Bind(1, dag).Run();
+}
+Status JobQueueStore::DagNodes(
+    int dag, const std::function<void(std::string_view node, std::string_view record)>& each) {
+  get_dag_.Bind(1, dag);
+  for (;;) {
+    auto row = get_dag_.Step();
+    if (!row) {
+      get_dag_.Reset();
+      return Fail(row.error());
+    }
+    if (!*row) break;
+    each(get_dag_.Text(0), get_dag_.Text(1));
+  }
+  get_dag_.Reset();
+  return {};
 }
 
 Status JobQueueStore::TrimHistory(size_t keep) {

@@ -70,11 +70,17 @@ class JobQueueStore {
   Status DeleteJob(JobKey job);
   Status AppendEvent(const EventRecord& e);
   Status AppendHistory(const HistoryRecord& h);
+  // A DAG's record of one node (agent/dags.h); all of a DAG's records.
+  Status PutDagNode(int dag, std::string_view node, std::string_view record);
+  Status DeleteDag(int dag);
   // Drops the oldest history rows (and their events) so at most `keep` remain.
   Status TrimHistory(size_t keep);
 
   // Reads.
   Result<std::vector<EventRecord>> Events(JobKey job);
+  // The records of DAG `dag`, in no particular order.
+  Status DagNodes(int dag,
+                  const std::function<void(std::string_view node, std::string_view record)>& each);
   // History, newest first; `cluster` < 0 means all; at most `limit` rows (0 = no limit). With
   // `after`, only the rows that come after it in that order (the next page of a scan).
   Status History(int cluster, int proc, size_t limit,
@@ -91,6 +97,7 @@ class JobQueueStore {
   std::unique_ptr<Transaction> txn_;
   Stmt put_cluster_, del_cluster_, put_job_, del_job_, put_event_, put_history_;
   Stmt get_events_, next_cluster_, set_next_cluster_;
+  Stmt put_dag_node_, del_dag_, get_dag_;
 };
 
 }  // namespace kite::store

@@ -18,5 +18,6 @@ void RegisterMyproxyCommands(CLI::App& app);   // myproxy get|store
 void RegisterTestgridCommands(CLI::App& app);  // testgrid up|status|down
 void RegisterStatusCommand(CLI::App& app);     // status (the pool's slots)
 void RegisterGlideinCommands(CLI::App& app);   // glidein submit|q|rm
+void RegisterDagCommands(CLI::App& app);       // dag submit|status
 
 }  // namespace kite::cli

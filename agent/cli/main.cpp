@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   kite::cli::RegisterTestgridCommands(app);
   kite::cli::RegisterStatusCommand(app);
   kite::cli::RegisterGlideinCommands(app);
+  kite::cli::RegisterDagCommands(app);
 
   auto args = HtcondorStyleArgs(argc, argv);
   std::vector<char*> cargs;

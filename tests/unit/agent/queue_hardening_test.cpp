@@ -3,6 +3,7 @@
 // ProcIds, states the agent cannot handle, ids past 32 bits, a damaged stored ad).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -115,6 +116,47 @@ TEST_F(Hardening, OnlyIdleOrHeldJobsOfAKnownUniverseMayBeSubmitted) {
     ok.procs[0].push_back({"JobStatus", status});
     EXPECT_TRUE(queue->Submit(ok)) << status;
   }
+}
+
+TEST_F(Hardening, ADagsJobIsRefusedUnlessTheAgentSubmitsItAsOne) {
+  auto req = Request(1);
+  req.common.push_back({"JobUniverse", "7"});  // a raw API submit
+  auto r = queue->Submit(req);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("kite dag submit"), std::string::npos) << r.error().message();
+  auto plain = Request(1);
+  plain.dag = true;  // the runner's flag on a job that is not a DAG's
+  ASSERT_FALSE(queue->Submit(plain));
+  auto dag = Request(1);
+  dag.common.push_back({"JobUniverse", "7"});
+  dag.dag = true;
+  EXPECT_TRUE(queue->Submit(dag));
+}
+
+// A DAG's node records go in the transaction of the next flush, survive a reopen, and go with
+// ForgetDag.
+TEST_F(Hardening, DagNodeRecordsAreWrittenWithTheNextFlushAndForgottenWhole) {
+  queue->SetDagNode(7, "A", "done 0 8 0");
+  queue->SetDagNode(7, "B", "post 1 9 3");
+  queue->SetDagNode(7, "A", "failed 2 10 1");  // a later record replaces an earlier one
+  queue->SetDagNode(8, "A", "done 0 11 0");
+  EXPECT_TRUE(queue->has_pending());
+  ASSERT_TRUE(queue->Flush());
+  Open();
+  std::map<std::string, std::string> seven;
+  ASSERT_TRUE(queue->DagNodes(7, [&](std::string_view n, std::string_view r) {
+    seven.emplace(std::string(n), std::string(r));
+  }));
+  EXPECT_EQ(seven,
+            (std::map<std::string, std::string>{{"A", "failed 2 10 1"}, {"B", "post 1 9 3"}}));
+  queue->ForgetDag(7);
+  ASSERT_TRUE(queue->Flush());
+  Open();
+  int left7 = 0, left8 = 0;
+  ASSERT_TRUE(queue->DagNodes(7, [&](std::string_view, std::string_view) { ++left7; }));
+  ASSERT_TRUE(queue->DagNodes(8, [&](std::string_view, std::string_view) { ++left8; }));
+  EXPECT_EQ(left7, 0);
+  EXPECT_EQ(left8, 1);
 }
 
 TEST_F(Hardening, TooManyJobsInOneSubmitAreRefused) {

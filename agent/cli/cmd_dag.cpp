@@ -1,0 +1,102 @@
+// `kite dag submit|status`: task graphs in DAGMan's language, run by the agent (docs/dag.md).
+//
+//   kite dag submit FILE.dag [-maxjobs N] [-maxidle N] [-maxpre N] [-maxpost N] [-force]
+//   kite dag status FILE.dag | DAGID
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "agent/cli/commands.h"
+#include "agent/cli/util.h"
+#include "common/files.h"
+
+namespace kite::cli {
+namespace {
+
+namespace json = boost::json;
+
+struct SubmitArgs {
+  std::string file;
+  int max_jobs = 0, max_idle = 0, max_pre = 0, max_post = 0;
+  bool force = false;
+};
+
+std::string CurrentDir() {
+  std::vector<char> buf(4096);
+  if (!::getcwd(buf.data(), buf.size())) Die("cannot read the current directory");
+  return buf.data();
+}
+
+void Submit(const SubmitArgs& a) {
+  auto client = ConnectOrDie();
+  json::object body{{"file", a.file},        {"cwd", CurrentDir()}, {"maxjobs", a.max_jobs},
+                    {"maxidle", a.max_idle}, {"maxpre", a.max_pre}, {"maxpost", a.max_post},
+                    {"force", a.force}};
+  auto r = client->PostJson("/v1/dag/submit", body);
+  if (!r) Die(r.error());
+  for (const auto& w : r->at("warnings").as_array())
+    std::fprintf(stderr, "kite: warning: %s\n", std::string(w.as_string()).c_str());
+  std::string rescue(r->at("rescue").as_string());
+  if (!rescue.empty())
+    std::printf("Running the rescue DAG %s: %lld node(s) already done.\n", rescue.c_str(),
+                static_cast<long long>(r->at("done_from_rescue").as_int64()));
+  std::printf("Submitting the DAG %s (%lld nodes).\n1 job(s) submitted to cluster %lld.\n",
+              a.file.c_str(), static_cast<long long>(r->at("nodes").as_int64()),
+              static_cast<long long>(r->at("cluster").as_int64()));
+  std::printf("The DAG's progress: kite dag status %lld; its log: %s.dagman.out\n",
+              static_cast<long long>(r->at("cluster").as_int64()), a.file.c_str());
+}
+
+void Status(const std::string& what) {
+  auto client = ConnectOrDie();
+  json::object body;
+  bool id = !what.empty() && what.find_first_not_of("0123456789") == std::string::npos;
+  if (id) {
+    body["cluster"] = std::stoll(what.substr(0, 12));
+  } else {
+    body["file"] = what[0] == '/' ? what : kite::JoinPath(CurrentDir(), what);
+  }
+  auto r = client->PostJson("/v1/dag/status", body);
+  if (!r) Die(r.error());
+  std::printf("DAG %lld: %s\n", static_cast<long long>(r->at("cluster").as_int64()),
+              std::string(r->at("file").as_string()).c_str());
+  std::printf("%-24s %-10s %8s %7s  %s\n", "NODE", "STATE", "JOB", "RETRIES", "NOTE");
+  for (const auto& v : r->at("nodes").as_array()) {
+    const auto& n = v.as_object();
+    std::printf("%-24s %-10s %8s %7lld  %s\n", std::string(n.at("name").as_string()).c_str(),
+                std::string(n.at("state").as_string()).c_str(),
+                std::string(n.at("job").as_string()).c_str(),
+                static_cast<long long>(n.at("retries").as_int64()),
+                std::string(n.at("note").as_string()).c_str());
+  }
+}
+
+}  // namespace
+
+void RegisterDagCommands(CLI::App& app) {
+  auto* g = app.add_subcommand("dag", "task graphs in DAGMan's language, run by the agent");
+  g->require_subcommand(1);
+  static SubmitArgs s;
+  auto* sub = g->add_subcommand(
+      "submit", "check a DAG file and queue it (condor_submit_dag); a rescue DAG is used");
+  sub->add_option("file", s.file, "the DAG file")->required();
+  sub->add_option("--maxjobs", s.max_jobs, "at most N node jobs queued at once (0: no limit)")
+      ->check(CLI::Range(0, 1000000));
+  sub->add_option("--maxidle", s.max_idle, "stop submitting while N node jobs are idle")
+      ->check(CLI::Range(0, 1000000));
+  sub->add_option("--maxpre", s.max_pre, "at most N PRE scripts at once")
+      ->check(CLI::Range(0, 1000000));
+  sub->add_option("--maxpost", s.max_post, "at most N POST scripts at once")
+      ->check(CLI::Range(0, 1000000));
+  sub->add_flag("--force", s.force,
+                "start over: rename existing rescue DAGs instead of using them");
+  sub->callback([] { Submit(s); });
+  static std::string what;
+  auto* st = g->add_subcommand("status", "each node of a running DAG: its state and its job");
+  st->add_option("dag", what, "the DAG file, or the DAG's job id")->required();
+  st->callback([] { Status(what); });
+}
+
+}  // namespace kite::cli

@@ -1,0 +1,106 @@
+// The DAG endpoints of the agent's API.
+#include "agent/dag_api.h"
+
+#include <boost/json.hpp>
+
+#include "agent/agent.h"
+#include "agent/dags.h"
+#include "agent/job.h"
+
+namespace kite::agent {
+
+namespace http = boost::beast::http;
+namespace json = boost::json;
+
+namespace {
+
+Result<int> Limit(const json::object& body, std::string_view key) {
+  auto* v = body.if_contains(key);
+  if (!v || v->is_null()) return 0;
+  if (!v->is_int64() || v->as_int64() < 0 || v->as_int64() > 1000000)
+    return Fail(ErrorCode::kInvalidInput,
+                std::string(key) + " must be a whole number from 0 to 1000000");
+  return static_cast<int>(v->as_int64());
+}
+
+Result<std::string> Text(const json::object& body, std::string_view key) {
+  auto* v = body.if_contains(key);
+  if (!v || v->is_null()) return std::string();
+  if (!v->is_string())
+    return Fail(ErrorCode::kInvalidInput, std::string(key) + " must be a string");
+  return std::string(v->as_string());
+}
+
+}  // namespace
+
+ApiResponse HandleDagSubmit(Agent& agent, const json::object& body) {
+  DagSubmitArgs args;
+  auto file = Text(body, "file");
+  auto cwd = Text(body, "cwd");
+  if (!file) return ErrorReply(file.error());
+  if (!cwd) return ErrorReply(cwd.error());
+  args.file = *file;
+  args.cwd = *cwd;
+  if (args.file.empty()) return ErrorReply(http::status::bad_request, "dag/submit needs a file");
+  if (args.file[0] != '/' && (args.cwd.empty() || args.cwd[0] != '/'))
+    return ErrorReply(http::status::bad_request, "a relative DAG file needs an absolute cwd");
+  for (auto [key, out] : {std::pair{"maxjobs", &args.max_jobs},
+                          {"maxidle", &args.max_idle},
+                          {"maxpre", &args.max_pre},
+                          {"maxpost", &args.max_post}}) {
+    auto n = Limit(body, key);
+    if (!n) return ErrorReply(n.error());
+    *out = *n;
+  }
+  if (auto* f = body.if_contains("force"); f && !f->is_null()) {
+    if (!f->is_bool()) return ErrorReply(http::status::bad_request, "force must be true or false");
+    args.force = f->as_bool();
+  }
+  auto r = agent.dags().Submit(args);
+  if (!r) return ErrorReply(r.error());
+  json::array warnings;
+  for (auto& w : r->warnings) warnings.emplace_back(w);
+  json::object o{{"cluster", r->cluster},
+                 {"nodes", r->nodes},
+                 {"done_from_rescue", r->done_from_rescue},
+                 {"rescue", r->rescue},
+                 {"warnings", std::move(warnings)}};
+  return Reply(http::status::ok, json::serialize(o) + "\n");
+}
+
+ApiResponse HandleDagStatus(Agent& agent, const json::object& body) {
+  int cluster = 0;
+  if (auto* c = body.if_contains("cluster"); c && !c->is_null()) {
+    if (!c->is_int64() || c->as_int64() < 1 || c->as_int64() > kMaxJobId)
+      return ErrorReply(http::status::bad_request,
+                        "cluster must be an integer from 1 to " + std::to_string(kMaxJobId));
+    cluster = static_cast<int>(c->as_int64());
+  }
+  auto file = Text(body, "file");
+  if (!file) return ErrorReply(file.error());
+  if (cluster == 0 && !file->empty()) cluster = agent.dags().FindByFile(*file);
+  if (cluster == 0)
+    return ErrorReply(http::status::not_found, file->empty()
+                                                   ? "dag/status needs a cluster or a file"
+                                                   : "no DAG from " + *file + " is running");
+  auto nodes = agent.dags().Nodes(cluster);
+  if (nodes.empty())
+    return ErrorReply(http::status::not_found,
+                      "no DAG " + std::to_string(cluster) + " is running (kite history " +
+                          std::to_string(cluster) + " shows how one ended)");
+  json::array a;
+  for (const auto& n : nodes) {
+    a.push_back(json::object{{"name", n.name},
+                             {"state", n.state},
+                             {"job", n.job},
+                             {"retries", n.retries},
+                             {"note", n.note}});
+  }
+  Job* j = agent.queue().Find({cluster, 0});
+  json::object o{{"cluster", cluster},
+                 {"file", j ? j->ad.EvaluateString("DAGFile").value_or("") : ""},
+                 {"nodes", std::move(a)}};
+  return Reply(http::status::ok, json::serialize(o) + "\n");
+}
+
+}  // namespace kite::agent

@@ -1,0 +1,960 @@
+// The agent's DAG runner (agent/dags.h): a DAG's nodes as a small state machine each, driven by
+// their jobs' status changes and their scripts' ends.
+//
+//   not ready --(parents done)--> ready --> pre --> submitted --> post --> done
+//                                   ^        |          |          |
+//                                   +--------+----------+----------+--(failed, retries left)
+//                                                                      \-> error
+#include "agent/dags.h"
+
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <spawn.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <set>
+
+#include "classad/expr.h"
+#include "common/files.h"
+#include "dag/dag.h"
+#include "submit/submit_file.h"
+
+extern char** environ;
+
+namespace kite::agent {
+namespace {
+
+enum class NodeState { kWaiting, kReady, kPre, kSubmitted, kPost, kDone, kFailed };
+
+const char* StateName(NodeState s) {
+  switch (s) {
+    case NodeState::kWaiting:
+      return "not ready";
+    case NodeState::kReady:
+      return "ready";
+    case NodeState::kPre:
+      return "pre";
+    case NodeState::kSubmitted:
+      return "submitted";
+    case NodeState::kPost:
+      return "post";
+    case NodeState::kDone:
+      return "done";
+    case NodeState::kFailed:
+      return "error";
+  }
+  return "?";
+}
+
+// $RETURN when the job never ran, as DAGMan gives it.
+constexpr int kReturnSubmitFailed = -1001;
+constexpr int kReturnPreFailed = -1004;
+// DAG_Status / $DAG_STATUS (DAGMan's values).
+constexpr int kDagOk = 0, kDagNodeFailed = 2, kDagAborted = 3;
+// Nodes started per turn of the event loop, so that clients are answered between slices.
+constexpr int kStartsPerSlice = 64;
+
+std::string LoginName() {
+  struct passwd pw {};
+  struct passwd* found = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwuid_r(::geteuid(), &pw, buf.data(), buf.size(), &found) != 0 || !found) return "";
+  return pw.pw_name;
+}
+
+std::string Stamp() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  ::localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%m/%d/%y %H:%M:%S ", &tm);
+  return buf;
+}
+
+std::vector<std::string> SplitWords(const std::string& s) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t')) ++i;
+    size_t j = i;
+    while (j < s.size() && s[j] != ' ' && s[j] != '\t') ++j;
+    if (j > i) out.push_back(s.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+void ReplaceAll(std::string& s, std::string_view from, const std::string& to) {
+  for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size()))
+    s.replace(at, from.size(), to);
+}
+
+// The highest-numbered rescue DAG of `file` ("file.rescue003"), or "".
+std::string LatestRescue(const std::string& file, int* number) {
+  *number = 0;
+  std::string found;
+  for (int n = 1; n <= 999; ++n) {
+    char suffix[24];
+    std::snprintf(suffix, sizeof suffix, ".rescue%03d", n);
+    if (!FileExists(file + suffix)) break;
+    found = file + suffix;
+    *number = n;
+  }
+  return found;
+}
+
+}  // namespace
+
+struct Dags::Run {
+  struct Node {
+    NodeState state = NodeState::kWaiting;
+    int waiting_on = 0;  // parents not done
+    int attempts = 0;    // failed attempts so far ($RETRY of the next)
+    int cluster = 0;     // its latest job
+    int code = 0;        // the job's $RETURN
+    int pre_return = -1;
+    bool job_ok = false;
+    pid_t pid = 0;
+    std::string note;
+  };
+  int id = 0;
+  std::string file, dir;
+  dag::Dag dag;
+  DagSubmitArgs limits;
+  std::vector<Node> nodes;
+  std::set<std::pair<int, size_t>> ready;  // (-priority, node): the order nodes start in
+  std::set<size_t> check;  // queued nodes whose jobs changed status: perhaps they all ended
+  int queued = 0, pre_running = 0, post_running = 0, done = 0, failed = 0;
+  std::map<std::string, int, std::less<>> category_queued;
+  bool final_started = false, aborted = false, drive_posted = false;
+  int exit_code = 0;
+  std::FILE* out = nullptr;  // file.dag.dagman.out
+  ~Run() {
+    if (out) std::fclose(out);
+  }
+};
+
+Dags::Dags(boost::asio::io_context& io, JobQueue& queue, const AgentOptions& options, Hooks hooks)
+    : io_(io), queue_(queue), options_(options), hooks_(std::move(hooks)) {}
+
+Dags::~Dags() = default;
+
+void Dags::Log(Run& run, const std::string& line) {
+  if (!run.out) return;
+  std::fputs((Stamp() + line + "\n").c_str(), run.out);
+}
+
+namespace {
+
+dag::ParseOptions FileReader(const std::string& dir) {
+  dag::ParseOptions o;
+  o.read = [dir](const std::string& path) { return ReadFile(kite::JoinPath(dir, path)); };
+  o.exists = [dir](const std::string& path) { return FileExists(kite::JoinPath(dir, path)); };
+  return o;
+}
+
+Status RefuseUnsupported(const dag::Dag& d) {
+  for (const auto& n : d.nodes) {
+    const char* what = n.kind == dag::NodeKind::kSubdag        ? "SUBDAG EXTERNAL"
+                       : n.kind == dag::NodeKind::kService     ? "SERVICE"
+                       : n.kind == dag::NodeKind::kProvisioner ? "PROVISIONER"
+                                                               : nullptr;
+    if (what)
+      return Fail(ErrorCode::kInvalidInput, n.where.ToString() + ": " + what +
+                                                " nodes are not run by Kite yet; refused before "
+                                                "anything was queued");
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
+  std::string file = args.file.empty() || args.file[0] == '/'
+                         ? args.file
+                         : kite::JoinPath(args.cwd.empty() ? "." : args.cwd, args.file);
+  if (file.empty()) return Fail(ErrorCode::kInvalidInput, "no DAG file named");
+  std::string dir = DirName(file);
+  auto parsed = dag::ParseDag({BaseName(file)}, FileReader(dir));
+  if (!parsed) return Fail(parsed.error());
+  if (auto st = RefuseUnsupported(*parsed); !st) return Fail(st.error());
+  if (int other = FindByFile(file))
+    return Fail(ErrorCode::kConflict, file + " is already running as DAG " + std::to_string(other) +
+                                          " (kite rm " + std::to_string(other) + " stops it)");
+  DagSubmitted out;
+  out.nodes = parsed->nodes.size();
+  out.warnings = parsed->warnings;
+  // DAGMan's -autorescue: the latest rescue DAG says which nodes are done; -force starts over
+  // and moves the old rescue DAGs aside.
+  int number = 0;
+  std::string rescue = LatestRescue(file, &number);
+  std::vector<std::string> rescued;
+  if (!rescue.empty() && args.force) {
+    for (int n = 1; n <= number; ++n) {
+      char suffix[24];
+      std::snprintf(suffix, sizeof suffix, ".rescue%03d", n);
+      std::string from = file + suffix;
+      if (::rename(from.c_str(), (from + ".old").c_str()) != 0) return FailErrno("rename " + from);
+    }
+  } else if (!rescue.empty()) {
+    auto with = dag::ParseDag({BaseName(file), BaseName(rescue)}, FileReader(dir));
+    if (!with) return Fail(with.error().Wrap("the rescue DAG " + rescue));
+    for (size_t i = 0; i < with->nodes.size(); ++i) {
+      if (with->nodes[i].done && !parsed->nodes[i].done) rescued.push_back(with->nodes[i].name);
+    }
+    out.rescue = rescue;
+    out.done_from_rescue = rescued.size();
+  }
+  auto cluster = queue_.NewCluster();
+  if (!cluster) return Fail(cluster.error());
+  // The rescue DAG's results are recorded before the DAG's job exists (the same or an earlier
+  // transaction): a DAG never runs without them. The id is never handed out again.
+  for (const auto& name : rescued) queue_.SetDagNode(*cluster, name, "done 0 0 0");
+  SubmitRequest req;
+  req.cluster = *cluster;
+  req.dag = true;
+  auto str = [](const std::string& s) { return classad::Unparse(*classad::MakeString(s)); };
+  req.common = {{"JobUniverse", std::to_string(kUniverseScheduler)},
+                {"Cmd", str("kite-dag")},
+                {"Args", str(file)},
+                {"Iwd", str(dir)},
+                {"DAGFile", str(file)},
+                {"UserLog", str(file + ".dagman.log")},
+                {"DAGManOut", str(file + ".dagman.out")},
+                {"DAG_NodesTotal", std::to_string(parsed->nodes.size())},
+                {"DAGMaxJobs", std::to_string(args.max_jobs)},
+                {"DAGMaxIdle", std::to_string(args.max_idle)},
+                {"DAGMaxPre", std::to_string(args.max_pre)},
+                {"DAGMaxPost", std::to_string(args.max_post)}};
+  if (auto user = LoginName(); !user.empty()) req.common.push_back({"Owner", str(user)});
+  req.procs = {{{"ProcId", "0"}}};
+  auto n = queue_.Submit(req);
+  if (!n) return Fail(n.error());
+  out.cluster = *cluster;
+  if (Job* j = queue_.Find({*cluster, 0})) {
+    Load(*j);
+    DriveSoon(*cluster);
+  }
+  return out;
+}
+
+int Dags::FindByFile(const std::string& file) const {
+  for (const auto& [id, run] : runs_) {
+    if (run->file == file) return id;
+  }
+  return 0;
+}
+
+void Dags::Recover() {
+  std::vector<Job*> dags;
+  for (auto& [key, j] : queue_.jobs()) {
+    if (j.universe == kUniverseScheduler && j.status != kCompleted && j.status != kRemoved)
+      dags.push_back(&j);
+  }
+  for (Job* j : dags) Load(*j);
+  for (auto& [id, run] : runs_) DriveSoon(id);
+}
+
+// Builds a DAG's state from its file, its nodes' jobs in the queue and its node records.
+void Dags::Load(Job& dag_job) {
+  int id = dag_job.key.cluster;
+  auto file = dag_job.ad.EvaluateString("DAGFile");
+  if (!file) return;
+  auto run = std::make_unique<Run>();
+  run->id = id;
+  run->file = *file;
+  run->dir = DirName(*file);
+  auto parsed = dag::ParseDag({BaseName(*file)}, FileReader(run->dir));
+  if (!parsed) {
+    (void)queue_.Hold(dag_job, "The DAG file cannot be read again: " + parsed.error().message(),
+                      kHoldQueueDamage);
+    hooks_.commit_soon();
+    return;
+  }
+  run->dag = std::move(*parsed);
+  run->limits.max_jobs = static_cast<int>(dag_job.ad.EvaluateInt("DAGMaxJobs").value_or(0));
+  run->limits.max_idle = static_cast<int>(dag_job.ad.EvaluateInt("DAGMaxIdle").value_or(0));
+  run->limits.max_pre = static_cast<int>(dag_job.ad.EvaluateInt("DAGMaxPre").value_or(0));
+  run->limits.max_post = static_cast<int>(dag_job.ad.EvaluateInt("DAGMaxPost").value_or(0));
+  run->out = std::fopen((*file + ".dagman.out").c_str(), "a");
+  auto& nodes = run->nodes;
+  nodes.resize(run->dag.nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (run->dag.nodes[i].done) nodes[i].state = NodeState::kDone;
+  }
+  // Records: results, and POST scripts that must run (again).
+  std::map<std::string, std::string, std::less<>> records;
+  (void)queue_.DagNodes(id, [&](std::string_view node, std::string_view record) {
+    records.emplace(std::string(node), std::string(record));
+  });
+  for (auto& [name, record] : records) {
+    auto it = run->dag.by_name.find(name);
+    if (it == run->dag.by_name.end()) continue;
+    auto& n = nodes[it->second];
+    char state[16] = {};
+    int attempts = 0, cluster = 0, code = 0;
+    if (std::sscanf(record.c_str(), "%15s %d %d %d", state, &attempts, &cluster, &code) != 4)
+      continue;
+    n.attempts = attempts;
+    n.cluster = cluster;
+    n.code = code;
+    std::string s = state;
+    if (s == "done") n.state = NodeState::kDone;
+    if (s == "failed") n.state = NodeState::kFailed;
+    if (s == "post") n.state = NodeState::kPost;  // its POST script runs again
+  }
+  // The nodes' jobs: a node with a job that is not the one its record speaks of is queued.
+  std::map<size_t, int> queued;
+  for (auto& [key, j] : queue_.jobs()) {
+    if (j.ad.EvaluateInt("DAGManJobId").value_or(0) != id) continue;
+    auto name = j.ad.EvaluateString("DAGNodeName");
+    auto it = name ? run->dag.by_name.find(*name) : run->dag.by_name.end();
+    if (it == run->dag.by_name.end()) continue;
+    queued[it->second] = key.cluster;
+  }
+  std::vector<size_t> posts;
+  std::vector<int> leftovers;  // jobs whose results are recorded already
+  for (auto [node, cluster] : queued) {
+    auto& n = nodes[node];
+    if (cluster == n.cluster) {
+      leftovers.push_back(cluster);
+      continue;
+    }
+    n.state = NodeState::kSubmitted;
+    run->check.insert(node);
+    n.cluster = cluster;
+    if (Job* j = queue_.Find({cluster, 0}))
+      n.attempts = static_cast<int>(j->ad.EvaluateInt("DAGNodeRetry").value_or(n.attempts));
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].state == NodeState::kDone) ++run->done;
+    if (nodes[i].state == NodeState::kFailed) ++run->failed;
+    if (nodes[i].state == NodeState::kSubmitted) {
+      ++run->queued;
+      ++run->category_queued[run->dag.nodes[i].category];
+    }
+    if (nodes[i].state == NodeState::kPost) posts.push_back(i);
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (size_t p : run->dag.nodes[i].parents) {
+      if (nodes[p].state != NodeState::kDone) ++nodes[i].waiting_on;
+    }
+    if (nodes[i].state == NodeState::kWaiting && nodes[i].waiting_on == 0 &&
+        !(run->dag.final_node && *run->dag.final_node == i))
+      nodes[i].state = NodeState::kReady;
+    if (nodes[i].state == NodeState::kReady) run->ready.insert({-run->dag.nodes[i].priority, i});
+  }
+  Log(*run, "Kite DAG runner: " + *file + " (DAG " + std::to_string(id) + "), " +
+                std::to_string(nodes.size()) + " nodes, " + std::to_string(run->done) + " done, " +
+                std::to_string(run->queued) + " queued");
+  Run& r = *run;
+  runs_[id] = std::move(run);
+  for (int cluster : leftovers) {
+    std::vector<Job*> jobs;
+    for (auto it = queue_.jobs().lower_bound({cluster, 0});
+         it != queue_.jobs().end() && it->first.cluster == cluster; ++it)
+      jobs.push_back(&it->second);
+    for (Job* j : jobs) {
+      if (j->status == kCompleted || j->status == kRemoved) hooks_.retire(*j);
+    }
+  }
+  for (size_t p : posts) RunScript(r, p, false);
+  if (dag_job.status == kIdle) (void)queue_.MarkRunning(dag_job);
+  hooks_.commit_soon();
+}
+
+void Dags::DriveSoon(int cluster) {
+  auto it = runs_.find(cluster);
+  if (it == runs_.end() || it->second->drive_posted) return;
+  it->second->drive_posted = true;
+  boost::asio::post(io_, [this, cluster] {
+    auto found = runs_.find(cluster);
+    if (found == runs_.end()) return;
+    found->second->drive_posted = false;
+    Drive(*found->second);
+  });
+}
+
+// Starts what the throttles allow, in priority order; finishes the DAG when nothing can move.
+void Dags::Drive(Run& run) {
+  Job* dag_job = queue_.Find({run.id, 0});
+  if (!dag_job) return;
+  // Nodes whose jobs all ended (while the agent was down, or just now) are taken first.
+  auto check = std::move(run.check);
+  run.check.clear();
+  for (size_t i : check) {
+    if (run.nodes[i].state != NodeState::kSubmitted) continue;
+    bool all_ended = true;
+    for (auto it = queue_.jobs().lower_bound({run.nodes[i].cluster, 0});
+         it != queue_.jobs().end() && it->first.cluster == run.nodes[i].cluster; ++it) {
+      if (it->second.status != kCompleted && it->second.status != kRemoved) all_ended = false;
+    }
+    if (all_ended) JobEnded(run, i);
+  }
+  bool held = dag_job->status != kRunning;
+  bool paused = held || run.aborted;
+  int started = 0;
+  int idle = 0;
+  if (run.limits.max_idle > 0) {
+    for (const auto& n : run.nodes) {
+      if (n.state != NodeState::kSubmitted) continue;
+      for (auto it = queue_.jobs().lower_bound({n.cluster, 0});
+           it != queue_.jobs().end() && it->first.cluster == n.cluster; ++it)
+        idle += it->second.status == kIdle;
+    }
+  }
+  for (auto it = run.ready.begin(); !paused && it != run.ready.end();) {
+    size_t i = it->second;
+    const auto& node = run.dag.nodes[i];
+    bool has_pre = node.pre.has_value();
+    if (has_pre && run.limits.max_pre > 0 && run.pre_running >= run.limits.max_pre) {
+      ++it;
+      continue;
+    }
+    // A node whose PRE script runs counts against -maxjobs already: its job comes next.
+    if (run.limits.max_jobs > 0 && run.queued + run.pre_running >= run.limits.max_jobs) break;
+    if (run.limits.max_idle > 0 && idle >= run.limits.max_idle) break;
+    auto cat = run.dag.max_jobs.find(node.category);
+    if (!node.category.empty() && cat != run.dag.max_jobs.end() &&
+        run.category_queued[node.category] >= cat->second) {
+      ++it;
+      continue;
+    }
+    if (started == kStartsPerSlice) {
+      DriveSoon(run.id);
+      break;
+    }
+    it = run.ready.erase(it);
+    ++started;
+    ++idle;
+    Start(run, i);
+  }
+  Publish(run);
+  bool moving = run.queued > 0 || run.pre_running > 0 || run.post_running > 0 ||
+                (!paused && !run.ready.empty()) || !run.check.empty() || run.drive_posted;
+  if (!moving && !held) Finish(run);
+}
+
+void Dags::Start(Run& run, size_t i) {
+  if (run.dag.nodes[i].pre) {
+    run.nodes[i].state = NodeState::kPre;
+    RunScript(run, i, true);
+  } else {
+    SubmitNode(run, i);
+  }
+}
+
+void Dags::SubmitNode(Run& run, size_t i) {
+  auto& n = run.nodes[i];
+  const auto& node = run.dag.nodes[i];
+  if (node.noop) {
+    Log(run, "Node " + node.name + " is NOOP: not submitted");
+    n.job_ok = true;
+    n.code = 0;
+    n.state = NodeState::kSubmitted;
+    ++run.queued;
+    ++run.category_queued[node.category];
+    n.cluster = 0;
+    JobEnded(run, i);
+    return;
+  }
+  auto fail = [&](const std::string& why) {
+    Log(run, "Node " + node.name + ": submit failed: " + why);
+    n.note = why;
+    n.state = NodeState::kSubmitted;
+    ++run.queued;
+    ++run.category_queued[node.category];
+    n.cluster = 0;
+    n.job_ok = false;
+    n.code = kReturnSubmitFailed;
+    JobEnded(run, i);
+  };
+  auto cluster = queue_.NewCluster();
+  if (!cluster) return fail(cluster.error().message());
+  submit::SubmitOptions so;
+  so.cluster_id = *cluster;
+  so.cwd = kite::JoinPath(run.dir, node.dir);
+  so.file_checks = submit::FileChecks::kCondor;
+  for (const auto& v : node.vars) {
+    // In a VARS value, $(JOB) is the node's name and $(RETRY) its attempt (DAGMan's).
+    std::string value = v.value;
+    ReplaceAll(value, "$(JOB)", node.name);
+    ReplaceAll(value, "$(RETRY)", std::to_string(n.attempts));
+    std::string line = v.name + " = " + value;
+    (v.prepend ? so.before_lines : so.append_lines).push_back(line);
+  }
+  Result<submit::ParsedCluster> parsed = Fail(ErrorCode::kInternal, "");
+  if (!node.inline_submit.empty()) {
+    parsed = submit::ParseSubmitText(node.inline_submit, run.file, so);
+  } else if (auto d = run.dag.descriptions.find(node.submit); d != run.dag.descriptions.end()) {
+    parsed = submit::ParseSubmitText(d->second, run.file, so);
+  } else {
+    parsed = submit::ParseSubmitFile(kite::JoinPath(so.cwd, node.submit), so);
+  }
+  if (!parsed) {
+    (void)queue_.ReturnCluster(*cluster);
+    return fail(parsed.error().message());
+  }
+  auto str = [](const std::string& s) { return classad::Unparse(*classad::MakeString(s)); };
+  SubmitRequest req;
+  req.cluster = *cluster;
+  for (auto& a : parsed->common) req.common.push_back({a.name, a.expr});
+  std::string parents;
+  for (size_t p : node.parents) parents += (parents.empty() ? "" : ",") + run.dag.nodes[p].name;
+  req.common.push_back({"DAGManJobId", std::to_string(run.id)});
+  req.common.push_back({"DAGNodeName", str(node.name)});
+  req.common.push_back({"DAGNodeRetry", std::to_string(n.attempts)});
+  req.common.push_back({"DAGParentNodeNames", str(parents)});
+  req.common.push_back({"DAGManNodesLog", str(run.file + ".nodes.log")});
+  for (const auto& [name, value] : run.dag.job_attrs) req.common.push_back({name, value});
+  for (auto& p : parsed->procs) {
+    std::vector<SubmitAttr> attrs;
+    for (auto& a : p) attrs.push_back({a.name, a.expr});
+    req.procs.push_back(std::move(attrs));
+  }
+  auto submitted = queue_.Submit(req);
+  if (!submitted) {
+    (void)queue_.ReturnCluster(*cluster);
+    return fail(submitted.error().message());
+  }
+  n.state = NodeState::kSubmitted;
+  n.cluster = *cluster;
+  ++run.queued;
+  ++run.category_queued[node.category];
+  Log(run, "Submitted node " + node.name + " as job " + std::to_string(*cluster) + " (" +
+               std::to_string(*submitted) + " proc" + (*submitted == 1 ? "" : "s") + ")");
+}
+
+void Dags::RunScript(Run& run, size_t i, bool pre) {
+  auto& n = run.nodes[i];
+  const auto& node = run.dag.nodes[i];
+  const dag::Script& script = pre ? *node.pre : *node.post;
+  auto words = SplitWords(script.command);
+  std::string jobid = n.cluster ? std::to_string(n.cluster) + ".0" : "";
+  int status = run.aborted ? kDagAborted : run.failed ? kDagNodeFailed : kDagOk;
+  for (auto& w : words) {
+    ReplaceAll(w, "$PRE_SCRIPT_RETURN", std::to_string(n.pre_return));
+    ReplaceAll(w, "$MAX_RETRIES", std::to_string(node.retries));
+    ReplaceAll(w, "$FAILED_COUNT", std::to_string(run.failed));
+    ReplaceAll(w, "$DAG_STATUS", std::to_string(status));
+    ReplaceAll(w, "$RETURN", std::to_string(n.code));
+    ReplaceAll(w, "$RETRY", std::to_string(n.attempts));
+    ReplaceAll(w, "$JOBID", jobid);
+    ReplaceAll(w, "$JOB", node.name);
+  }
+  n.state = pre ? NodeState::kPre : NodeState::kPost;
+  if (words.empty()) return ScriptEnded(run, i, pre, 1);
+  std::string cwd = kite::JoinPath(run.dir, node.dir);
+  std::string exe = kite::JoinPath(cwd, words[0]);
+  if (words[0].find('/') == std::string::npos && !FileExists(exe)) exe = words[0];
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  std::string debug =
+      script.debug_file.empty() ? "/dev/null" : kite::JoinPath(cwd, script.debug_file);
+  posix_spawn_file_actions_addopen(&fa, 1, debug.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
+  pid_t pid = 0;
+  int rc = words[0].find('/') == std::string::npos && exe == words[0]
+               ? ::posix_spawnp(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ)
+               : ::posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) {
+    Log(run, std::string(pre ? "PRE" : "POST") + " script of node " + node.name +
+                 " could not start: " + std::strerror(rc));
+    return ScriptEnded(run, i, pre, 1);
+  }
+  (pre ? run.pre_running : run.post_running)++;
+  n.pid = pid;
+  scripts_[pid] = {run.id, i};
+  Log(run, std::string("Running ") + (pre ? "PRE" : "POST") + " script of node " + node.name +
+               " (pid " + std::to_string(pid) + ")");
+}
+
+bool Dags::Reaped(pid_t pid, int status) {
+  auto it = scripts_.find(pid);
+  if (it == scripts_.end()) return false;
+  auto [id, i] = it->second;
+  scripts_.erase(it);
+  auto run = runs_.find(id);
+  if (run == runs_.end()) return true;
+  auto& n = run->second->nodes[i];
+  n.pid = 0;
+  bool pre = n.state == NodeState::kPre;
+  (pre ? run->second->pre_running : run->second->post_running)--;
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+  ScriptEnded(*run->second, i, pre, code);
+  DriveSoon(id);
+  return true;
+}
+
+void Dags::ScriptEnded(Run& run, size_t i, bool pre, int code) {
+  auto& n = run.nodes[i];
+  const auto& node = run.dag.nodes[i];
+  Log(run, std::string(pre ? "PRE" : "POST") + " script of node " + node.name + " ended with " +
+               std::to_string(code));
+  const dag::Script& script = pre ? *node.pre : *node.post;
+  if (script.defer_status && code == *script.defer_status) {
+    // DEFER: run the script again later; the node keeps its place.
+    auto timer = std::make_shared<boost::asio::steady_timer>(io_);
+    timer->expires_after(std::chrono::seconds(script.defer_seconds));
+    n.state = pre ? NodeState::kPre : NodeState::kPost;
+    timer->async_wait([this, timer, id = run.id, i, pre](auto ec) {
+      auto it = runs_.find(id);
+      if (ec || it == runs_.end()) return;
+      RunScript(*it->second, i, pre);
+    });
+    return;
+  }
+  if (pre) {
+    n.pre_return = code;
+    if (code == 0) return SubmitNode(run, i);
+    if (node.pre_skip && code == *node.pre_skip) {
+      Log(run, "Node " + node.name + " skipped by its PRE script (PRE_SKIP " +
+                   std::to_string(code) + ")");
+      return NodeDone(run, i);
+    }
+    n.code = kReturnPreFailed;
+    n.note = "PRE script failed with " + std::to_string(code);
+    if (node.post) return RunScript(run, i, false);
+    return Decide(run, i, false, code);
+  }
+  if (code != 0) n.note = "POST script failed with " + std::to_string(code);
+  Decide(run, i, code == 0, code);
+}
+
+// All of a node's job's procs have ended (or it never got one).
+void Dags::JobEnded(Run& run, size_t i) {
+  auto& n = run.nodes[i];
+  const auto& node = run.dag.nodes[i];
+  if (n.cluster != 0) {
+    n.job_ok = true;
+    n.code = 0;
+    if (!queue_.FindCluster(n.cluster)) {
+      n.job_ok = false;
+      n.code = 1;
+      n.note = "its job " + std::to_string(n.cluster) + " left the queue without a result";
+    }
+    for (auto it = queue_.jobs().lower_bound({n.cluster, 0});
+         it != queue_.jobs().end() && it->first.cluster == n.cluster; ++it) {
+      const Job& j = it->second;
+      bool by_signal = j.ad.EvaluateBool("ExitBySignal").value_or(false);
+      int code = by_signal ? -static_cast<int>(j.ad.EvaluateInt("ExitSignal").value_or(0))
+                           : static_cast<int>(j.ad.EvaluateInt("ExitCode").value_or(0));
+      if (j.status == kRemoved) {
+        n.job_ok = false;
+        n.note = "job " + JobIdString(j.key) + " was removed";
+        if (code == 0) code = 1;
+      } else if (by_signal || code != 0) {
+        n.job_ok = false;
+        n.note = "job " + JobIdString(j.key) + (by_signal ? " ended by signal " : " exited with ") +
+                 std::to_string(by_signal ? -code : code);
+      }
+      if (!n.job_ok && n.code == 0) n.code = code;
+    }
+  }
+  --run.queued;
+  --run.category_queued[node.category];
+  Log(run, "Node " + node.name + " job " + (n.cluster ? std::to_string(n.cluster) : "-") +
+               (n.job_ok ? " completed" : " failed: " + n.note));
+  if (node.post) {
+    n.state = NodeState::kPost;
+    Record(run, i);  // its POST runs again after a restart; the jobs can go
+    RetireNodeJobs(run, i);
+    return RunScript(run, i, false);
+  }
+  Decide(run, i, n.job_ok, n.code);
+}
+
+// A node's result: done, another attempt, or failed (perhaps aborting the DAG).
+void Dags::Decide(Run& run, size_t i, bool ok, int code) {
+  auto& n = run.nodes[i];
+  const auto& node = run.dag.nodes[i];
+  if (ok) return NodeDone(run, i);
+  if (node.abort_on && code == *node.abort_on) {
+    n.state = NodeState::kFailed;
+    ++run.failed;
+    Record(run, i);
+    RetireNodeJobs(run, i);
+    return Abort(run, node.abort_return.value_or(code),
+                 "node " + node.name + " returned " + std::to_string(code) + " (ABORT-DAG-ON)");
+  }
+  bool unless = node.retry_unless_exit && code == *node.retry_unless_exit;
+  if (n.attempts < node.retries && !unless && !run.aborted) {
+    ++n.attempts;
+    n.state = NodeState::kReady;
+    Record(run, i);
+    RetireNodeJobs(run, i);
+    Log(run, "Node " + node.name + " failed; retry " + std::to_string(n.attempts) + " of " +
+                 std::to_string(node.retries));
+    run.ready.insert({-node.priority, i});
+    return DriveSoon(run.id);
+  }
+  n.state = NodeState::kFailed;
+  ++run.failed;
+  Record(run, i);
+  RetireNodeJobs(run, i);
+  Log(run, "Node " + node.name + " failed" + (n.note.empty() ? "" : ": " + n.note));
+  DriveSoon(run.id);
+}
+
+void Dags::NodeDone(Run& run, size_t i) {
+  auto& n = run.nodes[i];
+  n.state = NodeState::kDone;
+  ++run.done;
+  Record(run, i);
+  RetireNodeJobs(run, i);
+  for (size_t c : run.dag.nodes[i].children) {
+    auto& child = run.nodes[c];
+    if (--child.waiting_on == 0 && child.state == NodeState::kWaiting) {
+      child.state = NodeState::kReady;
+      run.ready.insert({-run.dag.nodes[c].priority, c});
+    }
+  }
+  DriveSoon(run.id);
+}
+
+void Dags::Record(Run& run, size_t i) {
+  const auto& n = run.nodes[i];
+  const char* state = n.state == NodeState::kDone     ? "done"
+                      : n.state == NodeState::kFailed ? "failed"
+                      : n.state == NodeState::kPost   ? "post"
+                                                      : "retry";
+  queue_.SetDagNode(run.id, run.dag.nodes[i].name,
+                    std::string(state) + " " + std::to_string(n.attempts) + " " +
+                        std::to_string(n.cluster) + " " + std::to_string(n.code));
+  hooks_.commit_soon();
+}
+
+void Dags::RetireNodeJobs(Run& run, size_t i) {
+  int cluster = run.nodes[i].cluster;
+  if (cluster == 0) return;
+  std::vector<Job*> done;
+  for (auto it = queue_.jobs().lower_bound({cluster, 0});
+       it != queue_.jobs().end() && it->first.cluster == cluster; ++it) {
+    if (it->second.status == kCompleted || it->second.status == kRemoved)
+      done.push_back(&it->second);
+  }
+  run.nodes[i].cluster = cluster;
+  for (Job* j : done) hooks_.retire(*j);
+}
+
+bool Dags::KeepsForNode(const Job& job) const {
+  auto id = job.ad.EvaluateInt("DAGManJobId");
+  if (!id) return false;
+  auto it = runs_.find(static_cast<int>(*id));
+  if (it == runs_.end()) return false;
+  auto name = job.ad.EvaluateString("DAGNodeName");
+  auto n = name ? it->second->dag.by_name.find(*name) : it->second->dag.by_name.end();
+  if (n == it->second->dag.by_name.end()) return false;
+  const auto& node = it->second->nodes[n->second];
+  return node.state == NodeState::kSubmitted && node.cluster == job.key.cluster;
+}
+
+void Dags::OnStatus(Job& job, bool leaving) {
+  if (job.universe == kUniverseScheduler) {
+    auto it = runs_.find(job.key.cluster);
+    if (it == runs_.end()) return;
+    if (job.status == kRemoved || leaving) {
+      // After the action that removed it is done with its list of jobs.
+      boost::asio::post(io_, [this, id = job.key.cluster] {
+        auto found = runs_.find(id);
+        if (found != runs_.end()) Removed(*found->second);
+      });
+      return;
+    }
+    if (job.status == kIdle) {
+      // Released: it goes on where it was.
+      boost::asio::post(io_, [this, key = job.key] {
+        if (Job* j = queue_.Find(key); j && j->status == kIdle) (void)queue_.MarkRunning(*j);
+        DriveSoon(key.cluster);
+      });
+    }
+    return;
+  }
+  if (job.status != kCompleted && job.status != kRemoved) return;
+  auto id = job.ad.EvaluateInt("DAGManJobId");
+  auto it = id ? runs_.find(static_cast<int>(*id)) : runs_.end();
+  if (it == runs_.end()) return;
+  auto name = job.ad.EvaluateString("DAGNodeName");
+  auto n = name ? it->second->dag.by_name.find(*name) : it->second->dag.by_name.end();
+  if (n == it->second->dag.by_name.end()) return;
+  it->second->check.insert(n->second);
+  DriveSoon(it->first);
+}
+
+void Dags::Abort(Run& run, int code, const std::string& why) {
+  Log(run, "Aborting the DAG: " + why);
+  run.aborted = true;
+  run.exit_code = code;
+  for (size_t i = 0; i < run.nodes.size(); ++i) {
+    auto& n = run.nodes[i];
+    if (n.pid > 0) ::kill(n.pid, SIGKILL);
+    if (n.state != NodeState::kSubmitted || n.cluster == 0) continue;
+    for (auto it = queue_.jobs().lower_bound({n.cluster, 0});
+         it != queue_.jobs().end() && it->first.cluster == n.cluster; ++it) {
+      if (it->second.status != kCompleted && it->second.status != kRemoved)
+        hooks_.remove(it->second, "the DAG was aborted: " + why);
+    }
+  }
+  run.ready.clear();
+  DriveSoon(run.id);
+}
+
+// Nothing runs and nothing can start: the FINAL node, then the DAG's end.
+void Dags::Finish(Run& run) {
+  if (run.dag.final_node && !run.final_started) {
+    run.final_started = true;
+    size_t f = *run.dag.final_node;
+    if (run.nodes[f].state != NodeState::kDone && run.nodes[f].state != NodeState::kFailed) {
+      Log(run, "Starting the FINAL node " + run.dag.nodes[f].name);
+      run.nodes[f].state = NodeState::kReady;
+      return Start(run, f);
+    }
+  }
+  bool all_done = run.done == static_cast<int>(run.nodes.size());
+  int exit_code = run.aborted ? run.exit_code : all_done ? 0 : 1;
+  if (run.dag.final_node) {
+    // With a FINAL node, the DAG succeeds when it does (DAGMan's rule), unless it was aborted.
+    auto s = run.nodes[*run.dag.final_node].state;
+    if (!run.aborted) exit_code = s == NodeState::kDone ? 0 : 1;
+  }
+  std::string rescue;
+  if (!all_done) {
+    auto written = WriteRescue(run);
+    if (written)
+      rescue = *written;
+    else
+      Log(run, "Cannot write the rescue DAG: " + written.error().message());
+  }
+  Log(run, "DAG ended with exit code " + std::to_string(exit_code) + ": " +
+               std::to_string(run.done) + " done, " + std::to_string(run.failed) + " failed" +
+               (rescue.empty() ? "" : "; rescue DAG " + rescue));
+  Publish(run);
+  Job* j = queue_.Find({run.id, 0});
+  int id = run.id;
+  queue_.ForgetDag(id);
+  runs_.erase(id);
+  if (!j) return;
+  ExecStatus st;
+  st.kind = ExecStatus::Kind::kExited;
+  st.code = exit_code;
+  st.end = queue_.Now();
+  st.start = static_cast<double>(j->ad.EvaluateInt("JobCurrentStartDate").value_or(0));
+  if (st.start <= 0) st.start = st.end;
+  queue_.MarkExited(*j, st);
+  if (queue_.MarkCompleted(*j)) hooks_.retire(*j);
+  hooks_.commit_soon();
+}
+
+// The DAG's job was removed: its nodes' jobs go too, and a rescue DAG says what was done.
+void Dags::Removed(Run& run) {
+  Log(run, "The DAG was removed");
+  for (auto& n : run.nodes) {
+    if (n.pid > 0) ::kill(n.pid, SIGKILL);
+  }
+  std::vector<Job*> jobs;
+  for (auto& n : run.nodes) {
+    if (n.state != NodeState::kSubmitted || n.cluster == 0) continue;
+    for (auto it = queue_.jobs().lower_bound({n.cluster, 0});
+         it != queue_.jobs().end() && it->first.cluster == n.cluster; ++it)
+      jobs.push_back(&it->second);
+  }
+  if (run.done < static_cast<int>(run.nodes.size())) {
+    if (auto w = WriteRescue(run); w) Log(run, "Rescue DAG " + *w);
+  }
+  int id = run.id;
+  queue_.ForgetDag(id);
+  auto keep = std::move(runs_[id]);
+  runs_.erase(id);
+  for (Job* j : jobs) {
+    if (j->status == kCompleted || j->status == kRemoved) {
+      hooks_.retire(*j);
+    } else {
+      hooks_.remove(*j, "its DAG " + std::to_string(id) + " was removed");
+    }
+  }
+  for (auto it = scripts_.begin(); it != scripts_.end();) {
+    it = it->second.first == id ? scripts_.erase(it) : std::next(it);
+  }
+  hooks_.commit_soon();
+}
+
+// DAGMan's rescue DAG: the next file.rescueNNN, with a DONE line per node done.
+Result<std::string> Dags::WriteRescue(Run& run) {
+  int number = 0;
+  LatestRescue(run.file, &number);
+  if (number >= 999) return Fail(ErrorCode::kConflict, "999 rescue DAGs exist already");
+  char suffix[24];
+  std::snprintf(suffix, sizeof suffix, ".rescue%03d", number + 1);
+  std::string path = run.file + suffix;
+  std::string text = "# Rescue DAG file, written by Kite's DAG runner for " + run.file +
+                     "\n# Nodes done: " + std::to_string(run.done) + " of " +
+                     std::to_string(run.nodes.size()) + "; failed: " + std::to_string(run.failed) +
+                     "\n";
+  for (size_t i = 0; i < run.nodes.size(); ++i) {
+    const auto& n = run.nodes[i];
+    if (n.state == NodeState::kFailed && !n.note.empty())
+      text += "# " + run.dag.nodes[i].name + " failed: " + n.note + "\n";
+  }
+  for (size_t i = 0; i < run.nodes.size(); ++i) {
+    if (run.nodes[i].state == NodeState::kDone && !run.dag.nodes[i].done)
+      text += "DONE " + run.dag.nodes[i].name + "\n";
+  }
+  if (auto st = WriteFileAtomic(path, text); !st) return Fail(st.error());
+  return path;
+}
+
+// The DAG's job ad carries DAGMan's counters (condor_q shows them).
+void Dags::Publish(Run& run) {
+  Job* j = queue_.Find({run.id, 0});
+  if (!j) return;
+  int ready = static_cast<int>(run.ready.size());
+  int unready = static_cast<int>(run.nodes.size()) - run.done - run.failed - run.queued - ready -
+                run.pre_running - run.post_running;
+  auto set = [&](const char* name, int64_t v) {
+    if (j->ad.EvaluateInt(name).value_or(-1) != v)
+      queue_.SetAttr(*j, name, classad::MakeInteger(v));
+  };
+  set("DAG_NodesTotal", static_cast<int64_t>(run.nodes.size()));
+  set("DAG_NodesDone", run.done);
+  set("DAG_NodesFailed", run.failed);
+  set("DAG_NodesQueued", run.queued);
+  set("DAG_NodesPre", run.pre_running);
+  set("DAG_NodesPost", run.post_running);
+  set("DAG_NodesReady", ready);
+  set("DAG_NodesUnready", std::max(0, unready));
+  set("DAG_Status", run.aborted ? kDagAborted : run.failed ? kDagNodeFailed : kDagOk);
+  if (run.out) std::fflush(run.out);
+  hooks_.commit_soon();
+}
+
+std::vector<DagNodeView> Dags::Nodes(int cluster) const {
+  std::vector<DagNodeView> out;
+  auto it = runs_.find(cluster);
+  if (it == runs_.end()) return out;
+  const Run& run = *it->second;
+  for (size_t i = 0; i < run.nodes.size(); ++i) {
+    const auto& n = run.nodes[i];
+    out.push_back({run.dag.nodes[i].name, StateName(n.state),
+                   n.cluster ? std::to_string(n.cluster) : "", n.attempts, n.note});
+  }
+  return out;
+}
+
+}  // namespace kite::agent

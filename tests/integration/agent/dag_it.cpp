@@ -1,0 +1,248 @@
+// DAGs run by the agent (docs/dag.md): `kite dag submit` with real local-universe node jobs, real
+// PRE/POST scripts, rescue DAGs, and kill -9 of the agent while a DAG runs.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <boost/json.hpp>
+#include <map>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "tests/fixtures/kite_env.h"
+
+namespace kite::testing {
+namespace {
+
+// A node job that appends its node name to ran.txt and exits with $(code) (0 unless VARS say).
+constexpr char kNodeSub[] =
+    "universe = local\n"
+    "executable = /bin/sh\n"
+    "arguments = \"-c 'echo $(node) >> ran.txt; exit $(code)'\"\n"
+    "code = 0\n"
+    "queue\n";
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) out.push_back(line);
+  return out;
+}
+
+int DagCluster(const CommandResult& r) {
+  std::smatch m;
+  std::regex re("1 job\\(s\\) submitted to cluster ([0-9]+)\\.");
+  if (!std::regex_search(r.out, m, re)) return 0;
+  return std::stoi(m[1]);
+}
+
+// Waits for the DAG's job to leave the queue; its ExitCode from the history ("" when not found).
+std::string WaitForDag(const KiteEnv& env, int cluster, int seconds = 60) {
+  std::string id = std::to_string(cluster) + ".0";
+  auto w = env.Kite({"wait", id, "--timeout", std::to_string(seconds)});
+  EXPECT_EQ(w.exit_code, 0) << w.out << w.err;
+  auto h = env.Kite({"history", id, "-json"});
+  boost::system::error_code ec;
+  auto v = boost::json::parse(h.out, ec);
+  if (ec || !v.is_array() || v.as_array().empty()) return "";
+  auto* code = v.as_array()[0].as_object().if_contains("ExitCode");
+  return code ? boost::json::serialize(*code) : "";
+}
+
+size_t Position(const std::vector<std::string>& v, const std::string& s) {
+  return static_cast<size_t>(std::find(v.begin(), v.end(), s) - v.begin());
+}
+
+TEST(Dag, ADiamondRunsInOrderWithItsScriptsAndANodeThatSucceedsOnItsRetry) {
+  KiteEnv env("dag-diamond");
+  env.StartAgent();
+  env.Write("node.sub", kNodeSub);
+  env.Write("pre.sh", "#!/bin/sh\necho \"pre $1 retry $2 of $3\" >> scripts.txt\n", 0755);
+  env.Write("post.sh", "#!/bin/sh\necho \"post $1 return $2\" >> scripts.txt\nexit $2\n", 0755);
+  // C fails on its first run only: the side-effect file says whether it ran before.
+  env.Write("flaky.sub",
+            "universe = local\nexecutable = /bin/sh\n"
+            "arguments = \"-c 'echo C >> ran.txt; test -f c.once && exit 0; touch c.once; exit "
+            "7'\"\nqueue\n");
+  env.Write("diamond.dag",
+            "# the classic diamond\n"
+            "JOB A node.sub\nJOB B node.sub\nJOB C flaky.sub\nJOB D node.sub\n"
+            "VARS ALL_NODES node=\"$(JOB)\"\n"
+            "PARENT A CHILD B C\nPARENT B C CHILD D\n"
+            "SCRIPT PRE B pre.sh $JOB $RETRY $MAX_RETRIES\n"
+            "SCRIPT POST C post.sh $JOB $RETURN\n"
+            "RETRY C 2\n");
+  auto r = env.Kite({"dag", "submit", "diamond.dag"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int dag = DagCluster(r);
+  ASSERT_GT(dag, 0) << r.out;
+  EXPECT_EQ(WaitForDag(env, dag), "0");
+  auto ran = Lines(ReadFileOr(env.dir() + "/ran.txt"));
+  ASSERT_EQ(ran.size(), 5u) << ReadFileOr(env.dir() + "/ran.txt");  // C twice
+  EXPECT_EQ(ran.front(), "A");
+  EXPECT_EQ(ran.back(), "D");
+  EXPECT_EQ(std::count(ran.begin(), ran.end(), "C"), 2);
+  EXPECT_LT(Position(ran, "A"), Position(ran, "B"));
+  std::string scripts = ReadFileOr(env.dir() + "/scripts.txt");
+  EXPECT_NE(scripts.find("pre B retry 0 of 0\n"), std::string::npos) << scripts;
+  EXPECT_NE(scripts.find("post C return 7\n"), std::string::npos) << scripts;
+  EXPECT_NE(scripts.find("post C return 0\n"), std::string::npos) << scripts;
+  // DAGMan's files, by DAGMan's names.
+  std::string out = ReadFileOr(env.dir() + "/diamond.dag.dagman.out");
+  EXPECT_NE(out.find("Node C failed; retry 1 of 2"), std::string::npos) << out;
+  EXPECT_NE(out.find("DAG ended with exit code 0: 4 done, 0 failed"), std::string::npos) << out;
+  std::string nodes_log = ReadFileOr(env.dir() + "/diamond.dag.nodes.log");
+  EXPECT_EQ(std::count(nodes_log.begin(), nodes_log.end(), '\n') > 0, true);
+  EXPECT_EQ(nodes_log.rfind("000 (", 0), 0u) << nodes_log;  // a submit event comes first
+  // No rescue DAG after a success; the node jobs carried their DAG's id and their names.
+  EXPECT_EQ(ReadFileOr(env.dir() + "/diamond.dag.rescue001", "none"), "none");
+  auto h = env.Kite(
+      {"history", "-constraint", "DAGManJobId == " + std::to_string(dag), "-af", "DAGNodeName"});
+  auto names = Lines(h.out);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"A", "B", "C", "C", "D"})) << h.out << h.err;
+}
+
+TEST(Dag, AFailedNodeLeavesARescueDagAndTheNextSubmitRunsOnlyWhatWasNotDone) {
+  KiteEnv env("dag-rescue");
+  env.StartAgent();
+  env.Write("node.sub", kNodeSub);
+  const std::string dag_text =
+      "JOB A node.sub\nJOB B node.sub\nJOB C node.sub\nJOB E node.sub\n"
+      "VARS ALL_NODES node=\"$(JOB)\"\nVARS B code=\"BCODE\"\n"
+      "PARENT A CHILD B\nPARENT B CHILD C\n";
+  // B fails (exit 5): C never runs; A and E are done.
+  env.Write("chain.dag", std::regex_replace(dag_text, std::regex("BCODE"), "5"));
+  auto r = env.Kite({"dag", "submit", "chain.dag"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(WaitForDag(env, DagCluster(r)), "1");
+  std::string rescue = ReadFileOr(env.dir() + "/chain.dag.rescue001");
+  EXPECT_NE(rescue.find("DONE A\n"), std::string::npos) << rescue;
+  EXPECT_NE(rescue.find("DONE E\n"), std::string::npos) << rescue;
+  EXPECT_EQ(rescue.find("DONE B"), std::string::npos) << rescue;
+  EXPECT_EQ(rescue.find("DONE C"), std::string::npos) << rescue;
+  EXPECT_NE(rescue.find("# B failed: job"), std::string::npos) << rescue;
+  // The cause fixed, the same command runs B and C only.
+  env.Write("chain.dag", std::regex_replace(dag_text, std::regex("BCODE"), "0"));
+  ::unlink((env.dir() + "/ran.txt").c_str());
+  r = env.Kite({"dag", "submit", "chain.dag"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Running the rescue DAG"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 node(s) already done"), std::string::npos) << r.out;
+  EXPECT_EQ(WaitForDag(env, DagCluster(r)), "0");
+  EXPECT_EQ(ReadFileOr(env.dir() + "/ran.txt"), "B\nC\n");
+  // -force starts over: the rescue DAG is moved aside and every node runs.
+  ::unlink((env.dir() + "/ran.txt").c_str());
+  r = env.Kite({"dag", "submit", "-force", "chain.dag"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(WaitForDag(env, DagCluster(r)), "0");
+  EXPECT_EQ(Lines(ReadFileOr(env.dir() + "/ran.txt")).size(), 4u);
+  EXPECT_NE(ReadFileOr(env.dir() + "/chain.dag.rescue001.old", "none"), "none");
+}
+
+TEST(Dag, MalformedDagFilesAreRefusedNamingFileAndLineAndNothingIsQueued) {
+  KiteEnv env("dag-bad");
+  env.StartAgent();
+  env.Write("node.sub", kNodeSub);
+  const std::pair<std::string, std::string> cases[] = {
+      {"JOB A node.sub\nJOB B node.sub\nPARENT A CHILD B\nPARENT B CHILD A\n", "cycle: "},
+      {"JOB A node.sub\nPARENT A CHILD Z\n", "bad.dag:2: "},
+      {"JOB A missing.sub\n", "bad.dag:1: "},
+      {"JOB A node.sub\nRETRY A many\n", "bad.dag:2: "},
+      {"JOB A node.sub\nRETRY A -1\n", "bad.dag:2: "},
+      {"JOB A node.sub\nFROBNICATE A\n", "bad.dag:2: "},
+      {"JOB A node.sub\n# " + std::string(1 << 20, 'x') + "\n", "bad.dag:2: "},
+  };
+  for (const auto& [text, want] : cases) {
+    env.Write("bad.dag", text);
+    auto r = env.Kite({"dag", "submit", "bad.dag"});
+    EXPECT_NE(r.exit_code, 0) << text.substr(0, 80);
+    EXPECT_NE(r.err.find(want), std::string::npos) << r.err.substr(0, 300);
+  }
+  auto q = env.Kite({"q", "-json"});
+  EXPECT_EQ(q.out.find("ClusterId"), std::string::npos) << q.out;
+  auto h = env.Kite({"history", "-json"});
+  EXPECT_EQ(h.out.find("ClusterId"), std::string::npos) << h.out;
+}
+
+TEST(Dag, RemovingTheDagRemovesItsRunningNodesAndWritesARescueDag) {
+  KiteEnv env("dag-rm");
+  env.StartAgent();
+  env.Write("node.sub", kNodeSub);
+  env.Write("slow.sub",
+            "universe = local\nexecutable = /bin/sh\n"
+            "arguments = \"-c 'echo S >> ran.txt; sleep 300'\"\nqueue\n");
+  env.Write("rm.dag",
+            "JOB A node.sub\nJOB S slow.sub\nJOB Z node.sub\nVARS A node=\"A\"\n"
+            "VARS Z node=\"Z\"\nPARENT A CHILD S\nPARENT S CHILD Z\n");
+  auto r = env.Kite({"dag", "submit", "rm.dag"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int dag = DagCluster(r);
+  ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(env.dir() + "/ran.txt") == "A\nS\n"; }, 20));
+  auto st = env.Kite({"dag", "status", "rm.dag"});
+  EXPECT_EQ(st.exit_code, 0) << st.err;
+  EXPECT_NE(st.out.find("submitted"), std::string::npos) << st.out;
+  ASSERT_EQ(env.Kite({"rm", std::to_string(dag)}).exit_code, 0);
+  // Its node's job goes too, and nothing after it runs.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        auto q = env.Kite({"q", "-json"});
+        return q.exit_code == 0 && q.out.find("ClusterId") == std::string::npos;
+      },
+      20));
+  std::string rescue = ReadFileOr(env.dir() + "/rm.dag.rescue001");
+  EXPECT_NE(rescue.find("DONE A\n"), std::string::npos) << rescue;
+  EXPECT_EQ(rescue.find("DONE S"), std::string::npos) << rescue;
+  EXPECT_EQ(ReadFileOr(env.dir() + "/ran.txt"), "A\nS\n");
+}
+
+// kill -9 of the agent at random moments while a DAG of short local nodes runs: after the last
+// restart the DAG completes and every node ran exactly once.
+TEST(Dag, KillNineOfTheAgentWhileADagRunsRunsEveryNodeExactlyOnce) {
+  KiteEnv env("dag-kill");
+  env.StartAgent();
+  env.Write("node.sub",
+            "universe = local\nexecutable = /bin/sh\n"
+            "arguments = \"-c 'echo $(node) >> ran.txt; sleep 0.$(nap)'\"\nqueue\n");
+  env.Write("post.sh", "#!/bin/sh\necho $1 >> posts.txt\n", 0755);
+  // Ten chains of twelve, each fanning out from a root and into a last node, so that nodes wait
+  // on parents, run side by side, and have POST scripts.
+  std::string dag = "JOB root node.sub\nJOB last node.sub\n";
+  std::mt19937 rng(std::random_device{}());
+  int nodes = 2;
+  for (int c = 0; c < 10; ++c) {
+    for (int i = 0; i < 12; ++i) {
+      std::string n = "n" + std::to_string(c) + "_" + std::to_string(i);
+      dag += "JOB " + n + " node.sub\nVARS " + n + " nap=\"" + std::to_string(rng() % 3) + "\"\n";
+      dag += i == 0 ? "PARENT root CHILD " + n + "\n"
+                    : "PARENT n" + std::to_string(c) + "_" + std::to_string(i - 1) + " CHILD " + n +
+                          "\n";
+      if (i % 4 == 0) dag += "SCRIPT POST " + n + " post.sh $JOB\n";
+      ++nodes;
+    }
+    dag += "PARENT n" + std::to_string(c) + "_11 CHILD last\n";
+  }
+  dag += "VARS ALL_NODES node=\"$(JOB)\"\nVARS root nap=\"0\"\nVARS last nap=\"0\"\n";
+  env.Write("big.dag", dag);
+  auto r = env.Kite({"dag", "submit", "-maxjobs", "6", "big.dag"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int cluster = DagCluster(r);
+  for (int kill = 0; kill < 5; ++kill) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300 + rng() % 900));
+    env.KillAgent();
+    env.StartAgent();
+  }
+  EXPECT_EQ(WaitForDag(env, cluster, 180), "0");
+  auto ran = Lines(ReadFileOr(env.dir() + "/ran.txt"));
+  std::map<std::string, int> times;
+  for (auto& n : ran) ++times[n];
+  EXPECT_EQ(static_cast<int>(times.size()), nodes);
+  for (auto& [n, k] : times) EXPECT_EQ(k, 1) << "node " << n << " ran " << k << " times";
+  EXPECT_EQ(ran.back(), "last");
+  std::printf("dag kill -9: %d nodes, 5 kills, %zu node runs\n", nodes, ran.size());
+}
+
+}  // namespace
+}  // namespace kite::testing
