@@ -404,8 +404,10 @@ void Dags::Drive(Run& run) {
   }
   bool held = dag_job->status != kRunning;
   bool paused = held || run.aborted;
-  int started = 0;
+  int started = 0, pres = 0;
   int idle = 0;
+  std::vector<size_t> starting;
+  std::map<std::string, int, std::less<>> category_started;
   if (run.limits.max_idle > 0) {
     for (const auto& n : run.nodes) {
       if (n.state != NodeState::kSubmitted) continue;
@@ -418,16 +420,17 @@ void Dags::Drive(Run& run) {
     size_t i = it->second;
     const auto& node = run.dag.nodes[i];
     bool has_pre = node.pre.has_value();
-    if (has_pre && run.limits.max_pre > 0 && run.pre_running >= run.limits.max_pre) {
+    if (has_pre && run.limits.max_pre > 0 && run.pre_running + pres >= run.limits.max_pre) {
       ++it;
       continue;
     }
     // A node whose PRE script runs counts against -maxjobs already: its job comes next.
-    if (run.limits.max_jobs > 0 && run.queued + run.pre_running >= run.limits.max_jobs) break;
+    if (run.limits.max_jobs > 0 && run.queued + run.pre_running + started >= run.limits.max_jobs)
+      break;
     if (run.limits.max_idle > 0 && idle >= run.limits.max_idle) break;
     auto cat = run.dag.max_jobs.find(node.category);
     if (!node.category.empty() && cat != run.dag.max_jobs.end() &&
-        run.category_queued[node.category] >= cat->second) {
+        run.category_queued[node.category] + category_started[node.category] >= cat->second) {
       ++it;
       continue;
     }
@@ -438,7 +441,27 @@ void Dags::Drive(Run& run) {
     it = run.ready.erase(it);
     ++started;
     ++idle;
-    Start(run, i);
+    starting.push_back(i);
+    ++category_started[node.category];
+    pres += has_pre;
+  }
+  // The node jobs of this slice get their cluster ids in one commit, and are written together
+  // by the next flush.
+  size_t jobs = std::count_if(starting.begin(), starting.end(), [&](size_t i) {
+    return !run.dag.nodes[i].pre && !run.dag.nodes[i].noop;
+  });
+  std::vector<int> ids;
+  if (jobs > 1) {
+    auto reserved = queue_.NewClusters(static_cast<int>(jobs));
+    if (reserved) ids = std::move(*reserved);
+  }
+  for (size_t i : starting) {
+    int id = 0;
+    if (!ids.empty() && !run.dag.nodes[i].pre && !run.dag.nodes[i].noop) {
+      id = ids.back();
+      ids.pop_back();
+    }
+    Start(run, i, id);
   }
   Publish(run);
   bool moving = run.queued > 0 || run.pre_running > 0 || run.post_running > 0 ||
@@ -446,16 +469,16 @@ void Dags::Drive(Run& run) {
   if (!moving && !held) Finish(run);
 }
 
-void Dags::Start(Run& run, size_t i) {
+void Dags::Start(Run& run, size_t i, int cluster) {
   if (run.dag.nodes[i].pre) {
     run.nodes[i].state = NodeState::kPre;
     RunScript(run, i, true);
   } else {
-    SubmitNode(run, i);
+    SubmitNode(run, i, cluster);
   }
 }
 
-void Dags::SubmitNode(Run& run, size_t i) {
+void Dags::SubmitNode(Run& run, size_t i, int reserved) {
   auto& n = run.nodes[i];
   const auto& node = run.dag.nodes[i];
   if (node.noop) {
@@ -480,7 +503,7 @@ void Dags::SubmitNode(Run& run, size_t i) {
     n.code = kReturnSubmitFailed;
     JobEnded(run, i);
   };
-  auto cluster = queue_.NewCluster();
+  auto cluster = reserved ? Result<int>(reserved) : queue_.NewCluster();
   if (!cluster) return fail(cluster.error().message());
   submit::SubmitOptions so;
   so.cluster_id = *cluster;
@@ -523,11 +546,12 @@ void Dags::SubmitNode(Run& run, size_t i) {
     for (auto& a : p) attrs.push_back({a.name, a.expr});
     req.procs.push_back(std::move(attrs));
   }
-  auto submitted = queue_.Submit(req);
+  auto submitted = queue_.Submit(req, /*durable=*/false);
   if (!submitted) {
     (void)queue_.ReturnCluster(*cluster);
     return fail(submitted.error().message());
   }
+  hooks_.commit_soon();
   n.state = NodeState::kSubmitted;
   n.cluster = *cluster;
   ++run.queued;
@@ -903,15 +927,27 @@ Result<std::string> Dags::WriteRescue(Run& run) {
   char suffix[24];
   std::snprintf(suffix, sizeof suffix, ".rescue%03d", number + 1);
   std::string path = run.file + suffix;
-  std::string text = "# Rescue DAG file, written by Kite's DAG runner for " + run.file +
-                     "\n# Nodes done: " + std::to_string(run.done) + " of " +
-                     std::to_string(run.nodes.size()) + "; failed: " + std::to_string(run.failed) +
-                     "\n";
+  // DAGMan's header: what it rescues, when, how many nodes, which failed (then why, Kite's).
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  ::gmtime_r(&now, &tm);
+  char when[32];
+  std::strftime(when, sizeof when, "%m/%d/%Y %H:%M:%S UTC", &tm);
+  size_t premarked = 0;
+  std::string failed, why;
   for (size_t i = 0; i < run.nodes.size(); ++i) {
-    const auto& n = run.nodes[i];
-    if (n.state == NodeState::kFailed && !n.note.empty())
-      text += "# " + run.dag.nodes[i].name + " failed: " + n.note + "\n";
+    premarked += run.dag.nodes[i].done;
+    if (run.nodes[i].state != NodeState::kFailed) continue;
+    failed += run.dag.nodes[i].name + ",";
+    if (!run.nodes[i].note.empty())
+      why += "#   " + run.dag.nodes[i].name + ": " + run.nodes[i].note + "\n";
   }
+  std::string text =
+      "# Rescue DAG file, created after running\n#   the " + run.file + " DAG file\n# Created " +
+      when + "\n# Rescue DAG version: 2.0.1 (partial)\n#\n# Total number of Nodes: " +
+      std::to_string(run.nodes.size()) + "\n# Nodes premarked DONE: " + std::to_string(premarked) +
+      "\n# Nodes that failed: " + std::to_string(run.failed) + "\n#   " + failed + "<ENDLIST>\n" +
+      (why.empty() ? "" : "# Why they failed:\n" + why) + "\n";
   for (size_t i = 0; i < run.nodes.size(); ++i) {
     if (run.nodes[i].state == NodeState::kDone && !run.dag.nodes[i].done)
       text += "DONE " + run.dag.nodes[i].name + "\n";

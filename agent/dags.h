@@ -90,8 +90,9 @@ class Dags {
   void Load(Job& dag_job);
   void Drive(Run& run);
   void DriveSoon(int cluster);
-  void Start(Run& run, size_t node);
-  void SubmitNode(Run& run, size_t node);
+  // `cluster`: an id reserved for the node's job, or 0 to reserve one.
+  void Start(Run& run, size_t node, int cluster = 0);
+  void SubmitNode(Run& run, size_t node, int cluster = 0);
   void RunScript(Run& run, size_t node, bool pre);
   void JobEnded(Run& run, size_t node);
   void ScriptEnded(Run& run, size_t node, bool pre, int code);

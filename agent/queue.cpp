@@ -212,6 +212,22 @@ Result<int> JobQueue::NewCluster() {
   return id;
 }
 
+Result<std::vector<int>> JobQueue::NewClusters(int n) {
+  std::vector<int> ids;
+  auto st = Flush([&]() -> Status {
+    ids.clear();
+    for (int i = 0; i < n; ++i) {
+      auto r = store_->ReserveClusterId();
+      if (!r) return Fail(r.error());
+      ids.push_back(*r);
+    }
+    return {};
+  });
+  if (!st) return Fail(st.error());
+  reserved_.insert(ids.begin(), ids.end());
+  return ids;
+}
+
 Status JobQueue::ReturnCluster(int id) {
   if (!reserved_.count(id)) {
     return Fail(ErrorCode::kConflict,
@@ -271,7 +287,7 @@ Status CheckJobLevel(const classad::ClassAd& ad, std::set<int64_t>* procs, bool 
 
 }  // namespace
 
-Result<int> JobQueue::Submit(const SubmitRequest& req) {
+Result<int> JobQueue::Submit(const SubmitRequest& req, bool durable) {
   if (req.procs.empty()) return Fail(ErrorCode::kInvalidInput, "a cluster needs at least one job");
   if (req.procs.size() > kMaxJobsPerSubmit)
     return Fail(ErrorCode::kInvalidInput, "a cluster may hold at most " +
@@ -313,7 +329,9 @@ Result<int> JobQueue::Submit(const SubmitRequest& req) {
   common.Assign("QDate", Secs(now));
   common.Assign("TotalSubmitProcs", static_cast<int64_t>(req.procs.size()));
   // Everything parsed: from here on the cluster goes in whole.
-  if (auto st = Flush(); !st) return Fail(st.error());
+  if (durable) {
+    if (auto st = Flush(); !st) return Fail(st.error());
+  }
   reserved_.erase(req.cluster);
   Cluster& c = clusters_[req.cluster];
   c.id = req.cluster;
@@ -325,6 +343,10 @@ Result<int> JobQueue::Submit(const SubmitRequest& req) {
     Job& j = AddJob(c, JobKey{req.cluster, static_cast<int>(proc)}, std::move(ad));
     MarkDirty(j);
     AddEvent(j, kEventSubmit, submit_body);
+  }
+  if (!durable) {
+    stats_.submitted += req.procs.size();
+    return static_cast<int>(req.procs.size());
   }
   if (auto st = Flush(); !st) {
     // Not durable: take the cluster back out so memory matches disk.

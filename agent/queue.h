@@ -60,12 +60,17 @@ class JobQueue {
   Status Load();
 
   Result<int> NewCluster();
+  // As NewCluster, `n` ids in one commit (ids not submitted in the end are never used).
+  Result<std::vector<int>> NewClusters(int n);
   // A cluster id from NewCluster that will not be used (the submit file did not parse): the next
   // NewCluster hands it out again when no other was handed out since. Ids ever used never return.
   Status ReturnCluster(int id);
   // Adds a whole cluster, or nothing: a malformed expression or a cluster id that was never handed
-  // out fails without changing anything. Durable when it returns (it flushes).
-  Result<int> Submit(const SubmitRequest& req);
+  // out fails without changing anything. Durable when it returns (it flushes), unless `durable`
+  // is false: then the cluster is written by the next Flush, in the same transaction as what
+  // else is pending (a DAG's node jobs; nothing acts on a job before its submit is stored, as
+  // "Write ahead, then act" says, so a submit lost in a crash never ran).
+  Result<int> Submit(const SubmitRequest& req, bool durable = true);
 
   Job* Find(JobKey key);
   Cluster* FindCluster(int id);

@@ -123,7 +123,8 @@ TEST(Dag, AFailedNodeLeavesARescueDagAndTheNextSubmitRunsOnlyWhatWasNotDone) {
   EXPECT_NE(rescue.find("DONE E\n"), std::string::npos) << rescue;
   EXPECT_EQ(rescue.find("DONE B"), std::string::npos) << rescue;
   EXPECT_EQ(rescue.find("DONE C"), std::string::npos) << rescue;
-  EXPECT_NE(rescue.find("# B failed: job"), std::string::npos) << rescue;
+  EXPECT_NE(rescue.find("# Nodes that failed: 1\n#   B,<ENDLIST>\n"), std::string::npos) << rescue;
+  EXPECT_NE(rescue.find("#   B: job"), std::string::npos) << rescue;
   // The cause fixed, the same command runs B and C only.
   env.Write("chain.dag", std::regex_replace(dag_text, std::regex("BCODE"), "0"));
   ::unlink((env.dir() + "/ran.txt").c_str());
@@ -196,6 +197,43 @@ TEST(Dag, RemovingTheDagRemovesItsRunningNodesAndWritesARescueDag) {
   EXPECT_NE(rescue.find("DONE A\n"), std::string::npos) << rescue;
   EXPECT_EQ(rescue.find("DONE S"), std::string::npos) << rescue;
   EXPECT_EQ(ReadFileOr(env.dir() + "/ran.txt"), "A\nS\n");
+}
+
+// The most node jobs at once, from a trace of "+" (a node starts) and "-" (it ends) lines.
+int MostAtOnce(const std::string& trace) {
+  int now = 0, most = 0;
+  for (char c : trace) {
+    now += c == '+' ? 1 : c == '-' ? -1 : 0;
+    most = std::max(most, now);
+  }
+  return most;
+}
+
+TEST(Dag, MaxjobsAndACategorysMaxjobsHoldNodeJobsBack) {
+  KiteEnv env("dag-throttle");
+  env.StartAgent();
+  env.Write("node.sub",
+            "universe = local\nexecutable = /bin/sh\n"
+            "arguments = \"-c 'echo + >> $(trace); sleep 0.2; echo - >> $(trace)'\"\nqueue\n");
+  std::string dag;
+  for (int i = 0; i < 12; ++i) {
+    dag += "JOB a" + std::to_string(i) + " node.sub\nJOB b" + std::to_string(i) + " node.sub\n";
+    dag += "CATEGORY b" + std::to_string(i) + " slow\n";
+  }
+  dag += "VARS ALL_NODES trace=\"all.trace\"\nMAXJOBS slow 2\n";
+  for (int i = 0; i < 12; ++i) dag += "VARS b" + std::to_string(i) + " trace=\"slow.trace\"\n";
+  env.Write("t.dag", dag);
+  auto r = env.Kite({"dag", "submit", "-maxjobs", "3", "t.dag"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(WaitForDag(env, DagCluster(r)), "0");
+  std::string all = ReadFileOr(env.dir() + "/all.trace");
+  std::string slow = ReadFileOr(env.dir() + "/slow.trace");
+  EXPECT_EQ(std::count(all.begin(), all.end(), '+'), 12);
+  EXPECT_EQ(std::count(slow.begin(), slow.end(), '+'), 12);
+  // Two traces: -maxjobs bounds their sum, so each is at most 3, and the category at most 2.
+  EXPECT_LE(MostAtOnce(all), 3) << all;
+  EXPECT_LE(MostAtOnce(slow), 2) << slow;
+  EXPECT_GE(MostAtOnce(all) + MostAtOnce(slow), 2);
 }
 
 // kill -9 of the agent at random moments while a DAG of short local nodes runs: after the last
