@@ -48,7 +48,7 @@ NODE_SUB = "universe = local\nexecutable = /bin/true\nqueue\n"
 def dag_job_ad(e, cluster):
     p = e.kite("q", "%d.0" % cluster, "-json", check=False)
     try:
-        ads = json.loads(p.stdout)
+        ads = json.loads(p.stdout.decode())
     except ValueError:
         return None
     return ads[0] if ads else None
@@ -68,11 +68,11 @@ def dag_rate():
             e.write("n.sub", NODE_SUB)
             e.write("big.dag", text)
             t0 = time.perf_counter()
-            out = e.kite("dag", "submit", "big.dag").stdout
+            out = e.kite("dag", "submit", "big.dag").stdout.decode()
             cluster = int(out.split("submitted to cluster ")[1].split(".")[0])
             wait_done(e, cluster)
             rates.append(nodes / (time.perf_counter() - t0))
-            h = e.kite("history", "%d.0" % cluster, "-af", "ExitCode").stdout.strip()
+            h = e.kite("history", "%d.0" % cluster, "-af", "ExitCode").stdout.decode().strip()
             if h != "0":
                 raise RuntimeError("the DAG ended with ExitCode %r" % h)
         finally:
@@ -103,7 +103,7 @@ def restart_half_done():
         e.kite("agent", "start")
         e.write("n.sub", NODE_SUB)
         e.write("big.dag", text)
-        out = e.kite("dag", "submit", "big.dag").stdout
+        out = e.kite("dag", "submit", "big.dag").stdout.decode()
         cluster = int(out.split("submitted to cluster ")[1].split(".")[0])
         while True:
             ad = dag_job_ad(e, cluster)
@@ -123,14 +123,14 @@ def restart_half_done():
         e.kite("agent", "start")
         while True:
             p = e.kite("dag", "status", str(cluster), check=False)
-            if p.returncode == 0 and p.stdout.count("\n") >= nodes + 2:
+            if p.returncode == 0 and p.stdout.decode().count("\n") >= nodes + 2:
                 break
             time.sleep(0.01)
         seconds = time.perf_counter() - t0
         wait_done(e, cluster)
-        h = e.kite("history", "%d.0" % cluster, "-af", "ExitCode").stdout.strip()
+        h = e.kite("history", "%d.0" % cluster, "-af", "ExitCode").stdout.decode().strip()
         runs = e.kite("history", "-constraint", "DAGManJobId == %d" % cluster, "-af",
-                      "DAGNodeName").stdout.split()
+                      "DAGNodeName").stdout.decode().split()
         return {"seconds": seconds, "done_before": done_before, "nodes": nodes, "exit": h,
                 "node_runs": len(runs), "distinct": len(set(runs))}
     finally:
