@@ -131,6 +131,8 @@ std::string FormatListing(const std::string& format, const std::vector<ListedJob
   std::string text;
   if (format == "batch" && !history) {
     text = FormatBatchTable(listed, now);
+  } else if (format == "dag" && !history) {
+    text = FormatDagTable(listed, now);
   } else if (format == "grid") {
     text = FormatGridTable(listed);
   } else if (format == "hold") {

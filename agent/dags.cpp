@@ -455,12 +455,10 @@ void Dags::Drive(Run& run) {
     auto reserved = queue_.NewClusters(static_cast<int>(jobs));
     if (reserved) ids = std::move(*reserved);
   }
+  size_t next = 0;  // ids in the order the nodes start
   for (size_t i : starting) {
     int id = 0;
-    if (!ids.empty() && !run.dag.nodes[i].pre && !run.dag.nodes[i].noop) {
-      id = ids.back();
-      ids.pop_back();
-    }
+    if (next < ids.size() && !run.dag.nodes[i].pre && !run.dag.nodes[i].noop) id = ids[next++];
     Start(run, i, id);
   }
   Publish(run);

@@ -61,6 +61,14 @@ std::string Command(const classad::ClassAd& ad) {
   return cmd;
 }
 
+// condor_q -dag: a node's job shows its node's name under its DAG.
+std::string NodeOrCommand(const classad::ClassAd& ad, bool dag) {
+  if (dag && ad.EvaluateInt("DAGManJobId")) {
+    if (auto node = ad.EvaluateString("DAGNodeName")) return " |-" + *node;
+  }
+  return Command(ad);
+}
+
 }  // namespace
 
 std::string FormatJson(const std::vector<ListedJob>& jobs) {
@@ -106,7 +114,9 @@ std::string FormatJson(const std::vector<ListedJob>& jobs) {
   return out;
 }
 
-std::string FormatJobTable(const std::vector<ListedJob>& jobs, double now, bool history) {
+namespace {
+
+std::string JobTable(const std::vector<ListedJob>& jobs, double now, bool history, bool dag) {
   std::string out;
   out.reserve(jobs.size() * 100 + 128);
   char line[256];
@@ -125,10 +135,40 @@ std::string FormatJobTable(const std::vector<ListedJob>& jobs, double now, bool 
     std::snprintf(line, sizeof line, "%*d.%-*d %-14.14s %11s %12s %-2s %s%s\n", 6, j.key.cluster, 3,
                   j.key.proc, owner.c_str(), ShortDate(qdate).c_str(),
                   Duration(RunTime(ad, now)).c_str(), StatusLetter(StatusOf(ad)), extra.c_str(),
-                  Command(ad).c_str());
+                  NodeOrCommand(ad, dag).c_str());
     out += line;
   }
   return out;
+}
+
+}  // namespace
+
+std::string FormatJobTable(const std::vector<ListedJob>& jobs, double now, bool history) {
+  return JobTable(jobs, now, history, false);
+}
+
+std::string FormatDagTable(const std::vector<ListedJob>& jobs, double now) {
+  std::map<int, std::vector<const ListedJob*>> nodes;  // by DAG cluster
+  std::set<int> dags;
+  for (const auto& j : jobs) {
+    if (j.ad->EvaluateInt("JobUniverse").value_or(0) == kUniverseScheduler)
+      dags.insert(j.key.cluster);
+  }
+  for (const auto& j : jobs) {
+    auto dag = j.ad->EvaluateInt("DAGManJobId");
+    if (dag && dags.count(static_cast<int>(*dag))) nodes[static_cast<int>(*dag)].push_back(&j);
+  }
+  std::vector<ListedJob> ordered;
+  ordered.reserve(jobs.size());
+  for (const auto& j : jobs) {
+    auto dag = j.ad->EvaluateInt("DAGManJobId");
+    if (dag && dags.count(static_cast<int>(*dag))) continue;  // listed under its DAG
+    ordered.push_back(j);
+    if (auto it = nodes.find(j.key.cluster); it != nodes.end() && j.key.proc == 0) {
+      for (const ListedJob* n : it->second) ordered.push_back(*n);
+    }
+  }
+  return JobTable(ordered, now, false, true);
 }
 
 std::string FormatGridTable(const std::vector<ListedJob>& jobs) {

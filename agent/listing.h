@@ -20,6 +20,9 @@ struct ListedJob {
 std::string FormatJson(const std::vector<ListedJob>& jobs);
 // condor_q -nobatch: one line per job.
 std::string FormatJobTable(const std::vector<ListedJob>& jobs, double now, bool history);
+// condor_q -dag -nobatch: FormatJobTable with each DAG's node jobs right after the DAG's job,
+// their CMD column " |-NODE" (a node whose DAG is not listed keeps its place).
+std::string FormatDagTable(const std::vector<ListedJob>& jobs, double now);
 // condor_q's default: one line per batch (JobBatchName and owner; a cluster without a name is its
 // own batch).
 std::string FormatBatchTable(const std::vector<ListedJob>& jobs, double now);

@@ -25,7 +25,7 @@ namespace json = boost::json;
 struct QueryArgs {
   std::vector<std::string> targets;  // job ids (C, C.P) and owner names
   std::string constraint;
-  bool json = false, nobatch = false, batch = false, grid = false;
+  bool json = false, nobatch = false, batch = false, grid = false, dag = false;
   bool hold = false, run = false, idle = false, long_form = false, totals = false;
   bool analyze = false;
   std::vector<std::string> af;
@@ -112,6 +112,7 @@ std::string ListingFormat(const QueryArgs& a, bool history, bool custom, bool na
   if (a.hold) return "hold";
   if (a.run) return "run";
   if (a.grid) return "grid";
+  if (a.dag && !history) return "dag";
   // condor_q shows batches by default and single jobs with -nobatch; naming jobs by id shows them.
   if (history || a.nobatch || a.idle || (!a.batch && named_ids)) return "table";
   return "batch";
@@ -193,6 +194,9 @@ void RegisterQueryCommands(CLI::App& app) {
   auto* qc = app.add_subcommand("q", "show queued jobs (condor_q)");
   AddOutputOptions(qc, q);
   qc->add_flag("--nobatch", q.nobatch, "one line per job");
+  qc->add_flag("--dag", q.dag,
+               "one line per job, each DAG's node jobs under it with their node names "
+               "(condor_q -dag -nobatch)");
   qc->add_flag("--batch", q.batch, "one line per batch (batch_name, or cluster; the default)");
   qc->add_flag("--grid", q.grid,
                "grid jobs with their remote state, resource and site job id; totals count grid "

@@ -185,12 +185,16 @@ TEST(Dag, RemovingTheDagRemovesItsRunningNodesAndWritesARescueDag) {
   auto st = env.Kite({"dag", "status", "rm.dag"});
   EXPECT_EQ(st.exit_code, 0) << st.err;
   EXPECT_NE(st.out.find("submitted"), std::string::npos) << st.out;
+  // condor_q -dag: the node's job under its DAG, by its node's name.
+  auto q = env.Kite({"q", "-dag"});
+  EXPECT_NE(q.out.find(" |-S\n"), std::string::npos) << q.out;
+  EXPECT_NE(q.out.find("kite-dag "), std::string::npos) << q.out;
   ASSERT_EQ(env.Kite({"rm", std::to_string(dag)}).exit_code, 0);
   // Its node's job goes too, and nothing after it runs.
   ASSERT_TRUE(WaitUntil(
       [&] {
-        auto q = env.Kite({"q", "-json"});
-        return q.exit_code == 0 && q.out.find("ClusterId") == std::string::npos;
+        auto left = env.Kite({"q", "-json"});
+        return left.exit_code == 0 && left.out.find("ClusterId") == std::string::npos;
       },
       20));
   std::string rescue = ReadFileOr(env.dir() + "/rm.dag.rescue001");
