@@ -100,6 +100,20 @@ void ReplaceAll(std::string& s, std::string_view from, const std::string& to) {
     s.replace(at, from.size(), to);
 }
 
+// The jobs of a cluster, gathered first so that acting on them cannot disturb the walk.
+std::vector<Job*> ClusterJobs(JobQueue& queue, int cluster) {
+  std::vector<Job*> out;
+  if (cluster == 0) return out;
+  for (auto it = queue.jobs().lower_bound({cluster, 0});
+       it != queue.jobs().end() && it->first.cluster == cluster; ++it)
+    out.push_back(&it->second);
+  return out;
+}
+
+bool Ended(const Job& j) {
+  return j.status == kCompleted || j.status == kRemoved;
+}
+
 // The highest-numbered rescue DAG of `file` ("file.rescue003"), or "".
 std::string LatestRescue(const std::string& file, int* number) {
   *number = 0;
@@ -361,12 +375,8 @@ void Dags::Load(Job& dag_job) {
   Run& r = *run;
   runs_[id] = std::move(run);
   for (int cluster : leftovers) {
-    std::vector<Job*> jobs;
-    for (auto it = queue_.jobs().lower_bound({cluster, 0});
-         it != queue_.jobs().end() && it->first.cluster == cluster; ++it)
-      jobs.push_back(&it->second);
-    for (Job* j : jobs) {
-      if (j->status == kCompleted || j->status == kRemoved) hooks_.retire(*j);
+    for (Job* j : ClusterJobs(queue_, cluster)) {
+      if (Ended(*j)) hooks_.retire(*j);
     }
   }
   for (size_t p : posts) RunScript(r, p, false);
@@ -395,12 +405,9 @@ void Dags::Drive(Run& run) {
   run.check.clear();
   for (size_t i : check) {
     if (run.nodes[i].state != NodeState::kSubmitted) continue;
-    bool all_ended = true;
-    for (auto it = queue_.jobs().lower_bound({run.nodes[i].cluster, 0});
-         it != queue_.jobs().end() && it->first.cluster == run.nodes[i].cluster; ++it) {
-      if (it->second.status != kCompleted && it->second.status != kRemoved) all_ended = false;
-    }
-    if (all_ended) JobEnded(run, i);
+    auto jobs = ClusterJobs(queue_, run.nodes[i].cluster);
+    if (std::all_of(jobs.begin(), jobs.end(), [](const Job* j) { return Ended(*j); }))
+      JobEnded(run, i);
   }
   bool held = dag_job->status != kRunning;
   bool paused = held || run.aborted;
@@ -411,9 +418,7 @@ void Dags::Drive(Run& run) {
   if (run.limits.max_idle > 0) {
     for (const auto& n : run.nodes) {
       if (n.state != NodeState::kSubmitted) continue;
-      for (auto it = queue_.jobs().lower_bound({n.cluster, 0});
-           it != queue_.jobs().end() && it->first.cluster == n.cluster; ++it)
-        idle += it->second.status == kIdle;
+      for (const Job* j : ClusterJobs(queue_, n.cluster)) idle += j->status == kIdle;
     }
   }
   for (auto it = run.ready.begin(); !paused && it != run.ready.end();) {
@@ -672,9 +677,8 @@ void Dags::JobEnded(Run& run, size_t i) {
       n.code = 1;
       n.note = "its job " + std::to_string(n.cluster) + " left the queue without a result";
     }
-    for (auto it = queue_.jobs().lower_bound({n.cluster, 0});
-         it != queue_.jobs().end() && it->first.cluster == n.cluster; ++it) {
-      const Job& j = it->second;
+    for (const Job* job : ClusterJobs(queue_, n.cluster)) {
+      const Job& j = *job;
       bool by_signal = j.ad.EvaluateBool("ExitBySignal").value_or(false);
       int code = by_signal ? -static_cast<int>(j.ad.EvaluateInt("ExitSignal").value_or(0))
                            : static_cast<int>(j.ad.EvaluateInt("ExitCode").value_or(0));
@@ -765,15 +769,9 @@ void Dags::Record(Run& run, size_t i) {
 
 void Dags::RetireNodeJobs(Run& run, size_t i) {
   int cluster = run.nodes[i].cluster;
-  if (cluster == 0) return;
-  std::vector<Job*> done;
-  for (auto it = queue_.jobs().lower_bound({cluster, 0});
-       it != queue_.jobs().end() && it->first.cluster == cluster; ++it) {
-    if (it->second.status == kCompleted || it->second.status == kRemoved)
-      done.push_back(&it->second);
+  for (Job* j : ClusterJobs(queue_, cluster)) {
+    if (Ended(*j)) hooks_.retire(*j);
   }
-  run.nodes[i].cluster = cluster;
-  for (Job* j : done) hooks_.retire(*j);
 }
 
 bool Dags::KeepsForNode(const Job& job) const {
@@ -828,10 +826,8 @@ void Dags::Abort(Run& run, int code, const std::string& why) {
     auto& n = run.nodes[i];
     if (n.pid > 0) ::kill(n.pid, SIGKILL);
     if (n.state != NodeState::kSubmitted || n.cluster == 0) continue;
-    for (auto it = queue_.jobs().lower_bound({n.cluster, 0});
-         it != queue_.jobs().end() && it->first.cluster == n.cluster; ++it) {
-      if (it->second.status != kCompleted && it->second.status != kRemoved)
-        hooks_.remove(it->second, "the DAG was aborted: " + why);
+    for (Job* j : ClusterJobs(queue_, n.cluster)) {
+      if (!Ended(*j)) hooks_.remove(*j, "the DAG was aborted: " + why);
     }
   }
   run.ready.clear();
@@ -893,9 +889,7 @@ void Dags::Removed(Run& run) {
   std::vector<Job*> jobs;
   for (auto& n : run.nodes) {
     if (n.state != NodeState::kSubmitted || n.cluster == 0) continue;
-    for (auto it = queue_.jobs().lower_bound({n.cluster, 0});
-         it != queue_.jobs().end() && it->first.cluster == n.cluster; ++it)
-      jobs.push_back(&it->second);
+    for (Job* j : ClusterJobs(queue_, n.cluster)) jobs.push_back(j);
   }
   if (run.done < static_cast<int>(run.nodes.size())) {
     if (auto w = WriteRescue(run); w) Log(run, "Rescue DAG " + *w);
