@@ -65,6 +65,11 @@ constexpr int kDagOk = 0, kDagNodeFailed = 2, kDagAborted = 3;
 // Nodes started per turn of the event loop, so that clients are answered between slices.
 constexpr int kStartsPerSlice = 64;
 
+// A ClassAd string literal of `s`, as a submit attribute's expression text.
+std::string Quoted(const std::string& s) {
+  return classad::Unparse(*classad::MakeString(s));
+}
+
 std::string LoginName() {
   struct passwd pw {};
   struct passwd* found = nullptr;
@@ -225,7 +230,9 @@ Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
     auto with = dag::ParseDag({BaseName(file), BaseName(rescue)}, FileReader(dir));
     if (!with) return Fail(with.error().Wrap("the rescue DAG " + rescue));
     for (size_t i = 0; i < with->nodes.size(); ++i) {
-      if (with->nodes[i].done && !parsed->nodes[i].done) rescued.push_back(with->nodes[i].name);
+      // A rescue DAG only marks nodes DONE; a node it defines anew is not taken from it.
+      if (with->nodes[i].done && i < parsed->nodes.size() && !parsed->nodes[i].done)
+        rescued.push_back(with->nodes[i].name);
     }
     out.rescue = rescue;
     out.done_from_rescue = rescued.size();
@@ -238,20 +245,19 @@ Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
   SubmitRequest req;
   req.cluster = *cluster;
   req.dag = true;
-  auto str = [](const std::string& s) { return classad::Unparse(*classad::MakeString(s)); };
   req.common = {{"JobUniverse", std::to_string(kUniverseScheduler)},
-                {"Cmd", str("kite-dag")},
-                {"Args", str(file)},
-                {"Iwd", str(dir)},
-                {"DAGFile", str(file)},
-                {"UserLog", str(file + ".dagman.log")},
-                {"DAGManOut", str(file + ".dagman.out")},
+                {"Cmd", Quoted("kite-dag")},
+                {"Args", Quoted(file)},
+                {"Iwd", Quoted(dir)},
+                {"DAGFile", Quoted(file)},
+                {"UserLog", Quoted(file + ".dagman.log")},
+                {"DAGManOut", Quoted(file + ".dagman.out")},
                 {"DAG_NodesTotal", std::to_string(parsed->nodes.size())},
                 {"DAGMaxJobs", std::to_string(args.max_jobs)},
                 {"DAGMaxIdle", std::to_string(args.max_idle)},
                 {"DAGMaxPre", std::to_string(args.max_pre)},
                 {"DAGMaxPost", std::to_string(args.max_post)}};
-  if (auto user = LoginName(); !user.empty()) req.common.push_back({"Owner", str(user)});
+  if (auto user = LoginName(); !user.empty()) req.common.push_back({"Owner", Quoted(user)});
   req.procs = {{{"ProcId", "0"}}};
   auto n = queue_.Submit(req);
   if (!n) return Fail(n.error());
@@ -532,17 +538,16 @@ void Dags::SubmitNode(Run& run, size_t i, int reserved) {
     (void)queue_.ReturnCluster(*cluster);
     return fail(parsed.error().message());
   }
-  auto str = [](const std::string& s) { return classad::Unparse(*classad::MakeString(s)); };
   SubmitRequest req;
   req.cluster = *cluster;
   for (auto& a : parsed->common) req.common.push_back({a.name, a.expr});
   std::string parents;
   for (size_t p : node.parents) parents += (parents.empty() ? "" : ",") + run.dag.nodes[p].name;
   req.common.push_back({"DAGManJobId", std::to_string(run.id)});
-  req.common.push_back({"DAGNodeName", str(node.name)});
+  req.common.push_back({"DAGNodeName", Quoted(node.name)});
   req.common.push_back({"DAGNodeRetry", std::to_string(n.attempts)});
-  req.common.push_back({"DAGParentNodeNames", str(parents)});
-  req.common.push_back({"DAGManNodesLog", str(run.file + ".nodes.log")});
+  req.common.push_back({"DAGParentNodeNames", Quoted(parents)});
+  req.common.push_back({"DAGManNodesLog", Quoted(run.file + ".nodes.log")});
   for (const auto& [name, value] : run.dag.job_attrs) req.common.push_back({name, value});
   for (auto& p : parsed->procs) {
     std::vector<SubmitAttr> attrs;
