@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <regex>
 #include <set>
 
 #include "classad/expr.h"
@@ -155,6 +156,7 @@ struct Dags::Run {
   std::set<std::pair<int, size_t>> ready;  // (-priority, node): the order nodes start in
   std::set<size_t> check;  // queued nodes whose jobs changed status: perhaps they all ended
   int queued = 0, pre_running = 0, post_running = 0, done = 0, failed = 0;
+  int deferred = 0;  // scripts waiting out a DEFER delay
   std::map<std::string, int, std::less<>> category_queued;
   bool final_started = false, aborted = false, drive_posted = false;
   int exit_code = 0;
@@ -163,6 +165,14 @@ struct Dags::Run {
     if (out) std::fclose(out);
   }
 };
+
+namespace {
+
+int DagStatus(const Dags::Run& run) {
+  return run.aborted ? kDagAborted : run.failed ? kDagNodeFailed : kDagOk;
+}
+
+}  // namespace
 
 Dags::Dags(boost::asio::io_context& io, JobQueue& queue, const AgentOptions& options, Hooks hooks)
     : io_(io), queue_(queue), options_(options), hooks_(std::move(hooks)) {}
@@ -473,7 +483,7 @@ void Dags::Drive(Run& run) {
     Start(run, i, id);
   }
   Publish(run);
-  bool moving = run.queued > 0 || run.pre_running > 0 || run.post_running > 0 ||
+  bool moving = run.queued > 0 || run.pre_running > 0 || run.post_running > 0 || run.deferred > 0 ||
                 (!paused && !run.ready.empty()) || !run.check.empty() || run.drive_posted;
   if (!moving && !held) Finish(run);
 }
@@ -518,6 +528,11 @@ void Dags::SubmitNode(Run& run, size_t i, int reserved) {
   so.cluster_id = *cluster;
   so.cwd = kite::JoinPath(run.dir, node.dir);
   so.file_checks = submit::FileChecks::kCondor;
+  // The macros DAGMan defines for every node's submit file (the file may override them).
+  so.before_lines = {"JOB = " + node.name, "RETRY = " + std::to_string(n.attempts),
+                     "DAGManJobId = " + std::to_string(run.id),
+                     "DAG_STATUS = " + std::to_string(DagStatus(run)),
+                     "FAILED_COUNT = " + std::to_string(run.failed)};
   for (const auto& v : node.vars) {
     // In a VARS value, $(JOB) is the node's name and $(RETRY) its attempt (DAGMan's).
     std::string value = v.value;
@@ -527,10 +542,13 @@ void Dags::SubmitNode(Run& run, size_t i, int reserved) {
     (v.prepend ? so.before_lines : so.append_lines).push_back(line);
   }
   Result<submit::ParsedCluster> parsed = Fail(ErrorCode::kInternal, "");
-  if (!node.inline_submit.empty()) {
-    parsed = submit::ParseSubmitText(node.inline_submit, run.file, so);
-  } else if (auto d = run.dag.descriptions.find(node.submit); d != run.dag.descriptions.end()) {
-    parsed = submit::ParseSubmitText(d->second, run.file, so);
+  auto d = run.dag.descriptions.find(node.submit);
+  if (!node.inline_submit.empty() || d != run.dag.descriptions.end()) {
+    // A description in the DAG file queues one job without saying so (DAGMan's).
+    std::string text = node.inline_submit.empty() ? d->second : node.inline_submit;
+    static const std::regex kQueue(R"((^|\n)[ \t]*queue\b)", std::regex::icase);
+    if (!std::regex_search(text, kQueue)) text += "\nqueue\n";
+    parsed = submit::ParseSubmitText(text, run.file, so);
   } else {
     parsed = submit::ParseSubmitFile(kite::JoinPath(so.cwd, node.submit), so);
   }
@@ -574,7 +592,7 @@ void Dags::RunScript(Run& run, size_t i, bool pre) {
   const dag::Script& script = pre ? *node.pre : *node.post;
   auto words = SplitWords(script.command);
   std::string jobid = n.cluster ? std::to_string(n.cluster) + ".0" : "";
-  int status = run.aborted ? kDagAborted : run.failed ? kDagNodeFailed : kDagOk;
+  int status = DagStatus(run);
   for (auto& w : words) {
     ReplaceAll(w, "$PRE_SCRIPT_RETURN", std::to_string(n.pre_return));
     ReplaceAll(w, "$MAX_RETRIES", std::to_string(node.retries));
@@ -646,9 +664,14 @@ void Dags::ScriptEnded(Run& run, size_t i, bool pre, int code) {
     auto timer = std::make_shared<boost::asio::steady_timer>(io_);
     timer->expires_after(std::chrono::seconds(script.defer_seconds));
     n.state = pre ? NodeState::kPre : NodeState::kPost;
+    ++run.deferred;
+    Log(run, "Deferring it for " + std::to_string(script.defer_seconds) + " s (DEFER " +
+                 std::to_string(code) + ")");
     timer->async_wait([this, timer, id = run.id, i, pre](auto ec) {
       auto it = runs_.find(id);
-      if (ec || it == runs_.end()) return;
+      if (it == runs_.end()) return;
+      --it->second->deferred;
+      if (ec) return;
       RunScript(*it->second, i, pre);
     });
     return;
@@ -853,9 +876,11 @@ void Dags::Finish(Run& run) {
   bool all_done = run.done == static_cast<int>(run.nodes.size());
   int exit_code = run.aborted ? run.exit_code : all_done ? 0 : 1;
   if (run.dag.final_node) {
-    // With a FINAL node, the DAG succeeds when it does (DAGMan's rule), unless it was aborted.
-    auto s = run.nodes[*run.dag.final_node].state;
-    if (!run.aborted) exit_code = s == NodeState::kDone ? 0 : 1;
+    // With a FINAL node, the DAG succeeds when it does (DAGMan's rule, also after an abort).
+    if (run.nodes[*run.dag.final_node].state == NodeState::kDone)
+      exit_code = 0;
+    else if (!run.aborted)
+      exit_code = 1;
   }
   std::string rescue;
   if (!all_done) {
@@ -972,7 +997,7 @@ void Dags::Publish(Run& run) {
   set("DAG_NodesPost", run.post_running);
   set("DAG_NodesReady", ready);
   set("DAG_NodesUnready", std::max(0, unready));
-  set("DAG_Status", run.aborted ? kDagAborted : run.failed ? kDagNodeFailed : kDagOk);
+  set("DAG_Status", DagStatus(run));
   if (run.out) std::fflush(run.out);
   hooks_.commit_soon();
 }

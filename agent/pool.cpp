@@ -17,6 +17,7 @@
 #include "agent/userlog.h"
 #include "classad/expr.h"
 #include "classad/io.h"
+#include "classad/match.h"
 #include "common/clock.h"
 #include "common/files.h"
 #include "common/strings.h"
@@ -1018,6 +1019,25 @@ Result<std::vector<InputFile>> InputsOf(const Job& j, classad::ClassAd* ad) {
 
 }  // namespace
 
+namespace {
+
+// HTCondor's $$() substitution in the job's strings, done in the copy that goes to the slot.
+Status ExpandMatchReferences(classad::ClassAd& job, const classad::ClassAd& slot) {
+  std::vector<std::pair<std::string, std::string>> changed;
+  for (const auto& a : job) {
+    classad::Value v;
+    if (!classad::IsLiteral(a.expr(), &v) || !v.IsString()) continue;
+    if (v.AsString().find("$$(") == std::string_view::npos) continue;
+    auto text = classad::ExpandMatchReferences(v.AsString(), job, slot);
+    if (!text) return Fail(text.error().Wrap(std::string(a.name())));
+    changed.emplace_back(a.name(), std::move(*text));
+  }
+  for (auto& [name, text] : changed) job.Assign(name, text);
+  return {};
+}
+
+}  // namespace
+
 void Pool::SendActivate(Run& run) {
   Job* j = queue_.Find(run.job);
   auto sd = run.startd.lock();
@@ -1025,6 +1045,16 @@ void Pool::SendActivate(Run& run) {
   if (!sd || sd->closed) return;  // its lease decides
   auto flat = classad::ParseOldAd(queue_.FlatText(*j));
   if (!flat) return LoseRun(run.id, "its ad does not read back: " + flat.error().message());
+  if (auto slot = slots_.find(run.slot); slot != slots_.end()) {
+    if (auto st = ExpandMatchReferences(*flat, slot->second.ad); !st) {
+      (void)queue_.Hold(*j, "Cannot expand $$ references at the match: " + st.error().message(),
+                        kHoldQueueDamage);
+      DropRun(run.id);
+      hooks_.commit_soon();
+      NegotiateSoon();
+      return;
+    }
+  }
   auto inputs = InputsOf(*j, &*flat);
   if (auto n = j->ad.EvaluateInt("NumCheckpoints"); inputs && n && *n > 0) {
     std::string ckpt = CheckpointDir(j->key) + "/ckpt." + std::to_string(*n);

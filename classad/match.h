@@ -3,7 +3,11 @@
 
 #include <vector>
 
+#include <string>
+#include <string_view>
+
 #include "classad/classad.h"
+#include "common/error.h"
 
 namespace kite::classad {
 
@@ -17,5 +21,13 @@ double Rank(const ClassAd& my, const ClassAd& target);
 // The top-level clauses of a conjunction ("a && (b && c) && d": a, b, c, d), in order, for
 // condor_q -better-analyze's clause-by-clause counts. Anything else is one clause.
 std::vector<const Expr*> Conjuncts(const Expr& expr);
+
+// HTCondor's match-time substitution in a job's string: `$$(Attr)` is the machine's attribute,
+// `$$(Attr:default)` the default when the machine has none, `$$([expr])` the expression evaluated
+// with MY = job and TARGET = machine. Strings are put in as their text, other values as ClassAd
+// literals. A reference that cannot be resolved fails (kNotFound), naming it; text without `$$(`
+// comes back as it is.
+kite::Result<std::string> ExpandMatchReferences(std::string_view text, const ClassAd& job,
+                                                const ClassAd& machine);
 
 }  // namespace kite::classad

@@ -161,9 +161,11 @@ Result<int> GetUniverse(JobContext& ctx) {
   if (!*v) return kVanillaUniverse;
   std::string u = ToLower(**v);
   if (u == "vanilla" || u == "5") return kVanillaUniverse;
-  if (u == "local" || u == "12") return kLocalUniverse;
+  // HTCondor's scheduler universe runs the job on the submit host at once, as the local universe
+  // does (DAGMan's tests use it for node jobs): Kite runs it as a local job (JobUniverse 12).
+  if (u == "local" || u == "12" || u == "scheduler" || u == "7") return kLocalUniverse;
   if (u == "grid" || u == "globus" || u == "9") return kGridUniverse;
-  static const char* kKnown[] = {"standard", "pipe",     "linda", "pvm",    "scheduler", "mpi",
+  static const char* kKnown[] = {"standard", "pipe",     "linda", "pvm",    "mpi",
                                  "java",     "parallel", "vm",    "docker", "container"};
   bool known = std::find(std::begin(kKnown), std::end(kKnown), u) != std::end(kKnown) ||
                (u.size() <= 2 && EvalInteger(u).value_or(0) > 0);

@@ -230,7 +230,10 @@ Status Expander::ExpandReference(std::string& out, std::string_view inner, int l
     return {};
   }
   if (fallback) return ExpandInto(out, *fallback, line);
-  return Fail(Bad(line, "undefined macro $(" + std::string(name) + ")"));
+  // condor_submit expands a macro nobody defined to nothing (DAGMan's VARS rely on it); the
+  // parser warns of each.
+  undefined_.emplace(line, std::string(name));
+  return {};
 }
 
 Status Expander::ExpandDefinition(std::string& out, const Definition& def, int line) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -99,6 +100,8 @@ class Expander {
   // was read; the caller resets it to learn whether a value differs between the procs of a
   // queue statement.
   bool touched_proc_vars() const { return touched_; }
+  // The macros expanded to nothing because nothing defines them: (line, name as written).
+  const std::set<std::pair<int, std::string>>& undefined() const { return undefined_; }
   void ResetTouched() { touched_ = false; }
   // Marks what is being computed as differing between procs (it read something that does).
   void Touch() { touched_ = true; }
@@ -130,6 +133,7 @@ class Expander {
     const Definition* def = nullptr;
     bool expand = false;  // a queue item: its text may hold macros, expanded when used
   };
+  std::set<std::pair<int, std::string>> undefined_;
   Lookup Find(const std::string& lower_name);
   Lookup FindBuiltin(const std::string& lower_name);
   Status ExpandInto(std::string& out, std::string_view text, int line);

@@ -310,9 +310,8 @@ Status SubmitParser::CheckRefused() {
   if (const submit::Definition* u = table_.Find("universe")) {
     expander_.SetProc(nullptr);
     auto v = expander_.Expand(u->value, u->line);
-    static const char* kRefused[] = {"docker", "container", "vm",       "parallel",
-                                     "java",   "scheduler", "standard", "mpi",
-                                     "pipe",   "linda",     "pvm"};
+    static const char* kRefused[] = {"docker",   "container", "vm",   "parallel", "java",
+                                     "standard", "mpi",       "pipe", "linda",    "pvm"};
     std::string lower = v ? ToLower(Trim(*v)) : "";
     if (std::find(std::begin(kRefused), std::end(kRefused), lower) != std::end(kRefused)) {
       return Fail(Bad(u->line, "universe = " + std::string(Trim(*v)) +
@@ -435,6 +434,8 @@ void SubmitParser::LateWarnings() {
                                     "no effect");
     }
   }
+  for (const auto& [line, name] : expander_.undefined())
+    late.emplace_back(line, "$(" + name + ") is not defined; it expands to nothing");
   std::sort(late.begin(), late.end());
   for (auto& [line, msg] : late) warnings_.push_back(map_.Where(line) + ": warning: " + msg);
 }

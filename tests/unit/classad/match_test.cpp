@@ -57,6 +57,30 @@ TEST(ClassAdMatch, SymmetricRequirements) {
   EXPECT_EQ(matches[1], &good);
 }
 
+// HTCondor's $$() references, filled in at the match from the machine (and, in [expr], the job).
+TEST(ClassAdMatch, MatchReferencesAreFilledInFromTheMachineAndTheJob) {
+  ClassAd job = Ad("DAGNodeRetry = 2\nDAGParentNodeNames = \"A,B\"\nRequestCpus = 3\n");
+  ClassAd machine = Ad("Name = \"slot1@ce\"\nMemory = 4096\nArch = \"X86_64\"\n");
+  const std::pair<const char*, const char*> cases[] = {
+      {"plain text", "plain text"},
+      {"$$(Name)", "slot1@ce"},
+      {"-m $$(Memory) on $$(Arch)", "-m 4096 on X86_64"},
+      {"$$(Disk:100)", "100"},
+      {"$$([DAGNodeRetry]) $$([DAGParentNodeNames])", "2 A,B"},
+      {"$$([TARGET.Memory / 2 + MY.RequestCpus])", "2051"},
+      {"$$([strcat(\"x\", Name)])", "xslot1@ce"},
+  };
+  for (auto [text, want] : cases) {
+    auto got = ExpandMatchReferences(text, job, machine);
+    ASSERT_TRUE(got) << text << ": " << got.error().message();
+    EXPECT_EQ(*got, want) << text;
+  }
+  for (const char* bad : {"$$(Disk)", "$$([NoSuchAttr])", "$$(Name", "$$([1 +])"}) {
+    auto got = ExpandMatchReferences(bad, job, machine);
+    EXPECT_FALSE(got) << bad;
+  }
+}
+
 TEST(ClassAdMatch, RankOfNonNumbersIsZero) {
   ClassAd job = Ad("Rank = TARGET.Name\nRequirements = true\n");
   ClassAd m = Ad("Name = \"x\"\nRequirements = true\n");

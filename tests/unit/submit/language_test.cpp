@@ -64,6 +64,22 @@ TEST_F(LanguageTest, CommandsOnceDroppedSetTheirAttributes) {
   }
 }
 
+// condor_submit expands a macro nobody defined to nothing (DAGMan's tests rely on it: a node's
+// VARS define some of its submit file's macros); Kite says so in a warning naming file and line.
+TEST_F(LanguageTest, AnUndefinedMacroExpandsToNothingWithAWarning) {
+  auto c = MustParse(
+      "executable = prog\narguments = a $(NOPE) b\nA = $(ALSO_NOT)\n"
+      "output = $(A)x.out\nqueue\n");
+  EXPECT_EQ(JobArgs(c), (Strings{"a", "b"}));
+  EXPECT_EQ(Get(c, "Out"), "\"x.out\"");
+  bool nope = false, also = false;
+  for (const auto& w : c.warnings) {
+    nope = nope || w.find(":2: warning: $(NOPE) is not defined") != std::string::npos;
+    also = also || w.find(":3: warning: $(ALSO_NOT) is not defined") != std::string::npos;
+  }
+  EXPECT_TRUE(nope && also) << ::testing::PrintToString(c.warnings);
+}
+
 // The short forms reach the job: argv and environment.
 TEST_F(LanguageTest, ArgsAndEnvShortFormsReachTheJob) {
   auto c = MustParse("executable = prog\nargs = one two\nenv = A=1\nqueue\n");

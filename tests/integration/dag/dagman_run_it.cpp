@@ -1,0 +1,293 @@
+// HTCondor's own DAGMan regression tests (../shared/conformance/dagman), run under `kite dag
+// submit` with real agents, real node jobs and real scripts: does each DAG end as HTCondor's test
+// expects (success: the DAG exits 0; failure: it is refused or exits non-zero)?
+//
+// HTCondor's test programs are not in the data; SCRIPTS.md describes each. The equivalents below
+// are this test's own POSIX sh, written from those descriptions. A test whose programs have no
+// equivalent here yet, that needs several DAG files at once, or that runs a SUBDAG EXTERNAL (not
+// run by Kite yet) is listed as not run, with the reason; it is never counted as agreeing.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <boost/json.hpp>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "tests/fixtures/kite_env.h"
+
+namespace kite::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The leading integer of $1 reduced modulo 256, as the originals' exit statuses are.
+constexpr char kExitWithArg[] =
+    "status() { n=$(printf '%s' \"$1\" | sed -n 's/^\\(-\\{0,1\\}[0-9][0-9]*\\).*/\\1/p'); "
+    "[ -n \"$n\" ] || n=0; exit $(( (n % 256 + 256) % 256 )); }\n";
+
+// Programs shared by several tests (SCRIPTS.md, "Scripts shared by several tests").
+const std::map<std::string, std::string>& SharedScripts() {
+  static const std::map<std::string, std::string> m = {
+      {"x_dagman_node-ret.pl", "echo 'Returning error from test job'\nexit 3\n"},
+      {"x_dagman_retry-monitor.pl",
+       std::string(kExitWithArg) + "echo \"Node status passed in is $1\"\nstatus \"$1\"\n"},
+      {"x_dagman_premonitor.pl", "echo \"Node status passed in is $1\"\nexit 0\n"},
+      {"job_dagman_monitor.pl", "echo \"Node status passed in is $1\"\nexit 0\n"},
+      {"x_echostring.pl", "for a in \"$@\"; do printf '%s ' \"$a\"; done\necho\nexit 0\n"},
+      {"x_sleep.pl",
+       "if [ \"$1\" = 0 ]; then while :; do sleep 1; done; fi\n"
+       "n=$(printf '%s' \"$1\" | sed -n 's/^\\([0-9][0-9]*\\).*/\\1/p')\n"
+       "[ -n \"$n\" ] && sleep \"$n\"\nexit 0\n"},
+  };
+  return m;
+}
+
+std::string ArgLine() {
+  return "line=\nfor a in \"$@\"; do line=\"$line<$a> \"; done\necho \"$line\"\n";
+}
+
+std::string FinalNode(const std::string& out) {
+  return std::string(kExitWithArg) + "{ echo \"  DAG_STATUS=$3\"; echo \"  FAILED_COUNT=$4\"; " +
+         "echo \"$1\"; } >> " + out + "\nstatus \"$2\"\n";
+}
+
+std::string FinalScript(const std::string& out) {
+  return std::string(kExitWithArg) + "{ echo \"  DAG_STATUS=$3\"; echo \"  FAILED_COUNT=$4\"; " +
+         "echo \"Node $1 $2\"; } >> " + out + "\nstatus \"$5\"\n";
+}
+
+std::string FailTwice(const std::string& stem, int code) {
+  return "if [ -f " + stem + ".fail1 ]; then rm -f " + stem + ".fail1; exit " +
+         std::to_string(code) + "; fi\nif [ -f " + stem + ".fail2 ]; then rm -f " + stem +
+         ".fail2; exit " + std::to_string(code) + "; fi\nexit 0\n";
+}
+
+// Per test: the programs it runs that are not shared (SCRIPTS.md, one section per test).
+const std::map<std::string, std::map<std::string, std::string>>& TestScripts() {
+  static const std::map<std::string, std::map<std::string, std::string>> m = {
+      {"job_dagman_abort-B", {{"job_dagman_abort-B-script.pl", "exit 5\n"}}},
+      {"job_dagman_abort-final-B",
+       {{"job_dagman_abort-final-B-script.pl", "exit 5\n"},
+        {"job_dagman_abort-final-B-nodeE.pl",
+         std::string(kExitWithArg) + "echo \"  DAG_STATUS=$3\"\necho \"  FAILED_COUNT=$4\"\necho "
+                                     "\"$1\"\nstatus \"$2\"\n"}}},
+      {"job_dagman_final-A",
+       {{"job_dagman_final-A-node.pl", FinalNode("job_dagman_final-A.nodes.out")},
+        {"job_dagman_final-A-script.pl", FinalScript("job_dagman_final-A.scripts.out")}}},
+      {"job_dagman_final-B",
+       {{"job_dagman_final-B-node.pl", FinalNode("job_dagman_final-B.nodes.out")},
+        {"job_dagman_final-B-script.pl", FinalScript("job_dagman_final-B.scripts.out")}}},
+      {"job_dagman_pre_skip-A",
+       {{"job_dagman_pre_skip-A_A.sh", "exit 0\n"}, {"job_dagman_pre_skip-A_B.sh", "exit 1\n"}}},
+      {"job_dagman_pre_skip-B",
+       {{"job_dagman_pre_skip-B_A.sh", "exit 1\n"},
+        {"job_dagman_pre_skip-B_A-post.sh", "exit 1\n"}}},
+      {"job_dagman_script_args",
+       {{"job_dagman_script_args-node.pl", "echo \"$*\"\nexit 0\n"},
+        {"job_dagman_script_args-script.pl",
+         "f=job_dagman_script_args-$1-$2.out\nshift 2\n" + ArgLine() + "exit 0\n"}}},
+      {"job_dagman_submit_fails_post",
+       {{"job_dagman_submit_fails_post-nodeA-post.pl",
+         "echo \"Node A post script ($1)\" >> job_dagman_submit_fails_post-nodeA-post.out\n"
+         "exit 0\n"}}},
+      {"job_dagman_vars",
+       {{"job_dagman_vars-node.pl", ArgLine() + "exit 0\n"},
+        {"job_dagman_vars-retry.pl",
+         ArgLine() +
+             "if [ \"$2\" != \"$3\" ]; then echo 'Mismatch between VARS value and classad "
+             "value'; exit 2; fi\n"
+             "n=$(printf '%s' \"$2\" | sed -n 's/^\\([0-9][0-9]*\\).*/\\1/p')\n"
+             "if [ \"${n:-0}\" -lt 3 ]; then echo \"Node $1 fails to force retry\"; exit 1; fi\n"
+             "echo \"Node $1 succeeds\"\nexit 0\n"}}},
+      {"job_dagman_vars-B", {{"job_dagman_vars-B-node.pl", ArgLine() + "exit 0\n"}}},
+      {"job_dagman_depth_first",
+       {{"job_dagman_depth_first-nodeA.pl", "rm -f job_dagman_depth_first.order\nexit 0\n"},
+        {"job_dagman_depth_first-nodeB.pl",
+         "printf '%s ' \"$1\" >> job_dagman_depth_first.order\n"}}},
+      {"job_dagman_node_prio",
+       {{"job_dagman_node_prio-nodeA.pl",
+         "rm -f job_dagman_node_prio.order\nprintf '%s ' \"$1\" >> job_dagman_node_prio.order\n"},
+        {"job_dagman_node_prio.pl", "printf '%s ' \"$1\" >> job_dagman_node_prio.order\n"}}},
+      {"job_dagman_splice_connect-A",
+       {{"job_dagman_splice_connect-A-node.pl",
+         "[ \"$1\" = 0 ] || sleep \"$1\"\nf=$2\n[ -n \"$f\" ] || exit 1\nshift 2\n"
+         "for a in \"$@\"; do { [ -z \"$a\" ] || [ \"$a\" = 0 ]; } && break; echo \"$a\" >> "
+         "\"$f\"; done\nexit 0\n"}}},
+      {"job_dagman_event_log",
+       {{"job_dagman_event_log-node.pl", "echo 'Node ? succeeded'\n"},
+        {"job_dagman_event_log-node-pre.pl", "echo 'Node ? pre script succeeded'\n"},
+        {"job_dagman_event_log-node-post.pl", "echo 'Node ? post script succeeded'\n"}}},
+      {"job_dagman_script_defer",
+       {{"job_dagman_script_defer_Apre.pl",
+         "touch job_dagman_script_defer_Bpre.fail1 job_dagman_script_defer_Bpre.fail2 "
+         "job_dagman_script_defer_Cpost.fail1 job_dagman_script_defer_Cpost.fail2\n"},
+        {"job_dagman_script_defer_Bpre.pl", FailTwice("job_dagman_script_defer_Bpre", 4)},
+        {"job_dagman_script_defer_Cpost.pl", FailTwice("job_dagman_script_defer_Cpost", 5)}}},
+  };
+  return m;
+}
+
+// The program names a test's files mention (submit executables, SCRIPT commands).
+std::set<std::string> ProgramsNamed(const fs::path& dir) {
+  std::set<std::string> out;
+  std::regex exe(R"((?:^|\n)\s*executable\s*=\s*(\S+))", std::regex::icase);
+  std::regex script(R"((?:^|\n)\s*script\s+(?:defer\s+\S+\s+\S+\s+)?(?:pre|post)\s+\S+\s+(\S+))",
+                    std::regex::icase);
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    std::string text = ReadFileOr(e.path().string());
+    for (const auto* re : {&exe, &script}) {
+      for (std::sregex_iterator it(text.begin(), text.end(), *re), end; it != end; ++it) {
+        std::string name = fs::path((*it)[1].str()).filename().string();
+        if (name.ends_with(".pl") || name.ends_with(".sh")) out.insert(name);
+      }
+    }
+  }
+  return out;
+}
+
+// The README's table of exact output lines for a test ("| `FILE` | `LINE` |", a tab written as
+// U+21E5), checked against the files the run wrote; `got` unchanged when all are there.
+std::string CheckExpectedLines(const fs::path& root, const std::string& test,
+                               const std::string& dir, const std::string& got) {
+  std::string readme = ReadFileOr((root / "README.md").string());
+  size_t at = readme.find("**" + test + "**");
+  if (at == std::string::npos) return got;
+  size_t end = readme.find("\n**job_dagman", at + 1);
+  std::string section = readme.substr(at, end == std::string::npos ? end : end - at);
+  std::regex row("\\| `(" + test + "[^`]*\\.out)` \\| `([^`]*)` \\|");
+  for (std::sregex_iterator it(section.begin(), section.end(), row), e; it != e; ++it) {
+    std::string want = std::regex_replace((*it)[2].str(), std::regex("\xE2\x87\xA5"), "\t");
+    std::string text = ReadFileOr(dir + "/" + (*it)[1].str(), "(missing)");
+    if (text.find(want + "\n") == std::string::npos)
+      return got + ", but " + (*it)[1].str() + " lacks the line \"" + want + "\": " + text;
+  }
+  return got;
+}
+
+struct Outcome {
+  std::string test, expect, got, why_not_run;
+};
+
+Outcome RunOne(const boost::json::object& t, const fs::path& root) {
+  Outcome o;
+  o.test = std::string(t.at("test").as_string());
+  o.expect = std::string(t.at("expect").as_string());
+  const auto& dags = t.at("dags").as_array();
+  if (dags.size() != 1) {
+    o.why_not_run = "needs several DAG files in one DAG";
+    return o;
+  }
+  fs::path src = root / o.test;
+  for (const auto& e : fs::recursive_directory_iterator(src)) {
+    if (!e.is_regular_file()) continue;
+    std::string text = ReadFileOr(e.path().string());
+    if (std::regex_search(text, std::regex(R"((?:^|\n)\s*subdag\s+external)", std::regex::icase))) {
+      o.why_not_run = "runs a SUBDAG EXTERNAL";
+      return o;
+    }
+  }
+  std::map<std::string, std::string> scripts;
+  auto per_test = TestScripts().find(o.test);
+  for (const auto& name : ProgramsNamed(src)) {
+    if (auto s = SharedScripts().find(name); s != SharedScripts().end()) {
+      scripts[name] = s->second;
+    } else if (per_test != TestScripts().end() && per_test->second.count(name)) {
+      scripts[name] = per_test->second.at(name);
+    } else {
+      o.why_not_run = "no equivalent of " + name + " written yet";
+      return o;
+    }
+  }
+  KiteEnv env("dagman-" + o.test);
+  fs::copy(src, env.dir(), fs::copy_options::recursive | fs::copy_options::overwrite_existing);
+  for (const auto& [name, body] : scripts) {
+    // Where the files name the program: in the folder and in any subfolder holding its files.
+    env.Write(name, "#!/bin/sh\n" + body, 0755);
+  }
+  if (auto* setup = t.if_contains("setup"); setup && setup->is_object()) {
+    if (auto* touch = setup->as_object().if_contains("touch")) {
+      for (const auto& f : touch->as_array()) env.Write(std::string(f.as_string()), "");
+    }
+  }
+  env.StartAgent();
+  std::vector<std::string> args = {"dag", "submit"};
+  const auto& sargs = t.at("submit_dag_args").as_array();
+  for (size_t i = 0; i < sargs.size(); ++i) {
+    std::string a(sargs[i].as_string());
+    if ((a == "-maxjobs" || a == "-maxidle" || a == "-maxpre" || a == "-maxpost") &&
+        i + 1 < sargs.size()) {
+      args.push_back(a);
+      args.push_back(std::string(sargs[++i].as_string()));
+    }
+  }
+  args.push_back(std::string(dags[0].as_string()));
+  auto r = env.Kite(args);
+  if (r.exit_code != 0) {
+    o.got = "failure";  // refused, nothing queued
+    return o;
+  }
+  std::smatch m;
+  if (!std::regex_search(r.out, m, std::regex("submitted to cluster ([0-9]+)"))) {
+    o.got = "no DAG job: " + r.out;
+    return o;
+  }
+  std::string id = m[1].str() + ".0";
+  auto w = env.Kite({"wait", id, "--timeout", "300"});
+  auto h = env.Kite({"history", id, "-af", "ExitCode"});
+  std::string code = h.out.substr(0, h.out.find('\n'));
+  o.got = w.exit_code != 0 ? "did not end in 300 s" : code == "0" ? "success" : "failure";
+  if (o.got == o.expect) o.got = CheckExpectedLines(root, o.test, env.dir(), o.got);
+  if (o.got != o.expect) {
+    o.got += " (ExitCode " + code + "; dagman.out: " +
+             ReadFileOr(env.dir() + "/" + std::string(dags[0].as_string()) + ".dagman.out") + ")";
+  }
+  return o;
+}
+
+TEST(DagmanRun, HtcondorsRegressionTestsEndAsHtcondorExpects) {
+  fs::path root = fs::path(KITE_SOURCE_DIR) / ".." / "shared" / "conformance" / "dagman";
+  if (!fs::exists(root / "tests.json")) GTEST_SKIP() << "no conformance data in " << root;
+  auto tests = boost::json::parse(ReadFileOr((root / "tests.json").string())).as_array();
+  std::vector<Outcome> outcomes(tests.size());
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 4; ++w) {
+    workers.emplace_back([&] {
+      for (size_t i; (i = next++) < tests.size();) outcomes[i] = RunOne(tests[i].as_object(), root);
+    });
+  }
+  for (auto& w : workers) w.join();
+  int run = 0, agree = 0;
+  std::string not_run, disagree;
+  for (const auto& o : outcomes) {
+    if (!o.why_not_run.empty()) {
+      not_run += "  " + o.test + ": " + o.why_not_run + "\n";
+      continue;
+    }
+    ++run;
+    if (o.got == o.expect) {
+      ++agree;
+    } else {
+      disagree += "  " + o.test + ": expected " + o.expect + ", got " + o.got + "\n";
+    }
+  }
+  std::string summary = "DAGMan run: " + std::to_string(agree) + " of " + std::to_string(run) +
+                        " run agree with HTCondor's expected outcome; " +
+                        std::to_string(outcomes.size() - run) + " of " +
+                        std::to_string(outcomes.size()) + " not run\n";
+  std::printf("%s%s%s", summary.c_str(), disagree.empty() ? "" : ("disagree:\n" + disagree).c_str(),
+              ("not run:\n" + not_run).c_str());
+  std::ofstream(fs::path(KITE_BIN_DIR) / ".." / "dagman_run.txt") << summary;
+  EXPECT_TRUE(disagree.empty()) << disagree;
+  EXPECT_GE(run, 15) << "fewer of HTCondor's tests ran than before:\n" << not_run;
+}
+
+}  // namespace
+}  // namespace kite::testing
