@@ -195,8 +195,7 @@ dag::ParseOptions FileReader(const std::string& dir) {
 
 Status RefuseUnsupported(const dag::Dag& d) {
   for (const auto& n : d.nodes) {
-    const char* what = n.kind == dag::NodeKind::kSubdag        ? "SUBDAG EXTERNAL"
-                       : n.kind == dag::NodeKind::kService     ? "SERVICE"
+    const char* what = n.kind == dag::NodeKind::kService       ? "SERVICE"
                        : n.kind == dag::NodeKind::kProvisioner ? "PROVISIONER"
                                                                : nullptr;
     if (what)
@@ -268,6 +267,7 @@ Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
                 {"DAGMaxPre", std::to_string(args.max_pre)},
                 {"DAGMaxPost", std::to_string(args.max_post)}};
   if (auto user = LoginName(); !user.empty()) req.common.push_back({"Owner", Quoted(user)});
+  for (const auto& a : args.attrs) req.common.push_back(a);
   req.procs = {{{"ProcId", "0"}}};
   auto n = queue_.Submit(req);
   if (!n) return Fail(n.error());
@@ -468,9 +468,11 @@ void Dags::Drive(Run& run) {
   }
   // The node jobs of this slice get their cluster ids in one commit, and are written together
   // by the next flush.
-  size_t jobs = std::count_if(starting.begin(), starting.end(), [&](size_t i) {
-    return !run.dag.nodes[i].pre && !run.dag.nodes[i].noop;
-  });
+  auto plain_job = [&](size_t i) {
+    const auto& node = run.dag.nodes[i];
+    return !node.pre && !node.noop && node.kind != dag::NodeKind::kSubdag;
+  };
+  size_t jobs = std::count_if(starting.begin(), starting.end(), plain_job);
   std::vector<int> ids;
   if (jobs > 1) {
     auto reserved = queue_.NewClusters(static_cast<int>(jobs));
@@ -479,7 +481,7 @@ void Dags::Drive(Run& run) {
   size_t next = 0;  // ids in the order the nodes start
   for (size_t i : starting) {
     int id = 0;
-    if (next < ids.size() && !run.dag.nodes[i].pre && !run.dag.nodes[i].noop) id = ids[next++];
+    if (next < ids.size() && plain_job(i)) id = ids[next++];
     Start(run, i, id);
   }
   Publish(run);
@@ -522,6 +524,26 @@ void Dags::SubmitNode(Run& run, size_t i, int reserved) {
     n.code = kReturnSubmitFailed;
     JobEnded(run, i);
   };
+  std::string parents;
+  for (size_t p : node.parents) parents += (parents.empty() ? "" : ",") + run.dag.nodes[p].name;
+  if (node.kind == dag::NodeKind::kSubdag) {
+    // A sub-DAG is a DAG of its own (its rescue DAG used on a retry), and its job is the node's.
+    DagSubmitArgs sub;
+    sub.file = kite::JoinPath(kite::JoinPath(run.dir, node.dir), node.submit);
+    sub.attrs = {{"DAGManJobId", std::to_string(run.id)},
+                 {"DAGNodeName", Quoted(node.name)},
+                 {"DAGNodeRetry", std::to_string(n.attempts)},
+                 {"DAGParentNodeNames", Quoted(parents)}};
+    auto submitted = Submit(sub);
+    if (!submitted) return fail(submitted.error().message());
+    n.state = NodeState::kSubmitted;
+    n.cluster = submitted->cluster;
+    ++run.queued;
+    ++run.category_queued[node.category];
+    Log(run, "Submitted node " + node.name + " as the sub-DAG " + sub.file + " (DAG " +
+                 std::to_string(n.cluster) + ")");
+    return;
+  }
   auto cluster = reserved ? Result<int>(reserved) : queue_.NewCluster();
   if (!cluster) return fail(cluster.error().message());
   submit::SubmitOptions so;
@@ -559,8 +581,6 @@ void Dags::SubmitNode(Run& run, size_t i, int reserved) {
   SubmitRequest req;
   req.cluster = *cluster;
   for (auto& a : parsed->common) req.common.push_back({a.name, a.expr});
-  std::string parents;
-  for (size_t p : node.parents) parents += (parents.empty() ? "" : ",") + run.dag.nodes[p].name;
   req.common.push_back({"DAGManJobId", std::to_string(run.id)});
   req.common.push_back({"DAGNodeName", Quoted(node.name)});
   req.common.push_back({"DAGNodeRetry", std::to_string(n.attempts)});
@@ -815,25 +835,24 @@ bool Dags::KeepsForNode(const Job& job) const {
 }
 
 void Dags::OnStatus(Job& job, bool leaving) {
-  if (job.universe == kUniverseScheduler) {
-    auto it = runs_.find(job.key.cluster);
-    if (it == runs_.end()) return;
-    if (job.status == kRemoved || leaving) {
-      // After the action that removed it is done with its list of jobs.
-      boost::asio::post(io_, [this, id = job.key.cluster] {
-        auto found = runs_.find(id);
-        if (found != runs_.end()) Removed(*found->second);
-      });
+  if (auto it = runs_.find(job.key.cluster);
+      job.universe == kUniverseScheduler && it != runs_.end()) {
+    if (job.status != kRemoved && !leaving) {
+      if (job.status == kIdle) {
+        // Released: it goes on where it was.
+        boost::asio::post(io_, [this, key = job.key] {
+          if (Job* j = queue_.Find(key); j && j->status == kIdle) (void)queue_.MarkRunning(*j);
+          DriveSoon(key.cluster);
+        });
+      }
       return;
     }
-    if (job.status == kIdle) {
-      // Released: it goes on where it was.
-      boost::asio::post(io_, [this, key = job.key] {
-        if (Job* j = queue_.Find(key); j && j->status == kIdle) (void)queue_.MarkRunning(*j);
-        DriveSoon(key.cluster);
-      });
-    }
-    return;
+    // After the action that removed it is done with its list of jobs. A sub-DAG's parent hears
+    // of it below, as of any node's job.
+    boost::asio::post(io_, [this, id = job.key.cluster] {
+      auto found = runs_.find(id);
+      if (found != runs_.end()) Removed(*found->second);
+    });
   }
   if (job.status != kCompleted && job.status != kRemoved) return;
   auto id = job.ad.EvaluateInt("DAGManJobId");

@@ -35,6 +35,8 @@ struct DagSubmitArgs {
   std::string cwd;   // the submitter's directory
   int max_jobs = 0, max_idle = 0, max_pre = 0, max_post = 0;  // 0: no limit
   bool force = false;  // start over: an existing rescue DAG is renamed, not used
+  // More attributes of the DAG's job: a sub-DAG's DAGManJobId, DAGNodeName... (its parent's).
+  std::vector<SubmitAttr> attrs;
 };
 
 struct DagSubmitted {

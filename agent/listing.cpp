@@ -160,13 +160,17 @@ std::string FormatDagTable(const std::vector<ListedJob>& jobs, double now) {
   }
   std::vector<ListedJob> ordered;
   ordered.reserve(jobs.size());
+  // A job, then (a DAG's) its nodes' jobs, a sub-DAG's in turn under it.
+  auto add = [&](const ListedJob& j, auto& self) -> void {
+    ordered.push_back(j);
+    if (auto it = nodes.find(j.key.cluster); it != nodes.end() && j.key.proc == 0) {
+      for (const ListedJob* n : it->second) self(*n, self);
+    }
+  };
   for (const auto& j : jobs) {
     auto dag = j.ad->EvaluateInt("DAGManJobId");
     if (dag && dags.count(static_cast<int>(*dag))) continue;  // listed under its DAG
-    ordered.push_back(j);
-    if (auto it = nodes.find(j.key.cluster); it != nodes.end() && j.key.proc == 0) {
-      for (const ListedJob* n : it->second) ordered.push_back(*n);
-    }
+    add(j, add);
   }
   return JobTable(ordered, now, false, true);
 }

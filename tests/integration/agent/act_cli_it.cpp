@@ -117,7 +117,14 @@ TEST(ActCliCaller, DefaultReasonsNameTheRealUser) {
             "via kite hold (by user " + me + ")\n");
   r = env.Kite({"rm", c});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  auto h = env.Kite({"history", c + ".1", "-af", "RemoveReason"});
+  // The running job leaves the queue once its wrapper has stopped it: wait for its history.
+  CommandResult h;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        h = env.Kite({"history", c + ".1", "-af", "RemoveReason"});
+        return !h.out.empty();
+      },
+      10));
   EXPECT_EQ(h.out, "via kite rm (by user " + me + ")\n") << h.err;
 }
 
