@@ -161,6 +161,10 @@ struct Dags::Run {
   bool final_started = false, aborted = false, drive_posted = false;
   int exit_code = 0;
   std::FILE* out = nullptr;  // file.dag.dagman.out
+  // NODE_STATUS_FILE: rewritten at most every node_status_interval seconds when something
+  // changed (or, with ALWAYS-UPDATE, whether or not), and once more at the end.
+  std::unique_ptr<boost::asio::steady_timer> status_timer;
+  bool status_changed = true;
   ~Run() {
     if (out) std::fclose(out);
   }
@@ -390,6 +394,10 @@ void Dags::Load(Job& dag_job) {
                 std::to_string(run->queued) + " queued");
   Run& r = *run;
   runs_[id] = std::move(run);
+  if (!r.dag.node_status_file.empty()) {
+    r.status_timer = std::make_unique<boost::asio::steady_timer>(io_);
+    StatusTick(id);
+  }
   for (int cluster : leftovers) {
     for (Job* j : ClusterJobs(queue_, cluster)) {
       if (Ended(*j)) hooks_.retire(*j);
@@ -913,6 +921,7 @@ void Dags::Finish(Run& run) {
                std::to_string(run.done) + " done, " + std::to_string(run.failed) + " failed" +
                (rescue.empty() ? "" : "; rescue DAG " + rescue));
   Publish(run);
+  WriteNodeStatus(run, true);
   Job* j = queue_.Find({run.id, 0});
   int id = run.id;
   queue_.ForgetDag(id);
@@ -943,6 +952,7 @@ void Dags::Removed(Run& run) {
   if (run.done < static_cast<int>(run.nodes.size())) {
     if (auto w = WriteRescue(run); w) Log(run, "Rescue DAG " + *w);
   }
+  WriteNodeStatus(run, true);
   int id = run.id;
   queue_.ForgetDag(id);
   auto keep = std::move(runs_[id]);
@@ -1018,7 +1028,87 @@ void Dags::Publish(Run& run) {
   set("DAG_NodesUnready", std::max(0, unready));
   set("DAG_Status", DagStatus(run));
   if (run.out) std::fflush(run.out);
+  run.status_changed = true;
   hooks_.commit_soon();
+}
+
+// DAGMan's node status file (its ClassAd form): one DagStatus ad, a NodeStatus ad per node, a
+// StatusEnd ad; node and DAG states as DAGMan numbers them (0 not ready ... 5 done, 6 error, 7
+// futile: not ready for good, the DAG being over).
+void Dags::WriteNodeStatus(Run& run, bool last) {
+  if (run.dag.node_status_file.empty()) return;
+  auto code = [&](size_t i) {
+    switch (run.nodes[i].state) {
+      case NodeState::kWaiting:
+        return last ? 7 : 0;
+      case NodeState::kReady:
+        return 1;
+      case NodeState::kPre:
+        return 2;
+      case NodeState::kSubmitted:
+        return 3;
+      case NodeState::kPost:
+        return 4;
+      case NodeState::kDone:
+        return 5;
+      case NodeState::kFailed:
+        return 6;
+    }
+    return 0;
+  };
+  int counts[8] = {};
+  for (size_t i = 0; i < run.nodes.size(); ++i) ++counts[code(i)];
+  int idle = 0, held = 0;
+  for (const auto& n : run.nodes) {
+    if (n.state != NodeState::kSubmitted) continue;
+    for (const Job* j : ClusterJobs(queue_, n.cluster)) {
+      idle += j->status == kIdle;
+      held += j->status == kHeld;
+    }
+  }
+  int dag_status = !last ? 3 : counts[5] == static_cast<int>(run.nodes.size()) ? 5 : 6;
+  auto now = static_cast<long long>(queue_.Now());
+  std::string text = "[\n  Type = \"DagStatus\";\n  DagFiles = { " + Quoted(BaseName(run.file)) +
+                     " };\n  Timestamp = " + std::to_string(now) +
+                     ";\n  DagStatus = " + std::to_string(dag_status) + ";\n";
+  const std::pair<const char*, int> totals[] = {{"NodesTotal", static_cast<int>(run.nodes.size())},
+                                                {"NodesDone", counts[5]},
+                                                {"NodesPre", counts[2]},
+                                                {"NodesQueued", counts[3]},
+                                                {"NodesPost", counts[4]},
+                                                {"NodesReady", counts[1]},
+                                                {"NodesUnready", counts[0]},
+                                                {"NodesFutile", counts[7]},
+                                                {"NodesFailed", counts[6]},
+                                                {"JobProcsHeld", held},
+                                                {"JobProcsIdle", idle}};
+  for (auto [name, n] : totals)
+    text += "  " + std::string(name) + " = " + std::to_string(n) + ";\n";
+  text += "]\n";
+  for (size_t i = 0; i < run.nodes.size(); ++i) {
+    text += "[\n  Type = \"NodeStatus\";\n  Node = " + Quoted(run.dag.nodes[i].name) +
+            ";\n  NodeStatus = " + std::to_string(code(i)) +
+            ";\n  StatusDetails = " + Quoted(run.nodes[i].note) +
+            ";\n  RetryCount = " + std::to_string(run.nodes[i].attempts) + ";\n]\n";
+  }
+  text += "[\n  Type = \"StatusEnd\";\n  EndTime = " + std::to_string(now) +
+          ";\n  NextUpdate = " + std::to_string(last ? 0 : now + run.dag.node_status_interval) +
+          ";\n]\n";
+  std::string path = kite::JoinPath(run.dir, run.dag.node_status_file);
+  if (auto st = WriteFileAtomic(path, text); !st)
+    Log(run, "Cannot write the node status file: " + st.error().message());
+  run.status_changed = false;
+}
+
+void Dags::StatusTick(int id) {
+  auto it = runs_.find(id);
+  if (it == runs_.end()) return;
+  Run& run = *it->second;
+  if (run.status_changed || run.dag.node_status_always) WriteNodeStatus(run, false);
+  run.status_timer->expires_after(std::chrono::seconds(std::max(1, run.dag.node_status_interval)));
+  run.status_timer->async_wait([this, id](auto ec) {
+    if (!ec) StatusTick(id);
+  });
 }
 
 std::vector<DagNodeView> Dags::Nodes(int cluster) const {

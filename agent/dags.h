@@ -106,6 +106,8 @@ class Dags {
   void Record(Run& run, size_t node);
   void RetireNodeJobs(Run& run, size_t node);
   void Publish(Run& run);
+  void WriteNodeStatus(Run& run, bool last);
+  void StatusTick(int id);
   Result<std::string> WriteRescue(Run& run);
   void Log(Run& run, const std::string& line);
 
