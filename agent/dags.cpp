@@ -36,26 +36,15 @@ extern char** environ;
 namespace kite::agent {
 namespace {
 
+// A node's state; the values are DAGMan's (its node status file's NodeStatus; 7 is "futile", a
+// node not ready when the DAG is over).
 enum class NodeState { kWaiting, kReady, kPre, kSubmitted, kPost, kDone, kFailed };
+constexpr int kFutile = 7;
 
 const char* StateName(NodeState s) {
-  switch (s) {
-    case NodeState::kWaiting:
-      return "not ready";
-    case NodeState::kReady:
-      return "ready";
-    case NodeState::kPre:
-      return "pre";
-    case NodeState::kSubmitted:
-      return "submitted";
-    case NodeState::kPost:
-      return "post";
-    case NodeState::kDone:
-      return "done";
-    case NodeState::kFailed:
-      return "error";
-  }
-  return "?";
+  static const char* const kNames[] = {"not ready", "ready", "pre",  "submitted",
+                                       "post",      "done",  "error"};
+  return kNames[static_cast<int>(s)];
 }
 
 // $RETURN when the job never ran, as DAGMan gives it.
@@ -1038,23 +1027,8 @@ void Dags::Publish(Run& run) {
 void Dags::WriteNodeStatus(Run& run, bool last) {
   if (run.dag.node_status_file.empty()) return;
   auto code = [&](size_t i) {
-    switch (run.nodes[i].state) {
-      case NodeState::kWaiting:
-        return last ? 7 : 0;
-      case NodeState::kReady:
-        return 1;
-      case NodeState::kPre:
-        return 2;
-      case NodeState::kSubmitted:
-        return 3;
-      case NodeState::kPost:
-        return 4;
-      case NodeState::kDone:
-        return 5;
-      case NodeState::kFailed:
-        return 6;
-    }
-    return 0;
+    auto s = run.nodes[i].state;
+    return last && s == NodeState::kWaiting ? kFutile : static_cast<int>(s);
   };
   int counts[8] = {};
   for (size_t i = 0; i < run.nodes.size(); ++i) ++counts[code(i)];
