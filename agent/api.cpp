@@ -35,14 +35,6 @@ Result<json::object> ParseBody(const ApiRequest& req) {
   return std::move(v.as_object());
 }
 
-Result<std::string> GetString(const json::object& o, std::string_view key) {
-  auto* v = o.if_contains(key);
-  if (!v || v->is_null()) return std::string();
-  if (!v->is_string())
-    return Fail(ErrorCode::kInvalidInput, std::string(key) + " must be a string");
-  return std::string(v->as_string());
-}
-
 Result<std::vector<JobSelector>> GetSelectors(const json::object& o) {
   std::vector<JobSelector> out;
   auto* v = o.if_contains("ids");
@@ -382,6 +374,14 @@ ApiResponse HandleEvents(Agent& agent, const json::object& body) {
 }
 
 }  // namespace
+
+Result<std::string> GetString(const json::object& o, std::string_view key) {
+  auto* v = o.if_contains(key);
+  if (!v || v->is_null()) return std::string();
+  if (!v->is_string())
+    return Fail(ErrorCode::kInvalidInput, std::string(key) + " must be a string");
+  return std::string(v->as_string());
+}
 
 ApiResponse ErrorReply(http::status status, const std::string& message) {
   json::object o;

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <boost/beast/http.hpp>
+#include <boost/json/object.hpp>
 
 #include <functional>
 #include <string>
@@ -42,5 +43,7 @@ ApiResponse Reply(boost::beast::http::status status, std::string body,
 // {"error": message} with `status`; with an Error, the status its code maps to.
 ApiResponse ErrorReply(boost::beast::http::status status, const std::string& message);
 ApiResponse ErrorReply(const Error& e);
+// A request's string member `key`: "" when absent or null, an error when not a string.
+Result<std::string> GetString(const boost::json::object& o, std::string_view key);
 
 }  // namespace kite::agent

@@ -23,20 +23,12 @@ Result<int> Limit(const json::object& body, std::string_view key) {
   return static_cast<int>(v->as_int64());
 }
 
-Result<std::string> Text(const json::object& body, std::string_view key) {
-  auto* v = body.if_contains(key);
-  if (!v || v->is_null()) return std::string();
-  if (!v->is_string())
-    return Fail(ErrorCode::kInvalidInput, std::string(key) + " must be a string");
-  return std::string(v->as_string());
-}
-
 }  // namespace
 
 ApiResponse HandleDagSubmit(Agent& agent, const json::object& body) {
   DagSubmitArgs args;
-  auto file = Text(body, "file");
-  auto cwd = Text(body, "cwd");
+  auto file = GetString(body, "file");
+  auto cwd = GetString(body, "cwd");
   if (!file) return ErrorReply(file.error());
   if (!cwd) return ErrorReply(cwd.error());
   args.file = *file;
@@ -76,7 +68,7 @@ ApiResponse HandleDagStatus(Agent& agent, const json::object& body) {
                         "cluster must be an integer from 1 to " + std::to_string(kMaxJobId));
     cluster = static_cast<int>(c->as_int64());
   }
-  auto file = Text(body, "file");
+  auto file = GetString(body, "file");
   if (!file) return ErrorReply(file.error());
   if (cluster == 0 && !file->empty()) cluster = agent.dags().FindByFile(*file);
   if (cluster == 0)

@@ -1045,29 +1045,26 @@ void Pool::SendActivate(Run& run) {
   if (!sd || sd->closed) return;  // its lease decides
   auto flat = classad::ParseOldAd(queue_.FlatText(*j));
   if (!flat) return LoseRun(run.id, "its ad does not read back: " + flat.error().message());
+  // The job cannot go as it is: it is held, and its slot goes to another.
+  auto hold_instead = [&](const std::string& reason, int code) {
+    (void)queue_.Hold(*j, reason, code);
+    DropRun(run.id);
+    hooks_.commit_soon();
+    NegotiateSoon();
+  };
   if (auto slot = slots_.find(run.slot); slot != slots_.end()) {
-    if (auto st = ExpandMatchReferences(*flat, slot->second.ad); !st) {
-      (void)queue_.Hold(*j, "Cannot expand $$ references at the match: " + st.error().message(),
-                        kHoldQueueDamage);
-      DropRun(run.id);
-      hooks_.commit_soon();
-      NegotiateSoon();
-      return;
-    }
+    if (auto st = ExpandMatchReferences(*flat, slot->second.ad); !st)
+      return hold_instead("Cannot expand $$ references at the match: " + st.error().message(),
+                          kHoldQueueDamage);
   }
   auto inputs = InputsOf(*j, &*flat);
   if (auto n = j->ad.EvaluateInt("NumCheckpoints"); inputs && n && *n > 0) {
     std::string ckpt = CheckpointDir(j->key) + "/ckpt." + std::to_string(*n);
     if (auto st = AddCheckpoint(ckpt, &*inputs); !st) inputs = std::unexpected(st.error());
   }
-  if (!inputs) {
-    (void)queue_.Hold(*j, "Transfer input files failure: " + inputs.error().message(),
-                      kHoldTransferInputError);
-    DropRun(run.id);
-    hooks_.commit_soon();
-    NegotiateSoon();
-    return;
-  }
+  if (!inputs)
+    return hold_instead("Transfer input files failure: " + inputs.error().message(),
+                        kHoldTransferInputError);
   run.inputs = std::move(*inputs);
   Message m{.type = MsgType::kActivate,
             .slot = run.slot,
