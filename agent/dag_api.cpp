@@ -27,15 +27,28 @@ Result<int> Limit(const json::object& body, std::string_view key) {
 
 ApiResponse HandleDagSubmit(Agent& agent, const json::object& body) {
   DagSubmitArgs args;
-  auto file = GetString(body, "file");
   auto cwd = GetString(body, "cwd");
-  if (!file) return ErrorReply(file.error());
   if (!cwd) return ErrorReply(cwd.error());
-  args.file = *file;
   args.cwd = *cwd;
-  if (args.file.empty()) return ErrorReply(http::status::bad_request, "dag/submit needs a file");
-  if (args.file[0] != '/' && (args.cwd.empty() || args.cwd[0] != '/'))
-    return ErrorReply(http::status::bad_request, "a relative DAG file needs an absolute cwd");
+  // "files": the DAG files (several are one DAG); "file": one, as before.
+  if (auto* files = body.if_contains("files"); files && !files->is_null()) {
+    if (!files->is_array() || files->as_array().size() > 1000)
+      return ErrorReply(http::status::bad_request, "files must be a list of at most 1000 names");
+    for (const auto& f : files->as_array()) {
+      if (!f.is_string()) return ErrorReply(http::status::bad_request, "files must be strings");
+      args.files.emplace_back(f.as_string());
+    }
+  } else {
+    auto file = GetString(body, "file");
+    if (!file) return ErrorReply(file.error());
+    if (!file->empty()) args.files.push_back(*file);
+  }
+  if (args.files.empty()) return ErrorReply(http::status::bad_request, "dag/submit needs a file");
+  for (const auto& f : args.files) {
+    if (f.empty()) return ErrorReply(http::status::bad_request, "a DAG file name is empty");
+    if (f[0] != '/' && (args.cwd.empty() || args.cwd[0] != '/'))
+      return ErrorReply(http::status::bad_request, "a relative DAG file needs an absolute cwd");
+  }
   for (auto [key, out] : {std::pair{"maxjobs", &args.max_jobs},
                           {"maxidle", &args.max_idle},
                           {"maxpre", &args.max_pre},
@@ -48,6 +61,14 @@ ApiResponse HandleDagSubmit(Agent& agent, const json::object& body) {
     if (!f->is_bool()) return ErrorReply(http::status::bad_request, "force must be true or false");
     args.force = f->as_bool();
   }
+  if (auto* f = body.if_contains("always_run_post"); f && !f->is_null()) {
+    if (!f->is_bool())
+      return ErrorReply(http::status::bad_request, "always_run_post must be true or false");
+    args.always_run_post = f->as_bool();
+  }
+  auto notification = GetString(body, "notification");
+  if (!notification) return ErrorReply(notification.error());
+  args.notification = *notification;
   auto r = agent.dags().Submit(args);
   if (!r) return ErrorReply(r.error());
   json::array warnings;

@@ -28,6 +28,7 @@
 
 #include "classad/expr.h"
 #include "common/files.h"
+#include "dag/config.h"
 #include "dag/dag.h"
 #include "submit/submit_file.h"
 
@@ -136,6 +137,8 @@ struct Dags::Run {
     bool job_ok = false;
     pid_t pid = 0;
     std::string note;
+    int seq = 0;                // JOBSTATE_LOG's sequence number of its attempt
+    std::string tag = "local";  // ... and its job tag (the job's pegasus_site)
   };
   int id = 0;
   std::string file, dir;
@@ -149,13 +152,20 @@ struct Dags::Run {
   std::map<std::string, int, std::less<>> category_queued;
   bool final_started = false, aborted = false, drive_posted = false;
   int exit_code = 0;
-  std::FILE* out = nullptr;  // file.dag.dagman.out
+  bool always_run_post = false;   // a failed PRE script's POST script runs (DAGMAN_ALWAYS_RUN_POST)
+  std::FILE* out = nullptr;       // file.dag.dagman.out
+  std::FILE* jobstate = nullptr;  // JOBSTATE_LOG
+  int next_seq = 1;
+  // DOT ... UPDATE: rewritten at most once a second; DONT-OVERWRITE: file.0, file.1, ...
+  std::chrono::steady_clock::time_point dot_written;
+  int dot_number = 0;
   // NODE_STATUS_FILE: rewritten at most every node_status_interval seconds when something
   // changed (or, with ALWAYS-UPDATE, whether or not), and once more at the end.
   std::unique_ptr<boost::asio::steady_timer> status_timer;
   bool status_changed = true;
   ~Run() {
     if (out) std::fclose(out);
+    if (jobstate) std::fclose(jobstate);
   }
 };
 
@@ -175,6 +185,23 @@ Dags::~Dags() = default;
 void Dags::Log(Run& run, const std::string& line) {
   if (!run.out) return;
   std::fputs((Stamp() + line + "\n").c_str(), run.out);
+}
+
+// DAGMan's jobstate log (the format Pegasus reads): "time NODE EVENT ID TAG - SEQ".
+void Dags::Jobstate(Run& run, size_t node, const std::string& event, const std::string& id) {
+  if (!run.jobstate) return;
+  const auto& n = run.nodes[node];
+  std::fprintf(run.jobstate, "%lld %s %s %s %s - %d\n", static_cast<long long>(std::time(nullptr)),
+               run.dag.nodes[node].name.c_str(), event.c_str(), id.empty() ? "-" : id.c_str(),
+               n.tag.c_str(), n.seq);
+  std::fflush(run.jobstate);
+}
+
+void Dags::JobstateInternal(Run& run, const std::string& what) {
+  if (!run.jobstate) return;
+  std::fprintf(run.jobstate, "%lld INTERNAL *** %s ***\n",
+               static_cast<long long>(std::time(nullptr)), what.c_str());
+  std::fflush(run.jobstate);
 }
 
 namespace {
@@ -202,12 +229,19 @@ Status RefuseUnsupported(const dag::Dag& d) {
 }  // namespace
 
 Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
-  std::string file = args.file.empty() || args.file[0] == '/'
-                         ? args.file
-                         : kite::JoinPath(args.cwd.empty() ? "." : args.cwd, args.file);
-  if (file.empty()) return Fail(ErrorCode::kInvalidInput, "no DAG file named");
+  std::vector<std::string> files;
+  for (const auto& f : args.files) {
+    if (f.empty()) return Fail(ErrorCode::kInvalidInput, "an empty DAG file name");
+    files.push_back(f[0] == '/' ? f : kite::JoinPath(args.cwd.empty() ? "." : args.cwd, f));
+  }
+  if (files.empty()) return Fail(ErrorCode::kInvalidInput, "no DAG file named");
+  const std::string& file = files[0];
   std::string dir = DirName(file);
-  auto parsed = dag::ParseDag({BaseName(file)}, FileReader(dir));
+  // Names in every file are relative to the first one's directory (DAGMan's, without
+  // -usedagdir); the parser sees them as the user wrote them.
+  std::vector<std::string> names;
+  for (const auto& f : files) names.push_back(DirName(f) == dir ? BaseName(f) : f);
+  auto parsed = dag::ParseDag(names, FileReader(dir));
   if (!parsed) return Fail(parsed.error());
   if (auto st = RefuseUnsupported(*parsed); !st) return Fail(st.error());
   if (int other = FindByFile(file))
@@ -216,6 +250,40 @@ Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
   DagSubmitted out;
   out.nodes = parsed->nodes.size();
   out.warnings = parsed->warnings;
+  // CONFIG: DAGMan allows one file per DAG; what the command line says wins over it.
+  DagSubmitArgs limits = args;
+  std::set<std::string> configs(parsed->config_files.begin(), parsed->config_files.end());
+  if (configs.size() > 1)
+    return Fail(ErrorCode::kInvalidInput, "the DAG names " + std::to_string(configs.size()) +
+                                              " CONFIG files; DAGMan allows one per DAG");
+  if (!configs.empty()) {
+    std::string path = kite::JoinPath(dir, *configs.begin());
+    auto text = ReadFile(path);
+    if (!text) return Fail(text.error().Wrap("the DAG's CONFIG file"));
+    auto config = dag::ParseDagConfig(*configs.begin(), *text);
+    if (!config) return Fail(config.error());
+    for (auto [mine, theirs] : {std::pair{&limits.max_jobs, config->max_jobs},
+                                {&limits.max_idle, config->max_idle},
+                                {&limits.max_pre, config->max_pre},
+                                {&limits.max_post, config->max_post}}) {
+      if (*mine == 0 && theirs) *mine = *theirs;
+    }
+    if (!limits.always_run_post) limits.always_run_post = config->always_run_post;
+    out.warnings.insert(out.warnings.end(), config->warnings.begin(), config->warnings.end());
+  }
+  std::string notification;
+  if (!args.notification.empty()) {
+    static const std::map<std::string, int, std::less<>> kValues = {
+        {"never", 0}, {"always", 1}, {"complete", 2}, {"error", 3}};
+    std::string lower = args.notification;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    auto it = kValues.find(lower);
+    if (it == kValues.end())
+      return Fail(
+          ErrorCode::kInvalidInput,
+          "notification must be Never, Always, Complete or Error, not " + args.notification);
+    notification = std::to_string(it->second);
+  }
   // DAGMan's -autorescue: the latest rescue DAG says which nodes are done; -force starts over
   // and moves the old rescue DAGs aside.
   int number = 0;
@@ -229,7 +297,9 @@ Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
       if (::rename(from.c_str(), (from + ".old").c_str()) != 0) return FailErrno("rename " + from);
     }
   } else if (!rescue.empty()) {
-    auto with = dag::ParseDag({BaseName(file), BaseName(rescue)}, FileReader(dir));
+    auto with_names = names;
+    with_names.push_back(BaseName(rescue));
+    auto with = dag::ParseDag(with_names, FileReader(dir));
     if (!with) return Fail(with.error().Wrap("the rescue DAG " + rescue));
     for (size_t i = 0; i < with->nodes.size(); ++i) {
       // A rescue DAG only marks nodes DONE; a node it defines anew is not taken from it.
@@ -255,10 +325,17 @@ Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
                 {"UserLog", Quoted(file + ".dagman.log")},
                 {"DAGManOut", Quoted(file + ".dagman.out")},
                 {"DAG_NodesTotal", std::to_string(parsed->nodes.size())},
-                {"DAGMaxJobs", std::to_string(args.max_jobs)},
-                {"DAGMaxIdle", std::to_string(args.max_idle)},
-                {"DAGMaxPre", std::to_string(args.max_pre)},
-                {"DAGMaxPost", std::to_string(args.max_post)}};
+                {"DAGMaxJobs", std::to_string(limits.max_jobs)},
+                {"DAGMaxIdle", std::to_string(limits.max_idle)},
+                {"DAGMaxPre", std::to_string(limits.max_pre)},
+                {"DAGMaxPost", std::to_string(limits.max_post)},
+                {"DAGAlwaysRunPost", limits.always_run_post.value_or(false) ? "true" : "false"}};
+  if (files.size() > 1) {
+    std::string list;
+    for (const auto& f : files) list += (list.empty() ? "" : ", ") + Quoted(f);
+    req.common.push_back({"DAGFiles", "{ " + list + " }"});
+  }
+  if (!notification.empty()) req.common.push_back({"JobNotification", notification});
   if (auto user = LoginName(); !user.empty()) req.common.push_back({"Owner", Quoted(user)});
   for (const auto& a : args.attrs) req.common.push_back(a);
   req.procs = {{{"ProcId", "0"}}};
@@ -266,9 +343,15 @@ Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
   if (!n) return Fail(n.error());
   out.cluster = *cluster;
   if (Job* j = queue_.Find({*cluster, 0})) {
-    Load(*j);
+    Load(*j, /*recovering=*/false);
     DriveSoon(*cluster);
   }
+  return out;
+}
+
+std::vector<int> Dags::Running() const {
+  std::vector<int> out;
+  for (const auto& [id, run] : runs_) out.push_back(id);
   return out;
 }
 
@@ -285,12 +368,12 @@ void Dags::Recover() {
     if (j.universe == kUniverseScheduler && j.status != kCompleted && j.status != kRemoved)
       dags.push_back(&j);
   }
-  for (Job* j : dags) Load(*j);
+  for (Job* j : dags) Load(*j, /*recovering=*/true);
   for (auto& [id, run] : runs_) DriveSoon(id);
 }
 
 // Builds a DAG's state from its file, its nodes' jobs in the queue and its node records.
-void Dags::Load(Job& dag_job) {
+void Dags::Load(Job& dag_job, bool recovering) {
   int id = dag_job.key.cluster;
   auto file = dag_job.ad.EvaluateString("DAGFile");
   if (!file) return;
@@ -298,7 +381,16 @@ void Dags::Load(Job& dag_job) {
   run->id = id;
   run->file = *file;
   run->dir = DirName(*file);
-  auto parsed = dag::ParseDag({BaseName(*file)}, FileReader(run->dir));
+  std::vector<std::string> names = {BaseName(*file)};
+  if (auto list = dag_job.ad.Evaluate("DAGFiles"); list.IsList()) {
+    names.clear();
+    for (const auto& v : list.AsList()) {
+      if (!v.IsString()) continue;
+      std::string f(v.AsString());
+      names.push_back(DirName(f) == run->dir ? BaseName(f) : f);
+    }
+  }
+  auto parsed = dag::ParseDag(names, FileReader(run->dir));
   if (!parsed) {
     (void)queue_.Hold(dag_job, "The DAG file cannot be read again: " + parsed.error().message(),
                       kHoldQueueDamage);
@@ -310,7 +402,16 @@ void Dags::Load(Job& dag_job) {
   run->limits.max_idle = static_cast<int>(dag_job.ad.EvaluateInt("DAGMaxIdle").value_or(0));
   run->limits.max_pre = static_cast<int>(dag_job.ad.EvaluateInt("DAGMaxPre").value_or(0));
   run->limits.max_post = static_cast<int>(dag_job.ad.EvaluateInt("DAGMaxPost").value_or(0));
+  run->always_run_post = dag_job.ad.EvaluateBool("DAGAlwaysRunPost").value_or(false);
   run->out = std::fopen((*file + ".dagman.out").c_str(), "a");
+  if (!run->dag.jobstate_log.empty()) {
+    std::string path = kite::JoinPath(run->dir, run->dag.jobstate_log);
+    run->jobstate = std::fopen(path.c_str(), "a");
+    if (!run->jobstate)
+      Log(*run, "Cannot open the jobstate log " + path + ": " + std::strerror(errno));
+  }
+  JobstateInternal(*run, "DAGMAN_STARTED " + std::to_string(id) + ".0");
+  if (recovering) JobstateInternal(*run, "RECOVERY_STARTED");
   auto& nodes = run->nodes;
   nodes.resize(run->dag.nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
@@ -360,6 +461,12 @@ void Dags::Load(Job& dag_job) {
     if (Job* j = queue_.Find({cluster, 0}))
       n.attempts = static_cast<int>(j->ad.EvaluateInt("DAGNodeRetry").value_or(n.attempts));
   }
+  // JOBSTATE_LOG's sequence numbers go on after those the attempts so far had (near enough:
+  // DAGMan's recovery does not keep them either).
+  for (const auto& n : nodes) run->next_seq += n.attempts + (n.state != NodeState::kWaiting);
+  for (auto& n : nodes) {
+    if (n.state == NodeState::kSubmitted) n.seq = run->next_seq++;
+  }
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].state == NodeState::kDone) ++run->done;
     if (nodes[i].state == NodeState::kFailed) ++run->failed;
@@ -383,6 +490,8 @@ void Dags::Load(Job& dag_job) {
                 std::to_string(run->queued) + " queued");
   Run& r = *run;
   runs_[id] = std::move(run);
+  if (recovering) JobstateInternal(r, "RECOVERY_FINISHED");
+  WriteDot(r);
   if (!r.dag.node_status_file.empty()) {
     r.status_timer = std::make_unique<boost::asio::steady_timer>(io_);
     StatusTick(id);
@@ -488,6 +597,7 @@ void Dags::Drive(Run& run) {
 }
 
 void Dags::Start(Run& run, size_t i, int cluster) {
+  run.nodes[i].seq = run.next_seq++;
   if (run.dag.nodes[i].pre) {
     run.nodes[i].state = NodeState::kPre;
     RunScript(run, i, true);
@@ -519,6 +629,7 @@ void Dags::SubmitNode(Run& run, size_t i, int reserved) {
     n.cluster = 0;
     n.job_ok = false;
     n.code = kReturnSubmitFailed;
+    Jobstate(run, i, "SUBMIT_FAILURE", "");
     JobEnded(run, i);
   };
   std::string parents;
@@ -526,7 +637,7 @@ void Dags::SubmitNode(Run& run, size_t i, int reserved) {
   if (node.kind == dag::NodeKind::kSubdag) {
     // A sub-DAG is a DAG of its own (its rescue DAG used on a retry), and its job is the node's.
     DagSubmitArgs sub;
-    sub.file = kite::JoinPath(kite::JoinPath(run.dir, node.dir), node.submit);
+    sub.files = {kite::JoinPath(kite::JoinPath(run.dir, node.dir), node.submit)};
     sub.attrs = {{"DAGManJobId", std::to_string(run.id)},
                  {"DAGNodeName", Quoted(node.name)},
                  {"DAGNodeRetry", std::to_string(n.attempts)},
@@ -537,8 +648,9 @@ void Dags::SubmitNode(Run& run, size_t i, int reserved) {
     n.cluster = submitted->cluster;
     ++run.queued;
     ++run.category_queued[node.category];
-    Log(run, "Submitted node " + node.name + " as the sub-DAG " + sub.file + " (DAG " +
+    Log(run, "Submitted node " + node.name + " as the sub-DAG " + sub.files[0] + " (DAG " +
                  std::to_string(n.cluster) + ")");
+    Jobstate(run, i, "SUBMIT", std::to_string(n.cluster) + ".0");
     return;
   }
   auto cluster = reserved ? Result<int>(reserved) : queue_.NewCluster();
@@ -601,6 +713,12 @@ void Dags::SubmitNode(Run& run, size_t i, int reserved) {
   ++run.category_queued[node.category];
   Log(run, "Submitted node " + node.name + " as job " + std::to_string(*cluster) + " (" +
                std::to_string(*submitted) + " proc" + (*submitted == 1 ? "" : "s") + ")");
+  if (run.jobstate) {
+    for (const Job* j : ClusterJobs(queue_, *cluster)) {
+      n.tag = j->ad.EvaluateString("pegasus_site").value_or("local");
+      Jobstate(run, i, "SUBMIT", JobIdString(j->key));
+    }
+  }
 }
 
 void Dags::RunScript(Run& run, size_t i, bool pre) {
@@ -648,6 +766,7 @@ void Dags::RunScript(Run& run, size_t i, bool pre) {
   }
   (pre ? run.pre_running : run.post_running)++;
   n.pid = pid;
+  Jobstate(run, i, pre ? "PRE_SCRIPT_STARTED" : "POST_SCRIPT_STARTED", pre ? "" : jobid);
   scripts_[pid] = {run.id, i};
   Log(run, std::string("Running ") + (pre ? "PRE" : "POST") + " script of node " + node.name +
                " (pid " + std::to_string(pid) + ")");
@@ -693,6 +812,11 @@ void Dags::ScriptEnded(Run& run, size_t i, bool pre, int code) {
     });
     return;
   }
+  std::string jobid = n.cluster && !pre ? std::to_string(n.cluster) + ".0" : "";
+  if (!pre) Jobstate(run, i, "POST_SCRIPT_TERMINATED", jobid);
+  Jobstate(run, i,
+           std::string(pre ? "PRE" : "POST") + (code == 0 ? "_SCRIPT_SUCCESS" : "_SCRIPT_FAILURE"),
+           jobid);
   if (pre) {
     n.pre_return = code;
     if (code == 0) return SubmitNode(run, i);
@@ -703,7 +827,8 @@ void Dags::ScriptEnded(Run& run, size_t i, bool pre, int code) {
     }
     n.code = kReturnPreFailed;
     n.note = "PRE script failed with " + std::to_string(code);
-    if (node.post) return RunScript(run, i, false);
+    // DAGMan's default since 8.5.4: no POST after a failed PRE unless DAGMAN_ALWAYS_RUN_POST.
+    if (node.post && run.always_run_post) return RunScript(run, i, false);
     return Decide(run, i, false, code);
   }
   if (code != 0) n.note = "POST script failed with " + std::to_string(code);
@@ -743,6 +868,8 @@ void Dags::JobEnded(Run& run, size_t i) {
   --run.category_queued[node.category];
   Log(run, "Node " + node.name + " job " + (n.cluster ? std::to_string(n.cluster) : "-") +
                (n.job_ok ? " completed" : " failed: " + n.note));
+  if (n.code != kReturnSubmitFailed)
+    Jobstate(run, i, n.job_ok ? "JOB_SUCCESS" : "JOB_FAILURE", std::to_string(n.code));
   if (node.post) {
     n.state = NodeState::kPost;
     Record(run, i);  // its POST runs again after a restart; the jobs can go
@@ -831,7 +958,43 @@ bool Dags::KeepsForNode(const Job& job) const {
   return node.state == NodeState::kSubmitted && node.cluster == job.key.cluster;
 }
 
+namespace {
+
+// The jobstate log's name for a node job's change of status, or nullptr.
+const char* JobstateEvent(int status, int last) {
+  switch (status) {
+    case kRunning:
+      return last == kSuspended ? "JOB_UNSUSPENDED" : "EXECUTE";
+    case kIdle:
+      return last == kHeld ? "JOB_RELEASED" : last == kRunning ? "JOB_EVICTED" : nullptr;
+    case kHeld:
+      return "JOB_HELD";
+    case kSuspended:
+      return "JOB_SUSPENDED";
+    case kCompleted:
+      return "JOB_TERMINATED";
+    case kRemoved:
+      return "JOB_ABORTED";
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
 void Dags::OnStatus(Job& job, bool leaving) {
+  if (auto parent = job.ad.EvaluateInt("DAGManJobId"); parent && !leaving) {
+    auto it = runs_.find(static_cast<int>(*parent));
+    if (it != runs_.end() && it->second->jobstate) {
+      Run& run = *it->second;
+      auto name = job.ad.EvaluateString("DAGNodeName");
+      auto n = name ? run.dag.by_name.find(*name) : run.dag.by_name.end();
+      int last = static_cast<int>(job.ad.EvaluateInt("LastJobStatus").value_or(kIdle));
+      const char* event = JobstateEvent(job.status, last);
+      if (n != run.dag.by_name.end() && event && run.nodes[n->second].cluster == job.key.cluster)
+        Jobstate(run, n->second, event, JobIdString(job.key));
+    }
+  }
   if (auto it = runs_.find(job.key.cluster);
       job.universe == kUniverseScheduler && it != runs_.end()) {
     if (job.status != kRemoved && !leaving) {
@@ -911,6 +1074,8 @@ void Dags::Finish(Run& run) {
                (rescue.empty() ? "" : "; rescue DAG " + rescue));
   Publish(run);
   WriteNodeStatus(run, true);
+  if (run.dag.dot && run.dag.dot->update) WriteDot(run);
+  JobstateInternal(run, "DAGMAN_FINISHED " + std::to_string(exit_code));
   Job* j = queue_.Find({run.id, 0});
   int id = run.id;
   queue_.ForgetDag(id);
@@ -942,6 +1107,7 @@ void Dags::Removed(Run& run) {
     if (auto w = WriteRescue(run); w) Log(run, "Rescue DAG " + *w);
   }
   WriteNodeStatus(run, true);
+  if (run.dag.dot && run.dag.dot->update) WriteDot(run);
   int id = run.id;
   queue_.ForgetDag(id);
   auto keep = std::move(runs_[id]);
@@ -1018,7 +1184,36 @@ void Dags::Publish(Run& run) {
   set("DAG_Status", DagStatus(run));
   if (run.out) std::fflush(run.out);
   run.status_changed = true;
+  if (run.dag.dot && run.dag.dot->update &&
+      std::chrono::steady_clock::now() - run.dot_written >= std::chrono::seconds(1))
+    WriteDot(run);
   hooks_.commit_soon();
+}
+
+// DOT file [UPDATE] [DONT-OVERWRITE] [INCLUDE header]: the DAG as a Graphviz graph, each node
+// labelled with its state; written when the DAG starts, and with UPDATE as it changes (at most
+// once a second) and when it ends. DONT-OVERWRITE writes file.0, file.1, ... instead.
+void Dags::WriteDot(Run& run) {
+  if (!run.dag.dot) return;
+  const auto& dot = *run.dag.dot;
+  run.dot_written = std::chrono::steady_clock::now();
+  std::string path = kite::JoinPath(run.dir, dot.file);
+  if (!dot.overwrite) {
+    while (FileExists(path + "." + std::to_string(run.dot_number))) ++run.dot_number;
+    path += "." + std::to_string(run.dot_number++);
+  }
+  std::string header;
+  if (!dot.include.empty()) {
+    auto text = ReadFile(kite::JoinPath(run.dir, dot.include));
+    if (text)
+      header = *text;
+    else
+      Log(run, "Cannot read the DOT header file: " + text.error().message());
+  }
+  std::vector<std::string> states;
+  for (const auto& n : run.nodes) states.push_back(StateName(n.state));
+  if (auto st = WriteFileAtomic(path, dag::DotText(run.dag, "DAG", header, &states)); !st)
+    Log(run, "Cannot write the DOT file: " + st.error().message());
 }
 
 // DAGMan's node status file (its ClassAd form): one DagStatus ad, a NodeStatus ad per node, a

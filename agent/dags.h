@@ -21,6 +21,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,10 +32,17 @@
 namespace kite::agent {
 
 struct DagSubmitArgs {
-  std::string file;  // the DAG file, absolute or relative to cwd
-  std::string cwd;   // the submitter's directory
-  int max_jobs = 0, max_idle = 0, max_pre = 0, max_post = 0;  // 0: no limit
+  // The DAG files, absolute or relative to cwd: several are one DAG (condor_submit_dag a b); the
+  // first names it (its rescue DAG, its .dagman.out...) and is where relative names start.
+  std::vector<std::string> files;
+  std::string cwd;  // the submitter's directory
+  // 0: what the DAG's CONFIG file says, else no limit.
+  int max_jobs = 0, max_idle = 0, max_pre = 0, max_post = 0;
   bool force = false;  // start over: an existing rescue DAG is renamed, not used
+  // -AlwaysRunPost / -DontAlwaysRunPost; unset: the CONFIG file's DAGMAN_ALWAYS_RUN_POST, else
+  // false (DAGMan's default: a POST script does not run after a failed PRE script).
+  std::optional<bool> always_run_post;
+  std::string notification;  // the DAG job's `notification` (Never, Complete, Error, Always)
   // More attributes of the DAG's job: a sub-DAG's DAGManJobId, DAGNodeName... (its parent's).
   std::vector<SubmitAttr> attrs;
 };
@@ -85,11 +93,13 @@ class Dags {
   std::vector<DagNodeView> Nodes(int cluster) const;
   // The cluster of the running DAG read from `file` (absolute), or 0.
   int FindByFile(const std::string& file) const;
+  // The clusters of the running DAGs, in order.
+  std::vector<int> Running() const;
 
   struct Run;  // one running DAG (dags.cpp)
 
  private:
-  void Load(Job& dag_job);
+  void Load(Job& dag_job, bool recovering);
   void Drive(Run& run);
   void DriveSoon(int cluster);
   // `cluster`: an id reserved for the node's job, or 0 to reserve one.
@@ -110,6 +120,10 @@ class Dags {
   void StatusTick(int id);
   Result<std::string> WriteRescue(Run& run);
   void Log(Run& run, const std::string& line);
+  // JOBSTATE_LOG: one line of DAGMan's jobstate log for node `node` (or the DAG, "INTERNAL").
+  void Jobstate(Run& run, size_t node, const std::string& event, const std::string& id);
+  void JobstateInternal(Run& run, const std::string& what);
+  void WriteDot(Run& run);
 
   boost::asio::io_context& io_;
   JobQueue& queue_;

@@ -385,6 +385,7 @@ void JobQueue::SetAttr(Job& job, std::string_view name, classad::ExprPtr value) 
 }
 
 void JobQueue::SetStatus(Job& job, int status) {
+  if (job.status != status) job.ad.Assign("LastJobStatus", static_cast<int64_t>(job.status));
   job.status = status;
   job.ad.Assign("JobStatus", static_cast<int64_t>(status));
   job.ad.Assign("EnteredCurrentStatus", Secs(clock_()));

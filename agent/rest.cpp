@@ -325,6 +325,12 @@ void RestService::Authorized(const RestTarget& t, RestReply reply) {
       return reply(JsonError(http::status::bad_request, "this endpoint takes no parameters"));
     return OneJob(rest, events, std::move(reply));
   }
+  constexpr std::string_view kDags = "/api/v1/dags";
+  if (p == kDags || p.starts_with(std::string(kDags) + "/")) {
+    if (!no_params())
+      return reply(JsonError(http::status::bad_request, "this endpoint takes no parameters"));
+    return reply(Dags(p.size() > kDags.size() ? p.substr(kDags.size() + 1) : ""));
+  }
   if (!no_params()) {
     if (p == "/api/v1/resources" || p == "/api/v1/credentials" || p == "/metrics")
       return reply(JsonError(http::status::bad_request, "this endpoint takes no parameters"));

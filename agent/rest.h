@@ -56,6 +56,9 @@ class RestService {
   void Jobs(const RestTarget& t, RestReply reply);
   void OneJob(const std::string& id, bool events, RestReply reply);
   HttpResponse Resources();
+  // GET /api/v1/dags (each running DAG with its counts) and /api/v1/dags/{cluster} (with its
+  // nodes).
+  HttpResponse Dags(const std::string& cluster);
   HttpResponse Credentials();
   HttpResponse Metrics();
 

@@ -9,6 +9,7 @@
 
 #include "agent/agent.h"
 #include "agent/cred_monitor.h"
+#include "agent/dags.h"
 #include "agent/rest.h"
 #include "common/clock.h"
 #include "credentials/certificate.h"
@@ -27,6 +28,12 @@ HttpResponse Answer(std::string body, const char* type) {
   res.set(http::field::content_type, type);
   res.set(http::field::cache_control, "no-store");
   res.body() = std::move(body);
+  return res;
+}
+
+HttpResponse Refused(http::status status, const std::string& message) {
+  auto res = Answer(json::serialize(json::object{{"error", message}}) + "\n", "application/json");
+  res.result(status);
   return res;
 }
 
@@ -176,6 +183,46 @@ HttpResponse RestService::Resources() {
     out.push_back(std::move(o));
   }
   return Answer(json::serialize(out) + "\n", "application/json");
+}
+
+HttpResponse RestService::Dags(const std::string& cluster) {
+  auto one = [&](int id, bool with_nodes) {
+    json::object o{{"cluster", id}};
+    if (const Job* j = agent_.queue().Find({id, 0})) {
+      o["file"] = j->ad.EvaluateString("DAGFile").value_or("");
+      o["status"] = StatusKey(j->status);
+      for (const char* name :
+           {"DAG_NodesTotal", "DAG_NodesDone", "DAG_NodesFailed", "DAG_NodesQueued",
+            "DAG_NodesReady", "DAG_NodesUnready", "DAG_NodesPre", "DAG_NodesPost", "DAG_Status"})
+        o[name] = j->ad.EvaluateInt(name).value_or(0);
+      if (auto parent = j->ad.EvaluateInt("DAGManJobId")) o["parent"] = *parent;
+    }
+    if (with_nodes) {
+      json::array nodes;
+      for (const auto& n : agent_.dags().Nodes(id)) {
+        json::object v{{"name", n.name}, {"state", n.state}, {"retries", n.retries}};
+        v["job"] = n.job.empty() ? json::value(nullptr) : json::value(n.job + ".0");
+        if (!n.note.empty()) v["note"] = n.note;
+        nodes.push_back(std::move(v));
+      }
+      o["nodes"] = std::move(nodes);
+    }
+    return o;
+  };
+  if (cluster.empty()) {
+    json::array out;
+    for (int id : agent_.dags().Running()) out.push_back(one(id, false));
+    return Answer(json::serialize(out) + "\n", "application/json");
+  }
+  auto sel = ParseJobSelector(cluster);
+  if (!sel || sel->proc >= 0)
+    return Refused(http::status::bad_request, "a DAG is named by its job's cluster, e.g. 12");
+  auto running = agent_.dags().Running();
+  if (std::find(running.begin(), running.end(), sel->cluster) == running.end())
+    return Refused(http::status::not_found,
+                   "no DAG " + std::to_string(sel->cluster) + " is running (/api/v1/jobs/" +
+                       std::to_string(sel->cluster) + ".0 shows how one ended)");
+  return Answer(json::serialize(one(sel->cluster, true)) + "\n", "application/json");
 }
 
 HttpResponse RestService::Credentials() {

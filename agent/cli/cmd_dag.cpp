@@ -1,6 +1,7 @@
 // `kite dag submit|status`: task graphs in DAGMan's language, run by the agent (docs/dag.md).
 //
-//   kite dag submit FILE.dag [-maxjobs N] [-maxidle N] [-maxpre N] [-maxpost N] [-force]
+//   kite dag submit FILE.dag [FILE2.dag ...] [-maxjobs N] [-maxidle N] [-maxpre N] [-maxpost N]
+//                   [-force] [-AlwaysRunPost | -DontAlwaysRunPost] [-notification WHEN]
 //   kite dag status FILE.dag | DAGID
 #include <unistd.h>
 
@@ -18,9 +19,11 @@ namespace {
 namespace json = boost::json;
 
 struct SubmitArgs {
-  std::string file;
+  std::vector<std::string> files;
   int max_jobs = 0, max_idle = 0, max_pre = 0, max_post = 0;
   bool force = false;
+  bool always_run_post = false, dont_always_run_post = false;
+  std::string notification;
 };
 
 std::string CurrentDir() {
@@ -31,9 +34,13 @@ std::string CurrentDir() {
 
 void Submit(const SubmitArgs& a) {
   auto client = ConnectOrDie();
-  json::object body{{"file", a.file},        {"cwd", CurrentDir()}, {"maxjobs", a.max_jobs},
-                    {"maxidle", a.max_idle}, {"maxpre", a.max_pre}, {"maxpost", a.max_post},
+  json::array files;
+  for (const auto& f : a.files) files.emplace_back(f);
+  json::object body{{"files", std::move(files)}, {"cwd", CurrentDir()}, {"maxjobs", a.max_jobs},
+                    {"maxidle", a.max_idle},     {"maxpre", a.max_pre}, {"maxpost", a.max_post},
                     {"force", a.force}};
+  if (a.always_run_post || a.dont_always_run_post) body["always_run_post"] = a.always_run_post;
+  if (!a.notification.empty()) body["notification"] = a.notification;
   auto r = client->PostJson("/v1/dag/submit", body);
   if (!r) Die(r.error());
   for (const auto& w : r->at("warnings").as_array())
@@ -42,11 +49,13 @@ void Submit(const SubmitArgs& a) {
   if (!rescue.empty())
     std::printf("Running the rescue DAG %s: %lld node(s) already done.\n", rescue.c_str(),
                 static_cast<long long>(r->at("done_from_rescue").as_int64()));
+  std::string names;
+  for (const auto& f : a.files) names += (names.empty() ? "" : " ") + f;
   std::printf("Submitting the DAG %s (%lld nodes).\n1 job(s) submitted to cluster %lld.\n",
-              a.file.c_str(), static_cast<long long>(r->at("nodes").as_int64()),
+              names.c_str(), static_cast<long long>(r->at("nodes").as_int64()),
               static_cast<long long>(r->at("cluster").as_int64()));
   std::printf("The DAG's progress: kite dag status %lld; its log: %s.dagman.out\n",
-              static_cast<long long>(r->at("cluster").as_int64()), a.file.c_str());
+              static_cast<long long>(r->at("cluster").as_int64()), a.files[0].c_str());
 }
 
 void Status(const std::string& what) {
@@ -81,17 +90,38 @@ void RegisterDagCommands(CLI::App& app) {
   static SubmitArgs s;
   auto* sub = g->add_subcommand(
       "submit", "check a DAG file and queue it (condor_submit_dag); a rescue DAG is used");
-  sub->add_option("file", s.file, "the DAG file")->required();
-  sub->add_option("--maxjobs", s.max_jobs, "at most N node jobs queued at once (0: no limit)")
-      ->check(CLI::Range(0, 1000000));
+  sub->add_option("files", s.files,
+                  "the DAG file; several are one DAG, named by the first (its rescue DAG, logs)")
+      ->required();
+  // condor_submit_dag's options are read in any case (-MaxJobs, -maxjobs).
+  sub->add_option("--maxjobs", s.max_jobs,
+                  "at most N node jobs queued at once (0: the DAG's CONFIG, else no limit)")
+      ->check(CLI::Range(0, 1000000))
+      ->ignore_case();
   sub->add_option("--maxidle", s.max_idle, "stop submitting while N node jobs are idle")
-      ->check(CLI::Range(0, 1000000));
+      ->check(CLI::Range(0, 1000000))
+      ->ignore_case();
   sub->add_option("--maxpre", s.max_pre, "at most N PRE scripts at once")
-      ->check(CLI::Range(0, 1000000));
+      ->check(CLI::Range(0, 1000000))
+      ->ignore_case();
   sub->add_option("--maxpost", s.max_post, "at most N POST scripts at once")
-      ->check(CLI::Range(0, 1000000));
-  sub->add_flag("--force", s.force,
-                "start over: rename existing rescue DAGs instead of using them");
+      ->check(CLI::Range(0, 1000000))
+      ->ignore_case();
+  sub->add_flag("--force,-f", s.force,
+                "start over: rename existing rescue DAGs instead of using them")
+      ->ignore_case();
+  auto* arp = sub->add_flag("--AlwaysRunPost", s.always_run_post,
+                            "run a node's POST script also after its PRE script failed")
+                  ->ignore_case();
+  sub->add_flag("--DontAlwaysRunPost", s.dont_always_run_post,
+                "no POST script after a failed PRE script (the default, unless the DAG's CONFIG "
+                "sets DAGMAN_ALWAYS_RUN_POST)")
+      ->ignore_case()
+      ->excludes(arp);
+  sub->add_option("--notification", s.notification,
+                  "mail when the DAG ends: Never, Complete, Error or Always (as a job's "
+                  "notification)")
+      ->ignore_case();
   sub->callback([] { Submit(s); });
   static std::string what;
   auto* st = g->add_subcommand("status", "each node of a running DAG: its state and its job");

@@ -203,6 +203,154 @@ TEST(Dag, RemovingTheDagRemovesItsRunningNodesAndWritesARescueDag) {
   EXPECT_EQ(ReadFileOr(env.dir() + "/ran.txt"), "A\nS\n");
 }
 
+// DAGMan's rule since 8.5.4: a failed PRE script fails the node's attempt without its POST
+// script, unless DAGMAN_ALWAYS_RUN_POST (the DAG's CONFIG) or -AlwaysRunPost says otherwise; the
+// command line wins over the CONFIG file.
+TEST(Dag, AFailedPreScriptSkipsThePostScriptUnlessConfigOrTheCommandLineSaysAlwaysRunPost) {
+  KiteEnv env("dag-config");
+  env.StartAgent();
+  env.Write("node.sub", kNodeSub);
+  env.Write("pre.sh", "#!/bin/sh\necho pre >> scripts.txt\nexit 3\n", 0755);
+  env.Write("post.sh", "#!/bin/sh\necho \"post $1\" >> scripts.txt\nexit 0\n", 0755);
+  const std::string nodes =
+      "JOB A node.sub\nVARS A node=\"A\"\nSCRIPT PRE A pre.sh\nSCRIPT POST A post.sh $RETURN\n";
+  struct Case {
+    std::string config;              // the CONFIG file's text, or "" for none
+    std::vector<std::string> flags;  // on the command line
+    bool post_runs;
+  };
+  const Case cases[] = {
+      {"", {}, false},
+      {"", {"-AlwaysRunPost"}, true},
+      {"# per-DAG settings\nDAGMAN_ALWAYS_RUN_POST = True\nDAGMAN_MAX_JOBS_SUBMITTED = 7\n"
+       "DAGMAN_USER_LOG_SCAN_INTERVAL = 1\n",
+       {},
+       true},
+      {"dagman_always_run_post = true\n", {"-DontAlwaysRunPost"}, false},
+  };
+  int n = 0;
+  for (const auto& c : cases) {
+    SCOPED_TRACE("case " + std::to_string(n));
+    std::string name = "c" + std::to_string(n++) + ".dag";
+    std::string text = nodes;
+    if (!c.config.empty()) {
+      env.Write(name + ".config", c.config);
+      text += "CONFIG " + name + ".config\n";
+    }
+    env.Write(name, text);
+    std::remove((env.dir() + "/scripts.txt").c_str());
+    std::vector<std::string> args = {"dag", "submit", name};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    auto r = env.Kite(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    int dag = DagCluster(r);
+    // The POST script succeeding makes the node (and the DAG) succeed; without it, the PRE
+    // script's failure fails them.
+    EXPECT_EQ(WaitForDag(env, dag), c.post_runs ? "0" : "1");
+    EXPECT_EQ(ReadFileOr(env.dir() + "/scripts.txt"), c.post_runs ? "pre\npost -1004\n" : "pre\n");
+    EXPECT_EQ(ReadFileOr(env.dir() + "/ran.txt", ""), "");  // the job never ran
+    if (n == 3) {
+      // The settings Kite applies are in the DAG's job; the others are named as not applied.
+      EXPECT_NE(r.err.find(".config:4: DAGMAN_USER_LOG_SCAN_INTERVAL is not applied by Kite"),
+                std::string::npos)
+          << r.err;
+      auto h = env.Kite({"history", std::to_string(dag), "-af", "DAGMaxJobs", "DAGAlwaysRunPost"});
+      EXPECT_EQ(h.out, "7 true\n") << h.err;
+    }
+  }
+  // A CONFIG value that is not of its kind is refused before anything is queued.
+  env.Write("bad.config", "DAGMAN_MAX_JOBS_IDLE = lots\n");
+  env.Write("bad.dag", nodes + "CONFIG bad.config\n");
+  auto bad = env.Kite({"dag", "submit", "bad.dag"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("bad.config:1: DAGMAN_MAX_JOBS_IDLE must be a whole number"),
+            std::string::npos)
+      << bad.err;
+}
+
+// JOBSTATE_LOG in DAGMan's format (what Pegasus reads), and DOT pictures of the DAG.
+TEST(Dag, TheJobstateLogAndTheDotFileSayWhatHappenedAsDagmanWritesThem) {
+  KiteEnv env("dag-jobstate");
+  env.StartAgent();
+  env.Write("node.sub", kNodeSub);
+  env.Write("ok.sh", "#!/bin/sh\nexit 0\n", 0755);
+  env.Write("j.dag",
+            "JOB A node.sub\nJOB B node.sub\nVARS ALL_NODES node=\"$(JOB)\"\n"
+            "PARENT A CHILD B\nSCRIPT PRE A ok.sh\nSCRIPT POST A ok.sh\n"
+            "JOBSTATE_LOG j.jobstate.log\nDOT j.dot UPDATE\n");
+  auto r = env.Kite({"dag", "submit", "j.dag"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int dag = DagCluster(r);
+  EXPECT_EQ(WaitForDag(env, dag), "0");
+  auto lines = Lines(ReadFileOr(env.dir() + "/j.jobstate.log"));
+  ASSERT_FALSE(lines.empty());
+  std::regex internal(R"(^[0-9]{10} INTERNAL \*\*\* (.*) \*\*\*$)");
+  std::regex node(R"(^[0-9]{10} ([AB]) ([A-Z_]+) (\S+) local - ([0-9]+)$)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(lines.front(), m, internal)) << lines.front();
+  EXPECT_EQ(m[1], "DAGMAN_STARTED " + std::to_string(dag) + ".0");
+  ASSERT_TRUE(std::regex_match(lines.back(), m, internal)) << lines.back();
+  EXPECT_EQ(m[1], "DAGMAN_FINISHED 0");
+  std::map<std::string, std::vector<std::string>> events;  // node -> "EVENT ID"
+  std::map<std::string, std::string> seq;
+  for (size_t i = 1; i + 1 < lines.size(); ++i) {
+    ASSERT_TRUE(std::regex_match(lines[i], m, node)) << lines[i];
+    events[m[1]].push_back(m[2].str() + " " + m[3].str());
+    if (seq.count(m[1])) {
+      EXPECT_EQ(seq[m[1]], m[4]) << lines[i];  // one attempt, one number
+    }
+    seq[m[1]] = m[4];
+  }
+  EXPECT_NE(seq["A"], seq["B"]);
+  auto job_of = [&](const std::string& n) {
+    for (const auto& e : events[n]) {
+      if (e.rfind("SUBMIT ", 0) == 0) return e.substr(7);
+    }
+    return std::string("?");
+  };
+  std::string a = job_of("A"), b = job_of("B");
+  EXPECT_EQ(events["A"],
+            (std::vector<std::string>{"PRE_SCRIPT_STARTED -", "PRE_SCRIPT_SUCCESS -", "SUBMIT " + a,
+                                      "EXECUTE " + a, "JOB_TERMINATED " + a, "JOB_SUCCESS 0",
+                                      "POST_SCRIPT_STARTED " + a, "POST_SCRIPT_TERMINATED " + a,
+                                      "POST_SCRIPT_SUCCESS " + a}));
+  EXPECT_EQ(events["B"], (std::vector<std::string>{"SUBMIT " + b, "EXECUTE " + b,
+                                                   "JOB_TERMINATED " + b, "JOB_SUCCESS 0"}));
+  EXPECT_TRUE(std::regex_match(a, std::regex("[0-9]+\\.0"))) << a;
+  // The DOT file: a graph with both nodes, the link, and (UPDATE) their states at the end.
+  std::string dot = ReadFileOr(env.dir() + "/j.dot");
+  EXPECT_EQ(dot.rfind("digraph ", 0), 0u) << dot;
+  EXPECT_NE(dot.find("\"A\" -> \"B\";"), std::string::npos) << dot;
+  EXPECT_NE(dot.find("\"B\" [label=\"B - done\"];"), std::string::npos) << dot;
+}
+
+// condor_submit_dag a.dag b.dag: several files are one DAG, named by the first.
+TEST(Dag, SeveralDagFilesRunAsOneDagNamedByTheFirst) {
+  KiteEnv env("dag-files");
+  env.StartAgent();
+  env.Write("node.sub", kNodeSub);
+  env.Write("one.dag", "JOB A node.sub\nVARS A node=\"A\"\n");
+  // B fails the first time (its code from VARS: 4), is fixed, and the rescue DAG is one.dag's.
+  env.Write("two.dag", "JOB B node.sub\nVARS B node=\"B\"\nVARS B code=\"4\"\nPARENT A CHILD B\n");
+  auto r = env.Kite({"dag", "submit", "one.dag", "two.dag"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Submitting the DAG one.dag two.dag (2 nodes)"), std::string::npos) << r.out;
+  EXPECT_EQ(WaitForDag(env, DagCluster(r)), "1");
+  EXPECT_EQ(ReadFileOr(env.dir() + "/ran.txt"), "A\nB\n");
+  std::string rescue = ReadFileOr(env.dir() + "/one.dag.rescue001");
+  EXPECT_NE(rescue.find("DONE A\n"), std::string::npos) << rescue;
+  env.Write("two.dag", "JOB B node.sub\nVARS B node=\"B\"\nPARENT A CHILD B\n");
+  auto again = env.Kite({"dag", "submit", "one.dag", "two.dag"});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(WaitForDag(env, DagCluster(again)), "0");
+  EXPECT_EQ(ReadFileOr(env.dir() + "/ran.txt"), "A\nB\nB\n");
+  // A name defined in both files is refused, naming where.
+  env.Write("dup.dag", "JOB A node.sub\n");
+  auto dup = env.Kite({"dag", "submit", "one.dag", "dup.dag"});
+  EXPECT_NE(dup.exit_code, 0);
+  EXPECT_NE(dup.err.find("dup.dag:1: "), std::string::npos) << dup.err;
+}
+
 // The most node jobs at once, from a trace of "+" (a node starts) and "-" (it ends) lines.
 int MostAtOnce(const std::string& trace) {
   int now = 0, most = 0;

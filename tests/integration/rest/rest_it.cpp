@@ -151,9 +151,10 @@ class Rest : public ::testing::Test {
 };
 
 const char* kProtected[] = {
-    "/api/v1/jobs",          "/api/v1/jobs/1.0",        "/api/v1/jobs/1.0/events",
-    "/api/v1/resources",     "/api/v1/credentials",     "/metrics",
-    "/api/v1/no-such-thing", "/api/v1/jobs?status=held"};
+    "/api/v1/jobs",          "/api/v1/jobs/1.0",         "/api/v1/jobs/1.0/events",
+    "/api/v1/resources",     "/api/v1/credentials",      "/metrics",
+    "/api/v1/no-such-thing", "/api/v1/jobs?status=held", "/api/v1/dags",
+    "/api/v1/dags/1"};
 
 TEST_F(Rest, EveryEndpointButHealthzNeedsTheToken) {
   std::string wrong = token_;
@@ -510,6 +511,56 @@ TEST_F(Rest, StatusPageInHeadlessChromiumShowsJobsAndCredentials) {
   EXPECT_NE(bare.out.find("<form id=\"login\">"), std::string::npos) << bare.out;
   EXPECT_EQ(bare.out.find("data-job="), std::string::npos);
   ASSERT_EQ(env_->Kite({"rm", r0}).exit_code, 0);
+}
+
+TEST_F(Rest, DagsAreListedWithTheirCountsAndOneDagWithItsNodes) {
+  env_->Write("node.sub",
+              "universe = local\nexecutable = /bin/sh\narguments = \"-c 'exit 0'\"\nqueue\n");
+  env_->Write("slow.sub", "universe = local\nexecutable = /bin/sleep\narguments = 300\nqueue\n");
+  env_->Write(
+      "d.dag",
+      "JOB A node.sub\nJOB S slow.sub\nJOB Z node.sub\nPARENT A CHILD S\nPARENT S CHILD Z\n");
+  auto r = env_->Kite({"dag", "submit", "d.dag"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("submitted to cluster ([0-9]+)"))) << r.out;
+  int dag = std::stoi(m[1]);
+  // Once S runs: A done, S queued, Z waiting.
+  json::value one;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        one = GetJson("/api/v1/dags/" + std::to_string(dag));
+        return one.is_object() && one.as_object().at("DAG_NodesDone").to_number<int64_t>() == 1 &&
+               one.as_object().at("DAG_NodesQueued").to_number<int64_t>() == 1;
+      },
+      20))
+      << json::serialize(one);
+  auto& o = one.as_object();
+  EXPECT_EQ(o.at("cluster").to_number<int64_t>(), dag);
+  EXPECT_EQ(o.at("file").as_string(), env_->dir() + "/d.dag");
+  EXPECT_EQ(o.at("status").as_string(), "running");
+  EXPECT_EQ(o.at("DAG_NodesTotal").to_number<int64_t>(), 3);
+  EXPECT_EQ(o.at("DAG_NodesDone").to_number<int64_t>(), 1);
+  auto& nodes = o.at("nodes").as_array();
+  ASSERT_EQ(nodes.size(), 3u);
+  EXPECT_EQ(nodes[0].as_object().at("name").as_string(), "A");
+  EXPECT_EQ(nodes[0].as_object().at("state").as_string(), "done");
+  EXPECT_EQ(nodes[1].as_object().at("state").as_string(), "submitted");
+  EXPECT_TRUE(nodes[1].as_object().at("job").is_string()) << json::serialize(one);
+  EXPECT_EQ(nodes[2].as_object().at("state").as_string(), "not ready");
+  EXPECT_TRUE(nodes[2].as_object().at("job").is_null());
+  auto all = GetJson("/api/v1/dags");
+  ASSERT_TRUE(all.is_array());
+  ASSERT_EQ(all.as_array().size(), 1u);
+  EXPECT_EQ(all.as_array()[0].as_object().at("cluster").to_number<int64_t>(), dag);
+  EXPECT_FALSE(all.as_array()[0].as_object().contains("nodes"));
+  // Refusals: not a cluster, a job id, no such DAG, parameters.
+  EXPECT_EQ(Get("/api/v1/dags/x").status, 400);
+  EXPECT_EQ(Get("/api/v1/dags/" + std::to_string(dag) + ".0").status, 400);
+  EXPECT_EQ(Get("/api/v1/dags/99999").status, 404);
+  EXPECT_EQ(Get("/api/v1/dags?status=held").status, 400);
+  ASSERT_EQ(env_->Kite({"rm", std::to_string(dag)}).exit_code, 0);
+  ASSERT_TRUE(WaitUntil([&] { return GetJson("/api/v1/dags").as_array().empty(); }, 20));
 }
 
 }  // namespace
