@@ -66,6 +66,20 @@ ApiResponse HandleDagSubmit(Agent& agent, const json::object& body) {
       return ErrorReply(http::status::bad_request, "always_run_post must be true or false");
     args.always_run_post = f->as_bool();
   }
+  if (auto* lines = body.if_contains("append"); lines && !lines->is_null()) {
+    if (!lines->is_array() || lines->as_array().size() > 1000)
+      return ErrorReply(http::status::bad_request, "append must be a list of at most 1000 lines");
+    for (const auto& l : lines->as_array()) {
+      if (!l.is_string()) return ErrorReply(http::status::bad_request, "append must be strings");
+      args.append.emplace_back(l.as_string());
+    }
+  }
+  auto insert = GetString(body, "insert_sub_file");
+  if (!insert) return ErrorReply(insert.error());
+  args.insert_sub_file = *insert;
+  if (!insert->empty() && (*insert)[0] != '/' && (args.cwd.empty() || args.cwd[0] != '/'))
+    return ErrorReply(http::status::bad_request,
+                      "a relative insert_sub_file needs an absolute cwd");
   auto notification = GetString(body, "notification");
   if (!notification) return ErrorReply(notification.error());
   args.notification = *notification;

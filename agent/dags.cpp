@@ -27,7 +27,9 @@
 #include <set>
 
 #include "classad/expr.h"
+#include "classad/parser.h"
 #include "common/files.h"
+#include "common/strings.h"
 #include "dag/config.h"
 #include "dag/dag.h"
 #include "submit/submit_file.h"
@@ -228,6 +230,49 @@ Status RefuseUnsupported(const dag::Dag& d) {
 
 }  // namespace
 
+namespace {
+
+// A submit command for the DAG's own job (-append, -insert_sub_file) as its attribute.
+Result<std::optional<SubmitAttr>> DagJobCommand(std::string_view line, const std::string& where) {
+  line = Trim(line);
+  if (line.empty() || line[0] == '#') return std::optional<SubmitAttr>();
+  size_t eq = line.find('=');
+  std::string name(Trim(line.substr(0, eq == std::string_view::npos ? 0 : eq)));
+  std::string value(eq == std::string_view::npos ? "" : Trim(line.substr(eq + 1)));
+  std::string lower = name;
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  SubmitAttr a;
+  if (lower == "notify_user") {
+    a = {"NotifyUser", Quoted(value)};
+  } else if (lower == "notification") {
+    static const std::map<std::string, int, std::less<>> kValues = {
+        {"never", 0}, {"always", 1}, {"complete", 2}, {"error", 3}};
+    std::string v = value;
+    for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    auto it = kValues.find(v);
+    if (it == kValues.end())
+      return Fail(ErrorCode::kInvalidInput,
+                  where + ": notification must be Never, Always, Complete or Error, not " + value);
+    a = {"JobNotification", std::to_string(it->second)};
+  } else if (name.size() > 1 && (name[0] == '+' || lower.starts_with("my."))) {
+    a.name = name.substr(name[0] == '+' ? 1 : 3);
+    a.expr = value;
+    if (auto st = classad::CheckAttributeName(a.name); !st)
+      return Fail(ErrorCode::kInvalidInput, where + ": " + st.error().message());
+    if (auto e = classad::ParseExpr(value); !e)
+      return Fail(ErrorCode::kInvalidInput,
+                  where + ": " + a.name + " = " + value + ": " + e.error().message());
+  } else {
+    return Fail(ErrorCode::kInvalidInput,
+                where + ": " + std::string(line.substr(0, 80)) +
+                    ": a DAG's job takes +Attr = value, My.Attr = value, notification and "
+                    "notify_user");
+  }
+  return std::optional<SubmitAttr>(std::move(a));
+}
+
+}  // namespace
+
 Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
   std::vector<std::string> files;
   for (const auto& f : args.files) {
@@ -284,6 +329,33 @@ Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
           "notification must be Never, Always, Complete or Error, not " + args.notification);
     notification = std::to_string(it->second);
   }
+  // The DAG's own job: SET_JOB_ATTR (the last of a name wins), then -insert_sub_file's and
+  // -append's submit commands, which win over it (DAGMan's order).
+  std::vector<SubmitAttr> job_attrs;
+  for (const auto& [name, value] : parsed->job_attrs) {
+    if (auto st = classad::CheckAttributeName(name); !st)
+      return Fail(ErrorCode::kInvalidInput, "SET_JOB_ATTR " + name + ": " + st.error().message());
+    if (auto e = classad::ParseExpr(value); !e)
+      return Fail(ErrorCode::kInvalidInput,
+                  "SET_JOB_ATTR " + name + " = " + value + ": " + e.error().message());
+    job_attrs.push_back({name, value});
+  }
+  if (!args.insert_sub_file.empty()) {
+    std::string path = kite::JoinPath(args.cwd.empty() ? "." : args.cwd, args.insert_sub_file);
+    auto text = ReadFile(path);
+    if (!text) return Fail(text.error().Wrap("-insert_sub_file"));
+    auto lines = Split(*text, '\n', /*skip_empty=*/false);
+    for (size_t i = 0; i < lines.size(); ++i) {
+      auto a = DagJobCommand(lines[i], args.insert_sub_file + ":" + std::to_string(i + 1));
+      if (!a) return Fail(a.error());
+      if (*a) job_attrs.push_back(**a);
+    }
+  }
+  for (const auto& line : args.append) {
+    auto a = DagJobCommand(line, "-append");
+    if (!a) return Fail(a.error());
+    if (*a) job_attrs.push_back(**a);
+  }
   // DAGMan's -autorescue: the latest rescue DAG says which nodes are done; -force starts over
   // and moves the old rescue DAGs aside.
   int number = 0;
@@ -335,6 +407,7 @@ Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
     for (const auto& f : files) list += (list.empty() ? "" : ", ") + Quoted(f);
     req.common.push_back({"DAGFiles", "{ " + list + " }"});
   }
+  for (auto& a : job_attrs) req.common.push_back(std::move(a));
   if (!notification.empty()) req.common.push_back({"JobNotification", notification});
   if (auto user = LoginName(); !user.empty()) req.common.push_back({"Owner", Quoted(user)});
   for (const auto& a : args.attrs) req.common.push_back(a);
@@ -695,7 +768,6 @@ void Dags::SubmitNode(Run& run, size_t i, int reserved) {
   req.common.push_back({"DAGNodeRetry", std::to_string(n.attempts)});
   req.common.push_back({"DAGParentNodeNames", Quoted(parents)});
   req.common.push_back({"DAGManNodesLog", Quoted(run.file + ".nodes.log")});
-  for (const auto& [name, value] : run.dag.job_attrs) req.common.push_back({name, value});
   for (auto& p : parsed->procs) {
     std::vector<SubmitAttr> attrs;
     for (auto& a : p) attrs.push_back({a.name, a.expr});

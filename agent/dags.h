@@ -43,6 +43,11 @@ struct DagSubmitArgs {
   // false (DAGMan's default: a POST script does not run after a failed PRE script).
   std::optional<bool> always_run_post;
   std::string notification;  // the DAG job's `notification` (Never, Complete, Error, Always)
+  // condor_submit_dag's -append lines and -insert_sub_file (relative to cwd): submit commands for
+  // the DAG's own job (`+Attr = value`, `My.Attr = value`, notification, notify_user); they win
+  // over the DAG files' SET_JOB_ATTR.
+  std::vector<std::string> append;
+  std::string insert_sub_file;
   // More attributes of the DAG's job: a sub-DAG's DAGManJobId, DAGNodeName... (its parent's).
   std::vector<SubmitAttr> attrs;
 };

@@ -90,6 +90,13 @@ MailMessage JobMessage(const classad::ClassAd& ad, JobKey key, const std::string
       body += "  Completed at: " + FormatUtc(*t) + "\n";
     if (auto w = ad.EvaluateReal("RemoteWallClockTime"))
       body += "  Run time:     " + FormatSeconds(static_cast<int64_t>(*w)) + "\n";
+    if (auto file = ad.EvaluateString("DAGFile")) {
+      // A DAG's job: how its nodes ended, and where the runner's log and rescue DAG are.
+      auto n = [&](const char* name) { return std::to_string(ad.EvaluateInt(name).value_or(0)); };
+      body += "  DAG nodes:    " + n("DAG_NodesDone") + " done, " + n("DAG_NodesFailed") +
+              " failed, of " + n("DAG_NodesTotal") + "\n";
+      body += "  DAG log:      " + *file + ".dagman.out\n";
+    }
   } else {
     std::string why = OneLine(ad.EvaluateString("HoldReason").value_or("(no reason given)"));
     what = "is held: " + why;

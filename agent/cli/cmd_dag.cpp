@@ -24,6 +24,8 @@ struct SubmitArgs {
   bool force = false;
   bool always_run_post = false, dont_always_run_post = false;
   std::string notification;
+  std::vector<std::string> append;
+  std::string insert_sub_file;
 };
 
 std::string CurrentDir() {
@@ -41,6 +43,12 @@ void Submit(const SubmitArgs& a) {
                     {"force", a.force}};
   if (a.always_run_post || a.dont_always_run_post) body["always_run_post"] = a.always_run_post;
   if (!a.notification.empty()) body["notification"] = a.notification;
+  if (!a.append.empty()) {
+    json::array lines;
+    for (const auto& l : a.append) lines.emplace_back(l);
+    body["append"] = std::move(lines);
+  }
+  if (!a.insert_sub_file.empty()) body["insert_sub_file"] = a.insert_sub_file;
   auto r = client->PostJson("/v1/dag/submit", body);
   if (!r) Die(r.error());
   for (const auto& w : r->at("warnings").as_array())
@@ -121,6 +129,13 @@ void RegisterDagCommands(CLI::App& app) {
   sub->add_option("--notification", s.notification,
                   "mail when the DAG ends: Never, Complete, Error or Always (as a job's "
                   "notification)")
+      ->ignore_case();
+  sub->add_option("--append", s.append,
+                  "a submit command for the DAG's own job: +Attr = value, My.Attr = value, "
+                  "notification or notify_user (may be given again)")
+      ->ignore_case();
+  sub->add_option("--insert_sub_file", s.insert_sub_file,
+                  "a file of such submit commands for the DAG's own job")
       ->ignore_case();
   sub->callback([] { Submit(s); });
   static std::string what;

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <regex>
 #include <string>
 #include <thread>
 
@@ -349,6 +350,40 @@ TEST_F(MailIT, MalformedMailOrCredentialSettingsStopTheAgentWithKeyAndLine) {
     EXPECT_NE(r.exit_code, 0) << c.config;
     EXPECT_NE((r.out + r.err).find(c.message), std::string::npos) << c.config << r.out << r.err;
   }
+}
+
+// condor_submit_dag -notification: the DAG's job mails when the DAG ends, saying how its nodes
+// ended; its node jobs (notification not set) mail nothing.
+TEST_F(MailIT, ADagSubmittedWithNotificationMailsWhenItEnds) {
+  SmtpServer smtp(env_.dir() + "/smtp");
+  ASSERT_TRUE(smtp.Start()) << smtp.error();
+  Config(smtp.url());
+  env_.StartAgent();
+  env_.Write("ok.sub", "universe = local\nexecutable = /bin/true\nqueue\n");
+  env_.Write("bad.sub", "universe = local\nexecutable = /bin/false\nqueue\n");
+  env_.Write("d.dag", "JOB A ok.sub\nJOB B bad.sub\nJOB C ok.sub\nPARENT A CHILD B\n");
+  auto r = env_.Kite({"dag", "submit", "-notification", "complete", "d.dag"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("submitted to cluster ([0-9]+)"))) << r.out;
+  std::string id = m[1].str() + ".0";
+  ASSERT_TRUE(WaitMails(smtp, 1)) << ReadFileOr(env_.home() + "/agent.log");
+  ASSERT_EQ(env_.Kite({"wait", id, "--timeout", "20"}).exit_code, 0);
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // nothing more comes
+  auto mails = smtp.Messages();
+  ASSERT_EQ(mails.size(), 1u);
+  EXPECT_EQ(mails[0].header("subject"), "Kite job " + id + " exited with code 1");
+  EXPECT_NE(mails[0].body.find("DAG nodes:    2 done, 1 failed, of 3"), std::string::npos)
+      << mails[0].body;
+  EXPECT_NE(mails[0].body.find("DAG log:      " + env_.dir() + "/d.dag.dagman.out"),
+            std::string::npos)
+      << mails[0].body;
+  // A value condor_submit_dag would refuse is refused, naming the values.
+  auto bad = env_.Kite({"dag", "submit", "-notification", "sometimes", "d.dag"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("notification must be Never, Always, Complete or Error"),
+            std::string::npos)
+      << bad.err;
 }
 
 }  // namespace
