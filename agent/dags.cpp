@@ -147,7 +147,15 @@ struct Dags::Run {
   dag::Dag dag;
   DagSubmitArgs limits;
   std::vector<Node> nodes;
-  std::set<std::pair<int, size_t>> ready;  // (-priority, node): the order nodes start in
+  // (-priority, order, node): the order ready nodes start in. `order` is the node's place in the
+  // file, or with DAGMAN_SUBMIT_DEPTH_FIRST minus when it became ready (the latest first).
+  std::set<std::tuple<int, int64_t, size_t>> ready;
+  bool depth_first = false;
+  int64_t readied = 0;
+  void MakeReady(size_t i) {
+    int64_t order = depth_first ? -++readied : static_cast<int64_t>(i);
+    ready.insert({-dag.nodes[i].priority, order, i});
+  }
   std::set<size_t> check;  // queued nodes whose jobs changed status: perhaps they all ended
   int queued = 0, pre_running = 0, post_running = 0, done = 0, failed = 0;
   int deferred = 0;  // scripts waiting out a DEFER delay
@@ -297,6 +305,7 @@ Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
   out.warnings = parsed->warnings;
   // CONFIG: DAGMan allows one file per DAG; what the command line says wins over it.
   DagSubmitArgs limits = args;
+  bool depth_first = false;
   std::set<std::string> configs(parsed->config_files.begin(), parsed->config_files.end());
   if (configs.size() > 1)
     return Fail(ErrorCode::kInvalidInput, "the DAG names " + std::to_string(configs.size()) +
@@ -314,6 +323,7 @@ Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
       if (*mine == 0 && theirs) *mine = *theirs;
     }
     if (!limits.always_run_post) limits.always_run_post = config->always_run_post;
+    depth_first = config->depth_first.value_or(false);
     out.warnings.insert(out.warnings.end(), config->warnings.begin(), config->warnings.end());
   }
   std::string notification;
@@ -401,7 +411,8 @@ Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
                 {"DAGMaxIdle", std::to_string(limits.max_idle)},
                 {"DAGMaxPre", std::to_string(limits.max_pre)},
                 {"DAGMaxPost", std::to_string(limits.max_post)},
-                {"DAGAlwaysRunPost", limits.always_run_post.value_or(false) ? "true" : "false"}};
+                {"DAGAlwaysRunPost", limits.always_run_post.value_or(false) ? "true" : "false"},
+                {"DAGSubmitDepthFirst", depth_first ? "true" : "false"}};
   if (files.size() > 1) {
     std::string list;
     for (const auto& f : files) list += (list.empty() ? "" : ", ") + Quoted(f);
@@ -476,6 +487,7 @@ void Dags::Load(Job& dag_job, bool recovering) {
   run->limits.max_pre = static_cast<int>(dag_job.ad.EvaluateInt("DAGMaxPre").value_or(0));
   run->limits.max_post = static_cast<int>(dag_job.ad.EvaluateInt("DAGMaxPost").value_or(0));
   run->always_run_post = dag_job.ad.EvaluateBool("DAGAlwaysRunPost").value_or(false);
+  run->depth_first = dag_job.ad.EvaluateBool("DAGSubmitDepthFirst").value_or(false);
   run->out = std::fopen((*file + ".dagman.out").c_str(), "a");
   if (!run->dag.jobstate_log.empty()) {
     std::string path = kite::JoinPath(run->dir, run->dag.jobstate_log);
@@ -556,7 +568,7 @@ void Dags::Load(Job& dag_job, bool recovering) {
     if (nodes[i].state == NodeState::kWaiting && nodes[i].waiting_on == 0 &&
         !(run->dag.final_node && *run->dag.final_node == i))
       nodes[i].state = NodeState::kReady;
-    if (nodes[i].state == NodeState::kReady) run->ready.insert({-run->dag.nodes[i].priority, i});
+    if (nodes[i].state == NodeState::kReady) run->MakeReady(i);
   }
   Log(*run, "Kite DAG runner: " + *file + " (DAG " + std::to_string(id) + "), " +
                 std::to_string(nodes.size()) + " nodes, " + std::to_string(run->done) + " done, " +
@@ -617,7 +629,7 @@ void Dags::Drive(Run& run) {
     }
   }
   for (auto it = run.ready.begin(); !paused && it != run.ready.end();) {
-    size_t i = it->second;
+    size_t i = std::get<2>(*it);
     const auto& node = run.dag.nodes[i];
     bool has_pre = node.pre.has_value();
     if (has_pre && run.limits.max_pre > 0 && run.pre_running + pres >= run.limits.max_pre) {
@@ -972,7 +984,7 @@ void Dags::Decide(Run& run, size_t i, bool ok, int code) {
     RetireNodeJobs(run, i);
     Log(run, "Node " + node.name + " failed; retry " + std::to_string(n.attempts) + " of " +
                  std::to_string(node.retries));
-    run.ready.insert({-node.priority, i});
+    run.MakeReady(i);
     return DriveSoon(run.id);
   }
   n.state = NodeState::kFailed;
@@ -993,7 +1005,7 @@ void Dags::NodeDone(Run& run, size_t i) {
     auto& child = run.nodes[c];
     if (--child.waiting_on == 0 && child.state == NodeState::kWaiting) {
       child.state = NodeState::kReady;
-      run.ready.insert({-run.dag.nodes[c].priority, c});
+      run.MakeReady(c);
     }
   }
   DriveSoon(run.id);

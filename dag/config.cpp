@@ -75,10 +75,10 @@ Result<DagConfig> ParseDagConfig(const std::string& file, std::string_view text)
       if (!n || *n < 0 || *n > 1000000)
         return Fail(ErrorAt(where, name + " must be a whole number from 0 to 1000000"));
       *it->second = *n;
-    } else if (name == "DAGMAN_ALWAYS_RUN_POST") {
+    } else if (name == "DAGMAN_ALWAYS_RUN_POST" || name == "DAGMAN_SUBMIT_DEPTH_FIRST") {
       auto b = ParseBool(value);
       if (!b) return Fail(ErrorAt(where, name + " must be True or False"));
-      out.always_run_post = *b;
+      (name == "DAGMAN_ALWAYS_RUN_POST" ? out.always_run_post : out.depth_first) = *b;
     } else {
       out.warnings.push_back(where.ToString() + ": " + name + " is not applied by Kite");
     }

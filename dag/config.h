@@ -19,6 +19,7 @@ struct DagConfig {
   std::optional<int> max_pre;           // DAGMAN_MAX_PRE_SCRIPTS
   std::optional<int> max_post;          // DAGMAN_MAX_POST_SCRIPTS
   std::optional<bool> always_run_post;  // DAGMAN_ALWAYS_RUN_POST
+  std::optional<bool> depth_first;      // DAGMAN_SUBMIT_DEPTH_FIRST
   std::vector<std::string> warnings;    // "file:line: NAME is not applied by Kite"
 };
 

@@ -268,6 +268,48 @@ TEST(Dag, AFailedPreScriptSkipsThePostScriptUnlessConfigOrTheCommandLineSaysAlwa
       << bad.err;
 }
 
+// Ready nodes of equal priority start in file order; with DAGMAN_SUBMIT_DEPTH_FIRST (CONFIG) the
+// latest ready first, so with one job at a time each chain runs unbroken.
+TEST(Dag, DepthFirstFromTheConfigRunsEachChainUnbroken) {
+  KiteEnv env("dag-depth");
+  env.StartAgent();
+  env.Write("node.sub", kNodeSub);
+  // Three chains x-1 -> x-2 -> x-3 under A, their nodes written level by level.
+  std::string nodes = "JOB A node.sub\n";
+  for (int level = 1; level <= 3; ++level) {
+    for (const char* chain : {"p", "q", "r"})
+      nodes += "JOB " + std::string(chain) + std::to_string(level) + " node.sub\n";
+  }
+  nodes += "VARS ALL_NODES node=\"$(JOB)\"\nPARENT A CHILD p1 q1 r1\n";
+  for (const char* chain : {"p", "q", "r"}) {
+    std::string c = chain;
+    nodes += "PARENT " + c + "1 CHILD " + c + "2\nPARENT " + c + "2 CHILD " + c + "3\n";
+  }
+  env.Write("depth.config", "DAGMAN_SUBMIT_DEPTH_FIRST = True\nDAGMAN_MAX_JOBS_SUBMITTED = 1\n");
+  env.Write("breadth.config", "DAGMAN_MAX_JOBS_SUBMITTED = 1\n");
+  for (const char* mode : {"breadth", "depth"}) {
+    SCOPED_TRACE(mode);
+    std::remove((env.dir() + "/ran.txt").c_str());
+    std::string name = std::string(mode) + ".dag";
+    env.Write(name, nodes + "CONFIG " + mode + ".config\n");
+    auto r = env.Kite({"dag", "submit", name});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(WaitForDag(env, DagCluster(r)), "0");
+    std::string ran = ReadFileOr(env.dir() + "/ran.txt");
+    for (char& c : ran) c = c == '\n' ? ' ' : c;
+    if (std::string(mode) == "depth") {
+      // Which chain goes first is the runner's choice; each is whole.
+      EXPECT_EQ(ran.substr(0, 2), "A ") << ran;
+      for (const char* chain : {"p", "q", "r"}) {
+        std::string c = chain;
+        EXPECT_NE(ran.find(c + "1 " + c + "2 " + c + "3 "), std::string::npos) << ran;
+      }
+    } else {
+      EXPECT_EQ(ran, "A p1 q1 r1 p2 q2 r2 p3 q3 r3 ");
+    }
+  }
+}
+
 // JOBSTATE_LOG in DAGMan's format (what Pegasus reads), and DOT pictures of the DAG.
 TEST(Dag, TheJobstateLogAndTheDotFileSayWhatHappenedAsDagmanWritesThem) {
   KiteEnv env("dag-jobstate");

@@ -17,6 +17,7 @@ TEST(DagConfig, TheSettingsKiteAppliesAreReadOthersAreNamedAsNotApplied) {
                           "DAGMAN_MAX_PRE_SCRIPTS = \\\n  3\n"
                           "DAGMAN_MAX_POST_SCRIPTS = 0\n"
                           "DAGMAN_ALWAYS_RUN_POST = yes\n"
+                          "DAGMAN_SUBMIT_DEPTH_FIRST = True\n"
                           "DAGMAN_MAX_SUBMIT_ATTEMPTS = 2\n");
   ASSERT_TRUE(c) << c.error().message();
   EXPECT_EQ(c->max_jobs, 5);
@@ -24,8 +25,9 @@ TEST(DagConfig, TheSettingsKiteAppliesAreReadOthersAreNamedAsNotApplied) {
   EXPECT_EQ(c->max_pre, 3);
   EXPECT_EQ(c->max_post, 0);
   EXPECT_EQ(c->always_run_post, true);
+  EXPECT_EQ(c->depth_first, true);
   ASSERT_EQ(c->warnings.size(), 1u);
-  EXPECT_EQ(c->warnings[0], "d.config:9: DAGMAN_MAX_SUBMIT_ATTEMPTS is not applied by Kite");
+  EXPECT_EQ(c->warnings[0], "d.config:10: DAGMAN_MAX_SUBMIT_ATTEMPTS is not applied by Kite");
   // Nothing said: nothing set (the command line's or Kite's defaults hold).
   auto empty = ParseDagConfig("e.config", "");
   ASSERT_TRUE(empty);
