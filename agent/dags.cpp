@@ -187,6 +187,13 @@ int DagStatus(const Dags::Run& run) {
 
 }  // namespace
 
+// The DAG job's batch name, which its nodes' jobs share.
+std::string Dags::BatchName(const Run& run) const {
+  const Job* j = queue_.Find({run.id, 0});
+  auto name = j ? j->ad.EvaluateString("JobBatchName") : std::nullopt;
+  return name ? *name : BaseName(run.file) + "+" + std::to_string(run.id);
+}
+
 Dags::Dags(boost::asio::io_context& io, JobQueue& queue, const AgentOptions& options, Hooks hooks)
     : io_(io), queue_(queue), options_(options), hooks_(std::move(hooks)) {}
 
@@ -418,6 +425,14 @@ Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
     for (const auto& f : files) list += (list.empty() ? "" : ", ") + Quoted(f);
     req.common.push_back({"DAGFiles", "{ " + list + " }"});
   }
+  // condor_q's batch name for the DAG and all its nodes (sub-DAGs' included): "file.dag+C",
+  // unless given.
+  auto named = [](const std::vector<SubmitAttr>& v) {
+    return std::any_of(v.begin(), v.end(),
+                       [](const SubmitAttr& a) { return a.name == "JobBatchName"; });
+  };
+  if (!named(job_attrs) && !named(args.attrs))
+    req.common.push_back({"JobBatchName", Quoted(BaseName(file) + "+" + std::to_string(*cluster))});
   for (auto& a : job_attrs) req.common.push_back(std::move(a));
   if (!notification.empty()) req.common.push_back({"JobNotification", notification});
   if (auto user = LoginName(); !user.empty()) req.common.push_back({"Owner", Quoted(user)});
@@ -723,7 +738,8 @@ void Dags::SubmitNode(Run& run, size_t i, int reserved) {
     // A sub-DAG is a DAG of its own (its rescue DAG used on a retry), and its job is the node's.
     DagSubmitArgs sub;
     sub.files = {kite::JoinPath(kite::JoinPath(run.dir, node.dir), node.submit)};
-    sub.attrs = {{"DAGManJobId", std::to_string(run.id)},
+    sub.attrs = {{"JobBatchName", Quoted(BatchName(run))},
+                 {"DAGManJobId", std::to_string(run.id)},
                  {"DAGNodeName", Quoted(node.name)},
                  {"DAGNodeRetry", std::to_string(n.attempts)},
                  {"DAGParentNodeNames", Quoted(parents)}};
@@ -780,6 +796,9 @@ void Dags::SubmitNode(Run& run, size_t i, int reserved) {
   req.common.push_back({"DAGNodeRetry", std::to_string(n.attempts)});
   req.common.push_back({"DAGParentNodeNames", Quoted(parents)});
   req.common.push_back({"DAGManNodesLog", Quoted(run.file + ".nodes.log")});
+  if (std::none_of(req.common.begin(), req.common.end(),
+                   [](const SubmitAttr& a) { return a.name == "JobBatchName"; }))
+    req.common.push_back({"JobBatchName", Quoted(BatchName(run))});
   for (auto& p : parsed->procs) {
     std::vector<SubmitAttr> attrs;
     for (auto& a : p) attrs.push_back({a.name, a.expr});

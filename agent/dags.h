@@ -125,6 +125,7 @@ class Dags {
   void StatusTick(int id);
   Result<std::string> WriteRescue(Run& run);
   void Log(Run& run, const std::string& line);
+  std::string BatchName(const Run& run) const;
   // JOBSTATE_LOG: one line of DAGMan's jobstate log for node `node` (or the DAG, "INTERNAL").
   void Jobstate(Run& run, size_t node, const std::string& event, const std::string& id);
   void JobstateInternal(Run& run, const std::string& what);

@@ -210,10 +210,13 @@ std::string FormatGridTable(const std::vector<ListedJob>& jobs) {
 std::string FormatBatchTable(const std::vector<ListedJob>& jobs, double /*now*/) {
   // One row per batch: the jobs of one owner sharing a JobBatchName (batch_name), whatever their
   // clusters, as condor_q groups them; a cluster without a batch name is its own batch, "ID: C".
+  // A DAG's row (its job and its nodes' jobs share "file.dag+C") counts nodes as condor_q does:
+  // DONE and TOTAL are the DAG's nodes, RUN, IDLE and HOLD its node jobs, JOB_IDS theirs.
   struct Row {
     std::string owner, name;
     double qdate = 0;
     int done = 0, run = 0, idle = 0, hold = 0, total = 0;
+    int dag_done = 0, dag_total = 0;  // of the top DAG in the row
     JobKey first{-1, -1}, last{-1, -1};
     std::set<const Cluster*> clusters;
   };
@@ -230,6 +233,16 @@ std::string FormatBatchTable(const std::vector<ListedJob>& jobs, double /*now*/)
       rows.back().first = j.key;
     }
     Row& r = rows[it->second];
+    if (j.ad->EvaluateInt("JobUniverse").value_or(0) == kUniverseScheduler) {
+      if (!j.ad->EvaluateInt("DAGManJobId")) {  // the top DAG (a sub-DAG's nodes are its own)
+        r.dag_done = static_cast<int>(j.ad->EvaluateInt("DAG_NodesDone").value_or(0));
+        r.dag_total = static_cast<int>(j.ad->EvaluateInt("DAG_NodesTotal").value_or(0));
+        r.qdate = static_cast<double>(j.ad->EvaluateInt("QDate").value_or(0));
+      }
+      if (r.first == j.key) r.first = {-1, -1};
+      continue;  // a DAG's job is not one of the batch's jobs
+    }
+    if (r.first.cluster < 0) r.first = j.key;
     if (j.cluster && r.clusters.insert(j.cluster).second) {
       r.total += j.cluster->total;
       r.done += j.cluster->total - j.cluster->present;
@@ -259,14 +272,19 @@ std::string FormatBatchTable(const std::vector<ListedJob>& jobs, double /*now*/)
                 "BATCH_NAME", "SUBMITTED", "DONE", "RUN", "IDLE", "HOLD", "TOTAL", "JOB_IDS");
   out += line;
   for (auto& r : rows) {
-    std::string ids = id(r.first);
-    if (r.last != r.first)
+    if (r.dag_total > 0) {
+      r.done = r.dag_done;
+      r.total = r.dag_total;
+    }
+    std::string ids = r.first.cluster < 0 ? "" : id(r.first);
+    if (r.first.cluster >= 0 && r.last != r.first)
       ids += (r.last.cluster == r.first.cluster ? "-" + std::to_string(r.last.proc)
                                                 : " ... " + id(r.last));
     std::snprintf(line, sizeof line, "%-14.14s %-12.40s %11s %6s %6s %6s %6s %6d %s\n",
                   r.owner.c_str(), r.name.c_str(), ShortDate(r.qdate).c_str(), num(r.done).c_str(),
                   num(r.run).c_str(), num(r.idle).c_str(), num(r.hold).c_str(),
-                  std::max(r.total, r.run + r.idle + r.hold), ids.c_str());
+                  r.dag_total > 0 ? r.dag_total : std::max(r.total, r.run + r.idle + r.hold),
+                  ids.c_str());
     out += line;
   }
   return out;

@@ -189,6 +189,15 @@ TEST(Dag, RemovingTheDagRemovesItsRunningNodesAndWritesARescueDag) {
   auto q = env.Kite({"q", "-dag"});
   EXPECT_NE(q.out.find(" |-S\n"), std::string::npos) << q.out;
   EXPECT_NE(q.out.find("kite-dag "), std::string::npos) << q.out;
+  // condor_q's batch view: one row for the DAG, named "file+C", counting its nodes (DONE, TOTAL)
+  // and its nodes' jobs (RUN, JOB_IDS); the DAG's own job is not one of them.
+  auto batch = env.Kite({"q"});
+  std::smatch row;
+  ASSERT_TRUE(std::regex_search(batch.out, row,
+                                std::regex("\\S+ +rm\\.dag\\+" + std::to_string(dag) +
+                                           " +\\S+ \\S+ +1 +1 +_ +_ +3 ([0-9]+)\\.0\\n")))
+      << batch.out;
+  EXPECT_NE(std::stoi(row[1]), dag);
   ASSERT_EQ(env.Kite({"rm", std::to_string(dag)}).exit_code, 0);
   // Its node's job goes too, and nothing after it runs.
   ASSERT_TRUE(WaitUntil(
