@@ -1,0 +1,1129 @@
+// libkite_rsc.so: remote system calls for unmodified, dynamically linked programs
+// (docs/remote-io.md). Preloaded into a job with `want_remote_io` by its starter, it sends the
+// file calls a program makes on remote paths (KITE_RSC_PATHS) to the shadow in the user's agent,
+// through the starter's socket (KITE_RSC_SOCKET), and does every other call as usual.
+//
+// A remote file has a local stand-in descriptor, so that its number is the program's to keep: an
+// empty file made in the sandbox's `.kite-rsc/` folder, named by the shadow's handle, holding the
+// open flags and the remote path, and unlinked at once. Its own file offset is the remote file's
+// offset, so the kernel shares it as it shares any: between dup'ed descriptors, with forked
+// children, and across exec — a new program finds its inherited remote files by looking at its
+// descriptors (a shell's `prog < remote-file` works). Every read and write names its offset, so it
+// may safely be sent again. A remote handle is closed when the process that opened it closes it
+// before any fork; ones that were shared are closed by the shadow when the run ends.
+// stdio: fopen/fdopen of a remote file give a FILE whose reads and writes come back here
+// (fopencookie); glibc's own stdio never calls the wrapped functions. Not remote: memory mapping
+// of a remote file, locks (accepted, not forwarded), freopen onto a remote file (refused with
+// ENOTSUP).
+//
+// Everything the library needs for itself goes to the real functions (dlsym(RTLD_NEXT)) or the
+// raw system calls, never to its own wrappers.
+#include <dirent.h>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "rsc/wire.h"
+
+namespace {
+
+using kite::rsc::Op;
+using kite::rsc::Reply;
+using kite::rsc::Request;
+
+template <typename F>
+F Real(const char* name) {
+  return reinterpret_cast<F>(::dlsym(RTLD_NEXT, name));
+}
+#define REAL(name) static auto real = Real<decltype(&::name)>(#name)
+
+struct File {
+  int64_t handle = 0;
+  int flags = 0;
+  std::string path;
+  bool shared = false;  // inherited, or open at a fork: another process may use it
+};
+
+struct State {
+  std::mutex mu;
+  int sock = -1;
+  pid_t pid = 0;
+  uint64_t seq = 0;
+  std::vector<std::string> roots;
+  std::string sandbox, socket_path;
+  std::map<int, std::shared_ptr<File>> files;
+  bool enabled = false;
+};
+
+State& S() {
+  static State* s = new State;  // never destroyed: calls may come during exit
+  return *s;
+}
+
+// ---- paths ----
+
+std::string Normal(const std::string& path) {
+  std::string whole = path;
+  if (path.empty() || path[0] != '/') {
+    char buf[4096];
+    if (!::getcwd(buf, sizeof buf)) return "";
+    whole = std::string(buf) + "/" + path;
+  }
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i <= whole.size()) {
+    size_t j = whole.find('/', i);
+    if (j == std::string::npos) j = whole.size();
+    std::string c = whole.substr(i, j - i);
+    if (c == "..") {
+      if (!parts.empty()) parts.pop_back();
+    } else if (!c.empty() && c != ".") {
+      parts.push_back(c);
+    }
+    i = j + 1;
+  }
+  std::string out;
+  for (auto& p : parts) out += "/" + p;
+  return out.empty() ? "/" : out;
+}
+
+bool Under(const std::string& p, const std::string& root) {
+  return p == root ||
+         (p.size() > root.size() && p.compare(0, root.size(), root) == 0 && p[root.size()] == '/');
+}
+
+// True (with the normal path) when `path` is one the shadow serves.
+bool Remote(const char* path, std::string* normal) {
+  State& s = S();
+  if (!s.enabled || path == nullptr || *path == '\0') return false;
+  std::string n = Normal(path);
+  if (n.empty() || (!s.sandbox.empty() && Under(n, s.sandbox))) return false;
+  for (const auto& r : s.roots) {
+    if (Under(n, r)) {
+      *normal = n;
+      return true;
+    }
+  }
+  return false;
+}
+
+// ---- the starter's socket ----
+
+bool WriteAll(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::syscall(SYS_write, fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool ReadAll(int fd, char* buf, size_t len) {
+  size_t done = 0;
+  while (done < len) {
+    ssize_t n = ::syscall(SYS_read, fd, buf + done, len - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool Connect(State& s) {
+  if (s.sock >= 0 && s.pid == ::getpid()) return true;
+  if (s.sock >= 0) ::syscall(SYS_close, s.sock);  // a forked child: its own connection
+  s.sock = -1;
+  int fd = static_cast<int>(::syscall(SYS_socket, AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (fd < 0) return false;
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  if (s.socket_path.size() >= sizeof a.sun_path) return false;
+  std::memcpy(a.sun_path, s.socket_path.c_str(), s.socket_path.size() + 1);
+  if (::syscall(SYS_connect, fd, &a, sizeof a) != 0) {
+    ::syscall(SYS_close, fd);
+    return false;
+  }
+  s.sock = fd;
+  s.pid = ::getpid();
+  return true;
+}
+
+// One request and its reply; false (errno set) when the starter cannot be reached.
+bool Call(Request& req, Reply* rep) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!Connect(s)) {
+    errno = EIO;
+    return false;
+  }
+  req.seq = ++s.seq;
+  std::string body = kite::rsc::Encode(req);
+  std::string frame;
+  kite::rsc::wire::Put(frame, body.size(), 4);
+  frame += body;
+  char len[4];
+  if (!WriteAll(s.sock, frame) || !ReadAll(s.sock, len, 4)) {
+    errno = EIO;
+    return false;
+  }
+  size_t n = kite::rsc::wire::Get(std::string_view(len, 4), 0, 4);
+  if (n > kite::rsc::kMaxMessage) {
+    errno = EIO;
+    return false;
+  }
+  std::string bytes(n, '\0');
+  if (!ReadAll(s.sock, bytes.data(), n)) {
+    errno = EIO;
+    return false;
+  }
+  auto r = kite::rsc::DecodeReply(bytes);
+  if (!r) {
+    errno = EIO;
+    return false;
+  }
+  *rep = std::move(*r);
+  if (rep->result < 0) errno = rep->error ? rep->error : EIO;
+  return rep->result >= 0;
+}
+
+int64_t CallSimple(Op op, const std::string& path, int flags = 0, uint32_t mode = 0,
+                   const std::string& path2 = "", uint64_t size = 0) {
+  Request req;
+  req.op = op;
+  req.path = path;
+  req.path2 = path2;
+  req.flags = flags;
+  req.mode = mode;
+  req.size = size;
+  Reply rep;
+  if (!Call(req, &rep)) return -1;
+  return rep.result;
+}
+
+std::shared_ptr<File> Find(int fd) {
+  State& s = S();
+  if (!s.enabled || fd < 0) return nullptr;
+  std::lock_guard<std::mutex> lock(s.mu);
+  auto it = s.files.find(fd);
+  return it == s.files.end() ? nullptr : it->second;
+}
+
+void Forget(int fd) {
+  State& s = S();
+  std::shared_ptr<File> f;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    auto it = s.files.find(fd);
+    if (it == s.files.end()) return;
+    f = it->second;
+    s.files.erase(it);
+  }
+  if (f.use_count() == 1 && !f->shared) {
+    Request req;
+    req.op = Op::kClose;
+    req.handle = f->handle;
+    Reply rep;
+    Call(req, &rep);
+  }
+}
+
+void Bind(int fd, std::shared_ptr<File> f) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  s.files[fd] = std::move(f);
+}
+
+int RemoteOpen(const std::string& path, int flags, mode_t mode) {
+  Request req;
+  req.op = Op::kOpen;
+  req.path = path;
+  req.flags = flags & ~O_CLOEXEC;
+  req.mode = mode;
+  Reply rep;
+  if (!Call(req, &rep)) return -1;
+  REAL(open);
+  State& s = S();
+  int fd;
+  if (s.sandbox.empty()) {
+    fd = real("/dev/null", O_RDWR | (flags & O_CLOEXEC));
+  } else {
+    std::string stand_in = s.sandbox + "/.kite-rsc/" + std::to_string(rep.result);
+    fd = real(stand_in.c_str(), O_RDWR | O_CREAT | O_TRUNC | (flags & O_CLOEXEC), 0600);
+    if (fd >= 0) {
+      std::string what = std::to_string(flags) + " " + path;
+      ::syscall(SYS_pwrite64, fd, what.data(), what.size(), 0);
+      ::syscall(SYS_unlink, stand_in.c_str());
+    }
+  }
+  if (fd < 0) {
+    int e = errno;
+    Request close_req;
+    close_req.op = Op::kClose;
+    close_req.handle = rep.result;
+    Call(close_req, &rep);
+    errno = e;
+    return -1;
+  }
+  auto f = std::make_shared<File>();
+  f->handle = rep.result;
+  f->flags = flags;
+  f->path = path;
+  Bind(fd, f);
+  return fd;
+}
+
+// The offset of a remote file: its stand-in's own.
+int64_t Tell(int fd) {
+  return ::syscall(SYS_lseek, fd, 0, SEEK_CUR);
+}
+void Seek(int fd, int64_t offset) {
+  ::syscall(SYS_lseek, fd, offset, SEEK_SET);
+}
+
+ssize_t RemoteRead(File& f, void* buf, size_t n, int64_t* offset) {
+  size_t done = 0;
+  while (done < n) {
+    Request req;
+    req.op = Op::kPread;
+    req.handle = f.handle;
+    req.offset = *offset;
+    req.size = std::min(n - done, kite::rsc::kMaxData);
+    Reply rep;
+    if (!Call(req, &rep)) return done ? static_cast<ssize_t>(done) : -1;
+    std::memcpy(static_cast<char*>(buf) + done, rep.data.data(), rep.data.size());
+    done += rep.data.size();
+    *offset += static_cast<int64_t>(rep.data.size());
+    if (rep.data.size() < req.size) break;  // the end of the file
+  }
+  return static_cast<ssize_t>(done);
+}
+
+ssize_t RemoteWrite(File& f, const void* buf, size_t n, int64_t* offset, bool append) {
+  size_t done = 0;
+  while (done < n) {
+    Request req;
+    req.op = append ? Op::kAppend : Op::kPwrite;
+    req.handle = f.handle;
+    req.offset = *offset;
+    req.data.assign(static_cast<const char*>(buf) + done, std::min(n - done, kite::rsc::kMaxData));
+    Reply rep;
+    if (!Call(req, &rep)) return done ? static_cast<ssize_t>(done) : -1;
+    done += static_cast<size_t>(rep.result);
+    if (!append) *offset += rep.result;
+    if (rep.result == 0) break;
+  }
+  return static_cast<ssize_t>(done);
+}
+
+bool RemoteStat(Op op, const std::string& path, int64_t handle, kite::rsc::Stat* out) {
+  Request req;
+  req.op = op;
+  req.path = path;
+  req.handle = handle;
+  Reply rep;
+  if (!Call(req, &rep)) return false;
+  auto st = kite::rsc::DecodeStat(rep.data);
+  if (!st) {
+    errno = EIO;
+    return false;
+  }
+  *out = *st;
+  return true;
+}
+
+void Fill(const kite::rsc::Stat& s, struct stat* st) {
+  std::memset(st, 0, sizeof *st);
+  st->st_dev = s.dev;
+  st->st_ino = s.ino;
+  st->st_size = static_cast<off_t>(s.size);
+  st->st_blocks = static_cast<blkcnt_t>(s.blocks);
+  st->st_mode = s.mode;
+  st->st_nlink = s.nlink;
+  st->st_uid = s.uid;
+  st->st_gid = s.gid;
+  st->st_blksize = static_cast<blksize_t>(s.blksize);
+  auto ts = [](int64_t ns) {
+    return timespec{static_cast<time_t>(ns / 1000000000), ns % 1000000000};
+  };
+  st->st_atim = ts(s.atime_ns);
+  st->st_mtim = ts(s.mtime_ns);
+  st->st_ctim = ts(s.ctime_ns);
+}
+
+// An *at() call's path is "" or, since Linux 6.11, NULL (with AT_EMPTY_PATH): the folder itself.
+// Apart, because glibc declares those arguments non-null.
+__attribute__((noinline)) bool EmptyPath(const char* path) {
+  return path == nullptr || *path == '\0';
+}
+
+// The path an *at() call names: relative ones start at `dirfd` (a remote folder's path, or the
+// real one's through /proc).
+bool RemoteAt(int dirfd, const char* path, std::string* normal) {
+  if (path == nullptr) return false;
+  if (path[0] == '/' || dirfd == AT_FDCWD) return Remote(path, normal);
+  if (auto f = Find(dirfd)) return Remote((f->path + "/" + path).c_str(), normal);
+  return false;
+}
+
+// After a fork both processes hold every remote file: neither closes it at the shadow.
+void MarkShared() {
+  for (auto& [fd, f] : S().files) f->shared = true;
+}
+void ChildAfterFork() {
+  MarkShared();
+  ::syscall(SYS_getrandom, &S().seq, sizeof S().seq, 0);
+  S().seq &= ~(uint64_t{1} << 63);
+}
+
+__attribute__((constructor)) void Init() {
+  State& s = S();
+  const char* sock = ::getenv("KITE_RSC_SOCKET");
+  const char* paths = ::getenv("KITE_RSC_PATHS");
+  if (!sock || !paths) return;
+  s.socket_path = sock;
+  if (const char* sb = ::getenv("KITE_RSC_SANDBOX")) s.sandbox = sb;
+  std::string p = paths;
+  size_t i = 0;
+  while (i <= p.size()) {
+    size_t j = p.find(':', i);
+    if (j == std::string::npos) j = p.size();
+    if (j > i && p[i] == '/') s.roots.push_back(p.substr(i, j - i));
+    i = j + 1;
+  }
+  s.enabled = !s.roots.empty();
+  // Request numbers start at random in each program, so that no two processes of a run (a fork,
+  // the same process after an exec) send the same one: the shadow answers a repeated number from
+  // its last reply.
+  ::syscall(SYS_getrandom, &s.seq, sizeof s.seq, 0);
+  s.seq &= ~(uint64_t{1} << 63);
+  if (!s.enabled) return;
+  ::pthread_atfork(nullptr, MarkShared, ChildAfterFork);
+  if (s.sandbox.empty()) return;
+  std::string stand_ins = s.sandbox + "/.kite-rsc";
+  ::syscall(SYS_mkdir, stand_ins.c_str(), 0700);
+  // Remote files this program inherited (from its parent, or from itself before an exec).
+  std::string prefix = stand_ins + "/";
+  for (int fd = 0; fd < 1024; ++fd) {
+    char link[64], target[4096];
+    std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = ::syscall(SYS_readlink, link, target, sizeof target - 1);
+    if (n <= 0) continue;
+    std::string t(target, static_cast<size_t>(n));
+    if (t.compare(0, prefix.size(), prefix) != 0) continue;
+    char what[4200];
+    ssize_t m = ::syscall(SYS_pread64, fd, what, sizeof what - 1, 0);
+    if (m <= 0) continue;
+    std::string w(what, static_cast<size_t>(m));
+    size_t space = w.find(' ');
+    if (space == std::string::npos) continue;
+    auto f = std::make_shared<File>();
+    f->handle = std::atoll(t.c_str() + prefix.size());
+    f->flags = std::atoi(w.substr(0, space).c_str());
+    f->path = w.substr(space + 1);
+    f->shared = true;
+    s.files[fd] = f;
+  }
+}
+
+// ---- stdio over a remote descriptor ----
+
+ssize_t CookieRead(void* c, char* buf, size_t n) {
+  return ::read(static_cast<int>(reinterpret_cast<intptr_t>(c)), buf, n);
+}
+ssize_t CookieWrite(void* c, const char* buf, size_t n) {
+  return ::write(static_cast<int>(reinterpret_cast<intptr_t>(c)), buf, n);
+}
+int CookieSeek(void* c, off64_t* pos, int whence) {
+  off_t r = ::lseek(static_cast<int>(reinterpret_cast<intptr_t>(c)), *pos, whence);
+  if (r < 0) return -1;
+  *pos = r;
+  return 0;
+}
+int CookieClose(void* c) {
+  return ::close(static_cast<int>(reinterpret_cast<intptr_t>(c)));
+}
+
+FILE* CookieFile(int fd, const char* mode) {
+  cookie_io_functions_t io{CookieRead, CookieWrite, CookieSeek, CookieClose};
+  return ::fopencookie(reinterpret_cast<void*>(static_cast<intptr_t>(fd)), mode, io);
+}
+
+int ModeFlags(const char* mode) {
+  int flags = 0;
+  switch (mode[0]) {
+    case 'r':
+      flags = O_RDONLY;
+      break;
+    case 'w':
+      flags = O_WRONLY | O_CREAT | O_TRUNC;
+      break;
+    case 'a':
+      flags = O_WRONLY | O_CREAT | O_APPEND;
+      break;
+    default:
+      return -1;
+  }
+  for (const char* m = mode + 1; *m; ++m) {
+    if (*m == '+') flags = (flags & ~O_ACCMODE) | O_RDWR;
+    if (*m == 'x') flags |= O_EXCL;
+    if (*m == 'e') flags |= O_CLOEXEC;
+  }
+  return flags;
+}
+
+// ---- folders ----
+
+struct RemoteDir {
+  int fd = -1;
+  std::vector<std::string> names;
+  size_t pos = 0;
+  bool loaded = false;
+  struct dirent entry {};
+};
+std::set<void*>& Dirs() {
+  static auto* d = new std::set<void*>;
+  return *d;
+}
+std::mutex& DirsMu() {
+  static auto* m = new std::mutex;
+  return *m;
+}
+RemoteDir* OurDir(DIR* d) {
+  std::lock_guard<std::mutex> lock(DirsMu());
+  return Dirs().count(d) ? reinterpret_cast<RemoteDir*>(d) : nullptr;
+}
+DIR* NewDir(int fd) {
+  auto* d = new RemoteDir;
+  d->fd = fd;
+  std::lock_guard<std::mutex> lock(DirsMu());
+  Dirs().insert(d);
+  return reinterpret_cast<DIR*>(d);
+}
+
+}  // namespace
+
+extern "C" {
+
+// ---- opening ----
+
+#define MODE_ARG(flags)                               \
+  mode_t mode = 0;                                    \
+  if ((flags) & (O_CREAT | __O_TMPFILE)) {            \
+    va_list ap;                                       \
+    va_start(ap, flags);                              \
+    mode = static_cast<mode_t>(va_arg(ap, unsigned)); \
+    va_end(ap);                                       \
+  }
+
+int open(const char* path, int flags, ...) {
+  MODE_ARG(flags);
+  std::string n;
+  if (Remote(path, &n)) return RemoteOpen(n, flags, mode);
+  REAL(open);
+  return real(path, flags, mode);
+}
+int open64(const char* path, int flags, ...) {
+  MODE_ARG(flags);
+  std::string n;
+  if (Remote(path, &n)) return RemoteOpen(n, flags, mode);
+  REAL(open64);
+  return real(path, flags, mode);
+}
+int openat(int dirfd, const char* path, int flags, ...) {
+  MODE_ARG(flags);
+  std::string n;
+  if (RemoteAt(dirfd, path, &n)) return RemoteOpen(n, flags, mode);
+  REAL(openat);
+  return real(dirfd, path, flags, mode);
+}
+int openat64(int dirfd, const char* path, int flags, ...) {
+  MODE_ARG(flags);
+  std::string n;
+  if (RemoteAt(dirfd, path, &n)) return RemoteOpen(n, flags, mode);
+  REAL(openat64);
+  return real(dirfd, path, flags, mode);
+}
+int __open_2(const char* path, int flags) {
+  return open(path, flags);
+}
+int __open64_2(const char* path, int flags) {
+  return open64(path, flags);
+}
+int __openat_2(int dirfd, const char* path, int flags) {
+  return openat(dirfd, path, flags);
+}
+int __openat64_2(int dirfd, const char* path, int flags) {
+  return openat64(dirfd, path, flags);
+}
+int creat(const char* path, mode_t mode) {
+  return open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+}
+int creat64(const char* path, mode_t mode) {
+  return open64(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+}
+
+// ---- reading and writing ----
+
+ssize_t read(int fd, void* buf, size_t n) {
+  if (auto f = Find(fd)) {
+    int64_t o = Tell(fd);
+    ssize_t r = RemoteRead(*f, buf, n, &o);
+    Seek(fd, o);
+    return r;
+  }
+  REAL(read);
+  return real(fd, buf, n);
+}
+ssize_t write(int fd, const void* buf, size_t n) {
+  if (auto f = Find(fd)) {
+    int64_t o = Tell(fd);
+    ssize_t r = RemoteWrite(*f, buf, n, &o, f->flags & O_APPEND);
+    Seek(fd, o);
+    return r;
+  }
+  REAL(write);
+  return real(fd, buf, n);
+}
+ssize_t pread(int fd, void* buf, size_t n, off_t off) {
+  if (auto f = Find(fd)) {
+    int64_t o = off;
+    return RemoteRead(*f, buf, n, &o);
+  }
+  REAL(pread);
+  return real(fd, buf, n, off);
+}
+ssize_t pread64(int fd, void* buf, size_t n, off64_t off) {
+  return pread(fd, buf, n, off);
+}
+ssize_t pwrite(int fd, const void* buf, size_t n, off_t off) {
+  if (auto f = Find(fd)) {
+    int64_t o = off;
+    return RemoteWrite(*f, buf, n, &o, false);
+  }
+  REAL(pwrite);
+  return real(fd, buf, n, off);
+}
+ssize_t pwrite64(int fd, const void* buf, size_t n, off64_t off) {
+  return pwrite(fd, buf, n, off);
+}
+ssize_t readv(int fd, const struct iovec* iov, int cnt) {
+  if (!Find(fd)) {
+    REAL(readv);
+    return real(fd, iov, cnt);
+  }
+  ssize_t total = 0;
+  for (int i = 0; i < cnt; ++i) {
+    ssize_t n = read(fd, iov[i].iov_base, iov[i].iov_len);
+    if (n < 0) return total ? total : -1;
+    total += n;
+    if (static_cast<size_t>(n) < iov[i].iov_len) break;
+  }
+  return total;
+}
+ssize_t writev(int fd, const struct iovec* iov, int cnt) {
+  if (!Find(fd)) {
+    REAL(writev);
+    return real(fd, iov, cnt);
+  }
+  ssize_t total = 0;
+  for (int i = 0; i < cnt; ++i) {
+    ssize_t n = write(fd, iov[i].iov_base, iov[i].iov_len);
+    if (n < 0) return total ? total : -1;
+    total += n;
+  }
+  return total;
+}
+off_t lseek(int fd, off_t off, int whence) {
+  auto f = Find(fd);
+  if (!f) {
+    REAL(lseek);
+    return real(fd, off, whence);
+  }
+  int64_t base = 0;
+  if (whence == SEEK_CUR) {
+    base = Tell(fd);
+  } else if (whence == SEEK_END) {
+    kite::rsc::Stat st;
+    if (!RemoteStat(Op::kFstat, "", f->handle, &st)) return -1;
+    base = static_cast<int64_t>(st.size);
+  } else if (whence != SEEK_SET) {
+    errno = EINVAL;
+    return -1;
+  }
+  if (base + off < 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  Seek(fd, base + off);
+  return base + off;
+}
+off64_t lseek64(int fd, off64_t off, int whence) {
+  return lseek(fd, off, whence);
+}
+int close(int fd) {
+  Forget(fd);
+  REAL(close);
+  return real(fd);
+}
+ssize_t copy_file_range(int in, off64_t* in_off, int out, off64_t* out_off, size_t len,
+                        unsigned flags) {
+  if (!Find(in) && !Find(out)) {
+    REAL(copy_file_range);
+    return real(in, in_off, out, out_off, len, flags);
+  }
+  // A remote side: a plain copy through a buffer, honouring the offsets given.
+  std::string buf(std::min<size_t>(len, 1 << 20), '\0');
+  ssize_t n =
+      in_off ? pread(in, buf.data(), buf.size(), *in_off) : read(in, buf.data(), buf.size());
+  if (n <= 0) return n;
+  ssize_t w = out_off ? pwrite(out, buf.data(), static_cast<size_t>(n), *out_off)
+                      : write(out, buf.data(), static_cast<size_t>(n));
+  if (w < 0) return -1;
+  if (in_off) *in_off += w;
+  if (out_off) *out_off += w;
+  return w;
+}
+ssize_t sendfile(int out, int in, off_t* offset, size_t count) {
+  if (!Find(in) && !Find(out)) {
+    REAL(sendfile);
+    return real(out, in, offset, count);
+  }
+  off64_t o = offset ? *offset : 0;
+  ssize_t n = copy_file_range(in, offset ? &o : nullptr, out, nullptr, count, 0);
+  if (offset && n > 0) *offset = o;
+  return n;
+}
+ssize_t sendfile64(int out, int in, off64_t* offset, size_t count) {
+  return sendfile(out, in, offset, count);
+}
+
+// ---- what a file is ----
+
+int fstat(int fd, struct stat* st) {
+  if (auto f = Find(fd)) {
+    kite::rsc::Stat s;
+    if (!RemoteStat(Op::kFstat, "", f->handle, &s)) return -1;
+    Fill(s, st);
+    return 0;
+  }
+  REAL(fstat);
+  return real(fd, st);
+}
+int fstat64(int fd, struct stat64* st) {
+  return fstat(fd, reinterpret_cast<struct stat*>(st));
+}
+int stat(const char* path, struct stat* st) {
+  std::string n;
+  if (Remote(path, &n)) {
+    kite::rsc::Stat s;
+    if (!RemoteStat(Op::kStat, n, 0, &s)) return -1;
+    Fill(s, st);
+    return 0;
+  }
+  REAL(stat);
+  return real(path, st);
+}
+int stat64(const char* path, struct stat64* st) {
+  return stat(path, reinterpret_cast<struct stat*>(st));
+}
+int lstat(const char* path, struct stat* st) {
+  std::string n;
+  if (Remote(path, &n)) {
+    kite::rsc::Stat s;
+    if (!RemoteStat(Op::kLstat, n, 0, &s)) return -1;
+    Fill(s, st);
+    return 0;
+  }
+  REAL(lstat);
+  return real(path, st);
+}
+int lstat64(const char* path, struct stat64* st) {
+  return lstat(path, reinterpret_cast<struct stat*>(st));
+}
+int fstatat(int dirfd, const char* path, struct stat* st, int flags) {
+  if ((flags & AT_EMPTY_PATH) && EmptyPath(path)) return fstat(dirfd, st);
+  std::string n;
+  if (RemoteAt(dirfd, path, &n)) {
+    kite::rsc::Stat s;
+    if (!RemoteStat(flags & AT_SYMLINK_NOFOLLOW ? Op::kLstat : Op::kStat, n, 0, &s)) return -1;
+    Fill(s, st);
+    return 0;
+  }
+  REAL(fstatat);
+  return real(dirfd, path, st, flags);
+}
+int fstatat64(int dirfd, const char* path, struct stat64* st, int flags) {
+  return fstatat(dirfd, path, reinterpret_cast<struct stat*>(st), flags);
+}
+int statx(int dirfd, const char* path, int flags, unsigned mask, struct statx* sx) {
+  std::string n;
+  std::shared_ptr<File> f;
+  bool empty = (flags & AT_EMPTY_PATH) && EmptyPath(path);
+  if (empty ? (f = Find(dirfd)) != nullptr : RemoteAt(dirfd, path, &n)) {
+    kite::rsc::Stat s;
+    Op op = empty ? Op::kFstat : flags & AT_SYMLINK_NOFOLLOW ? Op::kLstat : Op::kStat;
+    if (!RemoteStat(op, n, f ? f->handle : 0, &s)) return -1;
+    std::memset(sx, 0, sizeof *sx);
+    sx->stx_mask = STATX_BASIC_STATS;
+    sx->stx_blksize = s.blksize;
+    sx->stx_nlink = s.nlink;
+    sx->stx_uid = s.uid;
+    sx->stx_gid = s.gid;
+    sx->stx_mode = static_cast<uint16_t>(s.mode);
+    sx->stx_ino = s.ino;
+    sx->stx_size = s.size;
+    sx->stx_blocks = s.blocks;
+    auto ts = [](int64_t ns) {
+      return statx_timestamp{ns / 1000000000, static_cast<uint32_t>(ns % 1000000000), 0};
+    };
+    sx->stx_atime = ts(s.atime_ns);
+    sx->stx_mtime = ts(s.mtime_ns);
+    sx->stx_ctime = ts(s.ctime_ns);
+    sx->stx_dev_major = static_cast<uint32_t>(s.dev >> 8);
+    sx->stx_dev_minor = static_cast<uint32_t>(s.dev & 0xff);
+    return 0;
+  }
+  REAL(statx);
+  return real(dirfd, path, flags, mask, sx);
+}
+int access(const char* path, int mode) {
+  std::string n;
+  if (Remote(path, &n))
+    return CallSimple(Op::kAccess, n, 0, static_cast<uint32_t>(mode)) < 0 ? -1 : 0;
+  REAL(access);
+  return real(path, mode);
+}
+int faccessat(int dirfd, const char* path, int mode, int flags) {
+  std::string n;
+  if (RemoteAt(dirfd, path, &n))
+    return CallSimple(Op::kAccess, n, 0, static_cast<uint32_t>(mode)) < 0 ? -1 : 0;
+  REAL(faccessat);
+  return real(dirfd, path, mode, flags);
+}
+
+// ---- changing the file system ----
+
+int unlink(const char* path) {
+  std::string n;
+  if (Remote(path, &n)) return CallSimple(Op::kUnlink, n) < 0 ? -1 : 0;
+  REAL(unlink);
+  return real(path);
+}
+int unlinkat(int dirfd, const char* path, int flags) {
+  std::string n;
+  if (RemoteAt(dirfd, path, &n))
+    return CallSimple(flags & AT_REMOVEDIR ? Op::kRmdir : Op::kUnlink, n) < 0 ? -1 : 0;
+  REAL(unlinkat);
+  return real(dirfd, path, flags);
+}
+int rmdir(const char* path) {
+  std::string n;
+  if (Remote(path, &n)) return CallSimple(Op::kRmdir, n) < 0 ? -1 : 0;
+  REAL(rmdir);
+  return real(path);
+}
+int mkdir(const char* path, mode_t mode) {
+  std::string n;
+  if (Remote(path, &n)) return CallSimple(Op::kMkdir, n, 0, mode) < 0 ? -1 : 0;
+  REAL(mkdir);
+  return real(path, mode);
+}
+int mkdirat(int dirfd, const char* path, mode_t mode) {
+  std::string n;
+  if (RemoteAt(dirfd, path, &n)) return CallSimple(Op::kMkdir, n, 0, mode) < 0 ? -1 : 0;
+  REAL(mkdirat);
+  return real(dirfd, path, mode);
+}
+int rename(const char* from, const char* to) {
+  std::string a, b;
+  bool ra = Remote(from, &a), rb = Remote(to, &b);
+  if (ra && rb) return CallSimple(Op::kRename, a, 0, 0, b) < 0 ? -1 : 0;
+  if (ra != rb) {
+    errno = EXDEV;  // across the remote boundary: as across file systems (mv copies)
+    return -1;
+  }
+  REAL(rename);
+  return real(from, to);
+}
+int renameat(int fromfd, const char* from, int tofd, const char* to) {
+  std::string a, b;
+  bool ra = RemoteAt(fromfd, from, &a), rb = RemoteAt(tofd, to, &b);
+  if (ra && rb) return CallSimple(Op::kRename, a, 0, 0, b) < 0 ? -1 : 0;
+  if (ra != rb) {
+    errno = EXDEV;
+    return -1;
+  }
+  REAL(renameat);
+  return real(fromfd, from, tofd, to);
+}
+int renameat2(int fromfd, const char* from, int tofd, const char* to, unsigned flags) {
+  std::string a, b;
+  bool ra = RemoteAt(fromfd, from, &a), rb = RemoteAt(tofd, to, &b);
+  if ((ra || rb) && flags != 0) {
+    errno = EINVAL;  // RENAME_NOREPLACE and the others: not forwarded; callers fall back
+    return -1;
+  }
+  if (ra && rb) return CallSimple(Op::kRename, a, 0, 0, b) < 0 ? -1 : 0;
+  if (ra != rb) {
+    errno = EXDEV;
+    return -1;
+  }
+  REAL(renameat2);
+  return real(fromfd, from, tofd, to, flags);
+}
+int truncate(const char* path, off_t size) {
+  std::string n;
+  if (Remote(path, &n))
+    return CallSimple(Op::kTruncate, n, 0, 0, "", static_cast<uint64_t>(size)) < 0 ? -1 : 0;
+  REAL(truncate);
+  return real(path, size);
+}
+int truncate64(const char* path, off64_t size) {
+  return truncate(path, size);
+}
+int ftruncate(int fd, off_t size) {
+  if (auto f = Find(fd)) {
+    Request req;
+    req.op = Op::kFtruncate;
+    req.handle = f->handle;
+    req.size = static_cast<uint64_t>(size);
+    Reply rep;
+    return Call(req, &rep) ? 0 : -1;
+  }
+  REAL(ftruncate);
+  return real(fd, size);
+}
+int ftruncate64(int fd, off64_t size) {
+  return ftruncate(fd, size);
+}
+int fsync(int fd) {
+  if (auto f = Find(fd)) {
+    Request req;
+    req.op = Op::kFsync;
+    req.handle = f->handle;
+    Reply rep;
+    return Call(req, &rep) ? 0 : -1;
+  }
+  REAL(fsync);
+  return real(fd);
+}
+int fdatasync(int fd) {
+  if (Find(fd)) return fsync(fd);
+  REAL(fdatasync);
+  return real(fd);
+}
+
+// ---- descriptors ----
+
+int dup(int fd) {
+  REAL(dup);
+  int n = real(fd);
+  if (n >= 0) {
+    if (auto f = Find(fd)) Bind(n, f);
+  }
+  return n;
+}
+int dup2(int fd, int to) {
+  if (fd == to) {
+    REAL(dup2);
+    return real(fd, to);
+  }
+  Forget(to);
+  REAL(dup2);
+  int n = real(fd, to);
+  if (n >= 0) {
+    if (auto f = Find(fd)) Bind(n, f);
+  }
+  return n;
+}
+int dup3(int fd, int to, int flags) {
+  if (fd != to) Forget(to);
+  REAL(dup3);
+  int n = real(fd, to, flags);
+  if (n >= 0) {
+    if (auto f = Find(fd)) Bind(n, f);
+  }
+  return n;
+}
+int fcntl(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  long arg = va_arg(ap, long);
+  va_end(ap);
+  auto f = Find(fd);
+  if (f) {
+    switch (cmd) {
+      case F_GETFL:
+        return f->flags & ~O_CLOEXEC;
+      case F_SETFL:
+        f->flags = (f->flags & ~O_APPEND) | (static_cast<int>(arg) & O_APPEND);
+        return 0;
+      case F_SETLK:
+      case F_SETLKW:
+      case F_GETLK:
+      case F_OFD_SETLK:
+      case F_OFD_SETLKW:
+      case F_OFD_GETLK:
+        return 0;  // locks of a remote file are not forwarded (docs/remote-io.md)
+      default:
+        break;
+    }
+  }
+  REAL(fcntl);
+  int n = real(fd, cmd, arg);
+  if (f && n >= 0 && (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)) Bind(n, f);
+  return n;
+}
+int fcntl64(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  long arg = va_arg(ap, long);
+  va_end(ap);
+  return fcntl(fd, cmd, arg);
+}
+
+// ---- stdio ----
+
+FILE* fopen(const char* path, const char* mode) {
+  std::string n;
+  if (Remote(path, &n)) {
+    int flags = ModeFlags(mode);
+    if (flags < 0) {
+      errno = EINVAL;
+      return nullptr;
+    }
+    int fd = RemoteOpen(n, flags, 0666);
+    if (fd < 0) return nullptr;
+    FILE* f = CookieFile(fd, mode);
+    if (!f) close(fd);
+    return f;
+  }
+  REAL(fopen);
+  return real(path, mode);
+}
+FILE* fopen64(const char* path, const char* mode) {
+  return fopen(path, mode);
+}
+FILE* fdopen(int fd, const char* mode) {
+  if (Find(fd)) return CookieFile(fd, mode);
+  REAL(fdopen);
+  return real(fd, mode);
+}
+FILE* freopen(const char* path, const char* mode, FILE* stream) {
+  std::string n;
+  if (Remote(path, &n)) {
+    static const char kMsg[] = "kite-rsc: freopen onto a remote file is not supported\n";
+    ::syscall(SYS_write, 2, kMsg, sizeof kMsg - 1);
+    errno = ENOTSUP;
+    return nullptr;
+  }
+  REAL(freopen);
+  return real(path, mode, stream);
+}
+FILE* freopen64(const char* path, const char* mode, FILE* stream) {
+  return freopen(path, mode, stream);
+}
+
+// ---- folders ----
+
+DIR* opendir(const char* path) {
+  std::string n;
+  if (Remote(path, &n)) {
+    int fd = RemoteOpen(n, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+    return fd < 0 ? nullptr : NewDir(fd);
+  }
+  REAL(opendir);
+  return real(path);
+}
+DIR* fdopendir(int fd) {
+  if (Find(fd)) return NewDir(fd);
+  REAL(fdopendir);
+  return real(fd);
+}
+struct dirent* readdir(DIR* dir) {
+  RemoteDir* d = OurDir(dir);
+  if (!d) {
+    REAL(readdir);
+    return real(dir);
+  }
+  if (!d->loaded) {
+    d->loaded = true;
+    auto f = Find(d->fd);
+    while (f) {
+      Request req;
+      req.op = Op::kReaddir;
+      req.handle = f->handle;
+      req.offset = static_cast<int64_t>(d->names.size());
+      Reply rep;
+      if (!Call(req, &rep) || rep.result == 0) break;
+      for (size_t i = 0; i < rep.data.size();) {
+        size_t end = rep.data.find('\0', i);
+        if (end == std::string::npos) break;
+        d->names.push_back(rep.data.substr(i, end - i));
+        i = end + 1;
+      }
+    }
+  }
+  if (d->pos >= d->names.size()) return nullptr;
+  const std::string& name = d->names[d->pos++];
+  std::memset(&d->entry, 0, sizeof d->entry);
+  d->entry.d_ino = d->pos;
+  d->entry.d_off = static_cast<off_t>(d->pos);
+  d->entry.d_reclen = sizeof d->entry;
+  d->entry.d_type = DT_UNKNOWN;
+  std::snprintf(d->entry.d_name, sizeof d->entry.d_name, "%s", name.c_str());
+  return &d->entry;
+}
+struct dirent64* readdir64(DIR* dir) {
+  return reinterpret_cast<struct dirent64*>(readdir(dir));
+}
+int closedir(DIR* dir) {
+  RemoteDir* d = OurDir(dir);
+  if (!d) {
+    REAL(closedir);
+    return real(dir);
+  }
+  {
+    std::lock_guard<std::mutex> lock(DirsMu());
+    Dirs().erase(d);
+  }
+  int rc = close(d->fd);
+  delete d;
+  return rc;
+}
+int dirfd(DIR* dir) {
+  if (RemoteDir* d = OurDir(dir)) return d->fd;
+  REAL(dirfd);
+  return real(dir);
+}
+void rewinddir(DIR* dir) {
+  if (RemoteDir* d = OurDir(dir)) {
+    d->pos = 0;
+    return;
+  }
+  REAL(rewinddir);
+  real(dir);
+}
+
+}  // extern "C"

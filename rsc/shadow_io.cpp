@@ -1,0 +1,311 @@
+#include "rsc/shadow_io.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+namespace kite::rsc {
+namespace {
+
+// The open flags a job may ask for; anything else (O_PATH, O_TMPFILE, ...) is dropped.
+constexpr int kOpenFlags =
+    O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_APPEND | O_DIRECTORY | O_NOFOLLOW | O_DSYNC | O_SYNC;
+
+int OpenAt2(int dir, const std::string& rel, int flags, uint32_t mode) {
+  struct open_how how {};
+  how.flags = static_cast<uint64_t>(flags | O_CLOEXEC | ((flags & O_PATH) ? 0 : O_NOCTTY));
+  how.mode = (flags & O_CREAT) ? (mode & 07777) : 0;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  return static_cast<int>(
+      ::syscall(SYS_openat2, dir, rel.empty() ? "." : rel.c_str(), &how, sizeof how));
+}
+
+// Absolute, and no empty, "." or ".." component ("/" itself is plain).
+bool Plain(const std::string& path) {
+  if (path.empty() || path[0] != '/' || path.find('\0') != std::string::npos) return false;
+  if (path == "/") return true;
+  for (size_t i = 1;;) {
+    size_t j = path.find('/', i);
+    std::string_view c(path.data() + i, (j == std::string::npos ? path.size() : j) - i);
+    if (c.empty() || c == "." || c == "..") return false;
+    if (j == std::string::npos) return true;
+    i = j + 1;
+  }
+}
+
+Stat FromStat(const struct stat& st) {
+  Stat s;
+  s.dev = st.st_dev;
+  s.ino = st.st_ino;
+  s.size = static_cast<uint64_t>(st.st_size);
+  s.blocks = static_cast<uint64_t>(st.st_blocks);
+  s.mode = st.st_mode;
+  s.nlink = static_cast<uint32_t>(st.st_nlink);
+  s.uid = st.st_uid;
+  s.gid = st.st_gid;
+  s.blksize = static_cast<uint32_t>(st.st_blksize);
+  auto ns = [](const timespec& t) {
+    return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+  };
+  s.atime_ns = ns(st.st_atim);
+  s.mtime_ns = ns(st.st_mtim);
+  s.ctime_ns = ns(st.st_ctim);
+  return s;
+}
+
+}  // namespace
+
+ShadowIo::ShadowIo(std::vector<std::string> roots) : roots_(std::move(roots)) {}
+
+ShadowIo::~ShadowIo() {
+  for (auto& [h, fd] : handles_) ::close(fd);
+  for (auto& [r, fd] : root_fds_) ::close(fd);
+}
+
+std::vector<std::string> ShadowIo::TakeRefusals() {
+  return std::exchange(refusals_, {});
+}
+
+int ShadowIo::Refuse(const std::string& path, const std::string& why) {
+  if (refusals_.size() < 100) refusals_.push_back(path.substr(0, 300) + ": " + why);
+  return EACCES;
+}
+
+int ShadowIo::Resolve(const std::string& path, int* root_fd, std::string* rel) {
+  if (!Plain(path)) return Refuse(path, "not a plain absolute path");
+  for (const auto& root : roots_) {
+    bool folder = !root.empty() && root.back() == '/';
+    std::string dir, name;
+    if (folder) {
+      std::string bare = root.size() > 1 ? root.substr(0, root.size() - 1) : root;
+      if (path == bare) {
+        name = "";
+      } else if (path.compare(0, root.size(), root) == 0) {
+        name = path.substr(root.size());
+      } else {
+        continue;
+      }
+      dir = bare;
+    } else {
+      if (path != root) continue;
+      size_t slash = root.rfind('/');
+      dir = slash == 0 ? "/" : root.substr(0, slash);
+      name = root.substr(slash + 1);
+    }
+    auto it = root_fds_.find(dir);
+    if (it == root_fds_.end()) {
+      int fd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+      if (fd < 0) return errno;
+      it = root_fds_.emplace(dir, fd).first;
+    }
+    *root_fd = it->second;
+    *rel = name;
+    return 0;
+  }
+  return Refuse(path, "outside the paths this job may use");
+}
+
+int ShadowIo::OpenBeneath(const std::string& path, int flags, uint32_t mode, int* fd) {
+  int root = -1;
+  std::string rel;
+  if (int e = Resolve(path, &root, &rel)) return e;
+  *fd = OpenAt2(root, rel, flags, mode);
+  if (*fd >= 0) return 0;
+  if (errno == EXDEV)
+    return Refuse(path, "a symbolic link leads out of the paths this job may use");
+  return errno;
+}
+
+int ShadowIo::Parent(const std::string& path, int* dir_fd, std::string* name) {
+  int root = -1;
+  std::string rel;
+  if (int e = Resolve(path, &root, &rel)) return e;
+  if (rel.empty()) return Refuse(path, "the root of the paths this job may use");
+  size_t slash = rel.rfind('/');
+  std::string dir = slash == std::string::npos ? "" : rel.substr(0, slash);
+  *name = slash == std::string::npos ? rel : rel.substr(slash + 1);
+  *dir_fd = OpenAt2(root, dir, O_PATH | O_DIRECTORY, 0);
+  if (*dir_fd >= 0) return 0;
+  if (errno == EXDEV)
+    return Refuse(path, "a symbolic link leads out of the paths this job may use");
+  return errno;
+}
+
+std::string ShadowIo::Handle(std::string_view request) {
+  auto r = DecodeRequest(request);
+  if (!r) return Encode(Reply{.seq = 0, .result = -1, .error = EINVAL});
+  if (r->seq != 0 && r->seq == last_seq_) return last_reply_;
+  ++counts_.calls;
+  Reply rep = Do(*r);
+  rep.seq = r->seq;
+  last_seq_ = r->seq;
+  last_reply_ = Encode(rep);
+  return last_reply_;
+}
+
+Reply ShadowIo::Do(const Request& r) {
+  Reply out;
+  auto fail = [&](int e) {
+    out.result = -1;
+    out.error = e;
+    return out;
+  };
+  auto handle = [&]() -> int {
+    auto it = handles_.find(r.handle);
+    return it == handles_.end() ? -1 : it->second;
+  };
+  int fd = -1;
+  switch (r.op) {
+    case Op::kOpen: {
+      if (int e = OpenBeneath(r.path, r.flags & kOpenFlags, r.mode, &fd)) return fail(e);
+      int64_t h = next_handle_++;
+      handles_[h] = fd;
+      out.result = h;
+      return out;
+    }
+    case Op::kClose: {
+      auto it = handles_.find(r.handle);
+      if (it == handles_.end()) return fail(EBADF);
+      int rc = ::close(it->second);
+      handles_.erase(it);
+      return rc == 0 ? out : fail(errno);
+    }
+    case Op::kPread: {
+      if ((fd = handle()) < 0) return fail(EBADF);
+      if (r.offset < 0) return fail(EINVAL);
+      out.data.resize(std::min<uint64_t>(r.size, kMaxData));
+      ssize_t n = ::pread(fd, out.data.data(), out.data.size(), r.offset);
+      if (n < 0) return fail(errno);
+      out.data.resize(static_cast<size_t>(n));
+      out.result = n;
+      counts_.bytes_read += static_cast<uint64_t>(n);
+      return out;
+    }
+    case Op::kPwrite:
+    case Op::kAppend: {
+      if ((fd = handle()) < 0) return fail(EBADF);
+      if (r.op == Op::kPwrite && r.offset < 0) return fail(EINVAL);
+      ssize_t n;
+      if (r.op == Op::kPwrite) {
+        n = ::pwrite(fd, r.data.data(), r.data.size(), r.offset);
+      } else {
+        if (!(::fcntl(fd, F_GETFL) & O_APPEND)) ::lseek(fd, 0, SEEK_END);
+        n = ::write(fd, r.data.data(), r.data.size());
+      }
+      if (n < 0) return fail(errno);
+      out.result = n;
+      counts_.bytes_written += static_cast<uint64_t>(n);
+      return out;
+    }
+    case Op::kFstat:
+    case Op::kStat:
+    case Op::kLstat: {
+      struct stat st {};
+      if (r.op == Op::kFstat) {
+        if ((fd = handle()) < 0) return fail(EBADF);
+        if (::fstat(fd, &st) != 0) return fail(errno);
+      } else if (r.op == Op::kStat) {
+        if (int e = OpenBeneath(r.path, O_PATH, 0, &fd)) return fail(e);
+        int rc = ::fstat(fd, &st);
+        int e = errno;
+        ::close(fd);
+        if (rc != 0) return fail(e);
+      } else {
+        std::string name;
+        int root = -1;
+        std::string rel;
+        if (int e = Resolve(r.path, &root, &rel)) return fail(e);
+        if (rel.empty()) {
+          if (::fstatat(root, ".", &st, AT_SYMLINK_NOFOLLOW) != 0) return fail(errno);
+        } else {
+          if (int e = Parent(r.path, &fd, &name)) return fail(e);
+          int rc = ::fstatat(fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW);
+          int e = errno;
+          ::close(fd);
+          if (rc != 0) return fail(e);
+        }
+      }
+      out.data = Encode(FromStat(st));
+      return out;
+    }
+    case Op::kAccess: {
+      if (int e = OpenBeneath(r.path, O_PATH, 0, &fd)) return fail(e);
+      int rc = ::faccessat(fd, "", static_cast<int>(r.mode), AT_EMPTY_PATH);
+      int e = errno;
+      ::close(fd);
+      return rc == 0 ? out : fail(e);
+    }
+    case Op::kUnlink:
+    case Op::kRmdir:
+    case Op::kMkdir: {
+      std::string name;
+      if (int e = Parent(r.path, &fd, &name)) return fail(e);
+      int rc = r.op == Op::kMkdir
+                   ? ::mkdirat(fd, name.c_str(), r.mode & 07777)
+                   : ::unlinkat(fd, name.c_str(), r.op == Op::kRmdir ? AT_REMOVEDIR : 0);
+      int e = errno;
+      ::close(fd);
+      return rc == 0 ? out : fail(e);
+    }
+    case Op::kRename: {
+      std::string from, to;
+      int to_fd = -1;
+      if (int e = Parent(r.path, &fd, &from)) return fail(e);
+      if (int e = Parent(r.path2, &to_fd, &to)) {
+        ::close(fd);
+        return fail(e);
+      }
+      int rc = ::renameat(fd, from.c_str(), to_fd, to.c_str());
+      int e = errno;
+      ::close(fd);
+      ::close(to_fd);
+      return rc == 0 ? out : fail(e);
+    }
+    case Op::kTruncate: {
+      if (int e = OpenBeneath(r.path, O_WRONLY, 0, &fd)) return fail(e);
+      int rc = ::ftruncate(fd, static_cast<off_t>(r.size));
+      int e = errno;
+      ::close(fd);
+      return rc == 0 ? out : fail(e);
+    }
+    case Op::kFtruncate:
+    case Op::kFsync: {
+      if ((fd = handle()) < 0) return fail(EBADF);
+      int rc = r.op == Op::kFsync ? ::fsync(fd) : ::ftruncate(fd, static_cast<off_t>(r.size));
+      return rc == 0 ? out : fail(errno);
+    }
+    case Op::kReaddir: {
+      if ((fd = handle()) < 0) return fail(EBADF);
+      int copy = ::openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (copy < 0) return fail(errno);
+      DIR* d = ::fdopendir(copy);
+      if (!d) {
+        int e = errno;
+        ::close(copy);
+        return fail(e);
+      }
+      int64_t skipped = 0, listed = 0;
+      while (struct dirent* e = ::readdir(d)) {
+        if (skipped++ < r.offset) continue;
+        size_t len = std::strlen(e->d_name);
+        if (out.data.size() + len + 1 > kMaxData) break;
+        out.data.append(e->d_name, len);
+        out.data.push_back('\0');
+        ++listed;
+      }
+      ::closedir(d);
+      out.result = listed;
+      return out;
+    }
+  }
+  return fail(EINVAL);
+}
+
+}  // namespace kite::rsc

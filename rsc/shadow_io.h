@@ -1,0 +1,60 @@
+// The shadow's side of remote system calls (docs/remote-io.md): performs a job's file calls on the
+// submit host, as the user, confined to the paths the job may use. One per run; pure file system
+// work, no I/O of its own, so the unit tests and the fuzz target drive it directly.
+//
+// Confinement: a path must be absolute and plain (no "." or ".." component, no empty one) and lie
+// inside one of the roots (a folder: anything under it; a file: that file only). It is opened from
+// the root with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS), so no symbolic link leads out.
+// Anything else is answered EACCES and noted (`refusals`), for the agent's log.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rsc/wire.h"
+
+namespace kite::rsc {
+
+class ShadowIo {
+ public:
+  // `roots`: absolute paths; a folder root is written with a trailing '/'.
+  explicit ShadowIo(std::vector<std::string> roots);
+  ~ShadowIo();
+  ShadowIo(const ShadowIo&) = delete;
+  ShadowIo& operator=(const ShadowIo&) = delete;
+
+  // One request's bytes in, the reply's bytes out. A request that does not decode is answered
+  // EINVAL (seq 0). A request with the seq of the last one answered gets that answer again,
+  // without being done twice.
+  std::string Handle(std::string_view request);
+
+  struct Counts {
+    uint64_t calls = 0, bytes_read = 0, bytes_written = 0;
+  };
+  const Counts& counts() const { return counts_; }
+  // What was refused since the last call (one line each), for the agent's log.
+  std::vector<std::string> TakeRefusals();
+
+ private:
+  Reply Do(const Request& r);
+  // The root holding `path` and the path relative to it ("" for the root itself), or an errno.
+  int Resolve(const std::string& path, int* root_fd, std::string* rel);
+  int OpenBeneath(const std::string& path, int flags, uint32_t mode, int* fd);
+  // The folder holding `path`'s last component, opened O_PATH beneath its root, and that name.
+  int Parent(const std::string& path, int* dir_fd, std::string* name);
+  int Refuse(const std::string& path, const std::string& why);
+
+  std::vector<std::string> roots_;
+  std::map<std::string, int> root_fds_;  // opened when first used
+  std::map<int64_t, int> handles_;       // handle -> fd
+  int64_t next_handle_ = 1;
+  uint64_t last_seq_ = 0;
+  std::string last_reply_;
+  Counts counts_;
+  std::vector<std::string> refusals_;
+};
+
+}  // namespace kite::rsc

@@ -1,0 +1,206 @@
+// Remote system calls in real, unmodified programs: libkite_rsc.so preloaded into cat, cp, ls,
+// stat, mkdir, mv, rm, sh and python3, with this test serving the shadow's side (rsc::ShadowIo)
+// on the socket a starter would give the job. In the second test the programs run in a mount
+// namespace where the remote folder is covered by an empty tmpfs, as on a cluster that cannot see
+// the user's files: whatever they read or write there went through the shadow.
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "rsc/shadow_io.h"
+#include "tests/fixtures/kite_env.h"
+
+namespace kite::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The shadow's side on a Unix socket: each connection's requests, one at a time, answered by one
+// ShadowIo (as the agent does for one run).
+class Shadow {
+ public:
+  Shadow(const std::string& socket, std::vector<std::string> roots) : io_(std::move(roots)) {
+    listener_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::snprintf(a.sun_path, sizeof a.sun_path, "%s", socket.c_str());
+    EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << socket;
+    EXPECT_EQ(::listen(listener_, 16), 0);
+    accepter_ = std::thread([this] {
+      for (;;) {
+        int c = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+        if (c < 0) return;
+        std::lock_guard<std::mutex> lock(mu_);
+        conns_.push_back(c);
+        workers_.emplace_back([this, c] { Serve(c); });
+      }
+    });
+  }
+  ~Shadow() {
+    ::shutdown(listener_, SHUT_RDWR);
+    ::close(listener_);
+    accepter_.join();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (int c : conns_) ::shutdown(c, SHUT_RDWR);
+    }
+    for (auto& w : workers_) w.join();
+    for (int c : conns_) ::close(c);
+  }
+  rsc::ShadowIo::Counts counts() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return io_.counts();
+  }
+  std::vector<std::string> refusals() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return io_.TakeRefusals();
+  }
+
+ private:
+  static bool ReadAll(int fd, char* p, size_t n) {
+    while (n > 0) {
+      ssize_t r = ::read(fd, p, n);
+      if (r <= 0) return false;
+      p += r;
+      n -= static_cast<size_t>(r);
+    }
+    return true;
+  }
+  void Serve(int c) {
+    for (;;) {
+      char len[4];
+      if (!ReadAll(c, len, 4)) return;
+      size_t n = rsc::wire::Get(std::string_view(len, 4), 0, 4);
+      if (n > rsc::kMaxMessage) return;
+      std::string req(n, '\0');
+      if (!ReadAll(c, req.data(), n)) return;
+      std::string reply;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        reply = io_.Handle(req);
+      }
+      std::string frame;
+      rsc::wire::Put(frame, reply.size(), 4);
+      frame += reply;
+      if (::write(c, frame.data(), frame.size()) != static_cast<ssize_t>(frame.size())) return;
+    }
+  }
+
+  rsc::ShadowIo io_;
+  int listener_ = -1;
+  std::mutex mu_;
+  std::thread accepter_;
+  std::vector<std::thread> workers_;
+  std::vector<int> conns_;
+};
+
+class Preload : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir("rsc");
+    fs::create_directories(dir_ + "/remote/sub");
+    fs::create_directories(dir_ + "/secret");
+    fs::create_directories(dir_ + "/sandbox");
+    // 1.5 MB: more than one request's worth (512 KiB each).
+    data_.reserve(1500000);
+    for (int i = 0; data_.size() < 1500000; ++i) data_ += "line " + std::to_string(i) + "\n";
+    WriteFile(dir_ + "/remote/data.txt", data_);
+    WriteFile(dir_ + "/secret/key", "not for the job\n");
+    fs::create_symlink(dir_ + "/secret/key", dir_ + "/remote/escape");
+    shadow_ = std::make_unique<Shadow>(dir_ + "/sandbox/rsc.sock",
+                                       std::vector<std::string>{dir_ + "/remote/"});
+  }
+  void TearDown() override {
+    shadow_.reset();
+    if (!HasFailure()) fs::remove_all(dir_);
+  }
+  // `sh -c SCRIPT` with the library preloaded, in the sandbox; `hidden`: in a mount namespace
+  // where the remote folder is an empty tmpfs.
+  CommandResult Run(const std::string& script, bool hidden = false) {
+    std::vector<std::string> env = {"LD_PRELOAD=" + std::string(KITE_BIN_DIR) + "/libkite_rsc.so",
+                                    "KITE_RSC_SOCKET=" + dir_ + "/sandbox/rsc.sock",
+                                    "KITE_RSC_PATHS=" + dir_ + "/remote",
+                                    "KITE_RSC_SANDBOX=" + dir_ + "/sandbox",
+                                    "R=" + dir_ + "/remote",
+                                    "PATH=/usr/bin:/bin"};
+    std::string inner = "cd " + dir_ + "/sandbox && " + script;
+    std::vector<std::string> argv = {"/usr/bin/env", "-i"};
+    argv.insert(argv.end(), env.begin(), env.end());
+    if (hidden) {
+      // The preloaded library must not serve the mount itself: it starts after it.
+      argv = {"/usr/bin/unshare",
+              "-m",
+              "/bin/sh",
+              "-c",
+              "mount -t tmpfs none " + dir_ + "/remote && exec \"$@\"",
+              "sh",
+              "/usr/bin/env",
+              "-i"};
+      argv.insert(argv.end(), env.begin(), env.end());
+    }
+    argv.insert(argv.end(), {"/bin/sh", "-c", inner});
+    return RunCommand(argv);
+  }
+
+  std::string dir_, data_;
+  std::unique_ptr<Shadow> shadow_;
+};
+
+TEST_F(Preload, RealProgramsReadAndWriteRemoteFilesThroughTheShadow) {
+  auto r = Run("cat $R/data.txt > local.txt && wc -c < $R/data.txt && head -c 13 < $R/data.txt");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(ReadFileOr(dir_ + "/sandbox/local.txt"), data_);
+  EXPECT_EQ(r.out, std::to_string(data_.size()) + "\nline 0\nline 1");
+  EXPECT_GE(shadow_->counts().bytes_read, data_.size() + 13);
+  r =
+      Run("echo one > $R/new.txt && echo two >> $R/new.txt && cp $R/data.txt $R/sub/copy.txt && "
+          "stat -c %s $R/sub/copy.txt && ls $R && mkdir $R/made && mv $R/new.txt $R/made/ && "
+          "rm $R/sub/copy.txt && ls $R/made");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, std::to_string(data_.size()) + "\ndata.txt\nescape\nnew.txt\nsub\nnew.txt\n");
+  EXPECT_EQ(ReadFileOr(dir_ + "/remote/made/new.txt"), "one\ntwo\n");
+  EXPECT_FALSE(fs::exists(dir_ + "/remote/sub/copy.txt"));
+  // python3: open, seek, read, write, stat through its own I/O layer.
+  r =
+      Run("/usr/bin/python3 -c \"import os\n"
+          "f = open(os.environ['R'] + '/data.txt', 'rb'); f.seek(7); print(f.read(6).decode())\n"
+          "g = open(os.environ['R'] + '/py.txt', 'w'); g.write('from python\\n'); g.close()\n"
+          "print(os.path.getsize(os.environ['R'] + '/py.txt'))\"");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "line 1\n12\n");
+  EXPECT_EQ(ReadFileOr(dir_ + "/remote/py.txt"), "from python\n");
+  // The link that leads out is refused, and nothing else outside is reachable through it.
+  r = Run("cat $R/escape");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("Permission denied"), std::string::npos) << r.err;
+  auto notes = shadow_->refusals();
+  ASSERT_FALSE(notes.empty());
+  EXPECT_NE(notes.back().find("a symbolic link leads out"), std::string::npos) << notes.back();
+}
+
+TEST_F(Preload, AProgramThatCannotSeeTheUsersFilesStillWorksOnThem) {
+  auto probe = RunCommand({"/usr/bin/unshare", "-m", "/bin/true"});
+  if (probe.exit_code != 0)
+    GTEST_SKIP() << "no mount namespaces here (unshare -m: " << probe.err
+                 << "); the first test covers the same calls without hiding the files";
+  // Without the library the folder is empty in the namespace...
+  auto plain = RunCommand({"/usr/bin/unshare", "-m", "/bin/sh", "-c",
+                           "mount -t tmpfs none " + dir_ + "/remote && ls " + dir_ + "/remote"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out, "");
+  // ... with it, the user's files are there, and what the program writes lands on the desktop.
+  auto r = Run("wc -l < $R/data.txt && ls $R && echo written > $R/sub/result.txt", true);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, std::to_string(std::count(data_.begin(), data_.end(), '\n')) +
+                       "\ndata.txt\nescape\nsub\n");
+  EXPECT_EQ(ReadFileOr(dir_ + "/remote/sub/result.txt"), "written\n");
+}
+
+}  // namespace
+}  // namespace kite::testing

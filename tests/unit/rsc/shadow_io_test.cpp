@@ -1,0 +1,194 @@
+// The shadow's side of remote system calls: what a job may reach (and may not), and each call's
+// answer as the job's library reads it. Real files in a temporary folder.
+#include "rsc/shadow_io.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace kite::rsc {
+namespace {
+
+namespace fs = std::filesystem;
+
+class ShadowIoTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/kite-rsc-test-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    fs::create_directories(dir_ + "/iwd/sub");
+    fs::create_directories(dir_ + "/secret");
+    Write(dir_ + "/iwd/in.txt", "hello, remote world\n");
+    Write(dir_ + "/secret/key", "not for the job\n");
+    Write(dir_ + "/named.dat", "a file named alone\n");
+    fs::create_symlink(dir_ + "/secret/key", dir_ + "/iwd/escape");
+    fs::create_symlink("in.txt", dir_ + "/iwd/inside");
+    io_ = std::make_unique<ShadowIo>(std::vector<std::string>{dir_ + "/iwd/", dir_ + "/named.dat"});
+  }
+  void TearDown() override {
+    io_.reset();
+    fs::remove_all(dir_);
+  }
+  static void Write(const std::string& path, const std::string& text) {
+    std::ofstream(path) << text;
+  }
+  static std::string Read(const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  }
+  Reply Do(Request r) {
+    r.seq = ++seq_;
+    auto rep = DecodeReply(io_->Handle(Encode(r)));
+    EXPECT_TRUE(rep.has_value());
+    EXPECT_EQ(rep->seq, r.seq);
+    return *rep;
+  }
+  int64_t Open(const std::string& path, int flags, uint32_t mode = 0644) {
+    return Do({.op = Op::kOpen, .flags = flags, .mode = mode, .path = path}).result;
+  }
+
+  std::string dir_;
+  std::unique_ptr<ShadowIo> io_;
+  uint64_t seq_ = 0;
+};
+
+TEST_F(ShadowIoTest, ReadsWritesAndStatsFilesUnderTheRoots) {
+  int64_t h = Open(dir_ + "/iwd/in.txt", O_RDONLY);
+  ASSERT_GT(h, 0);
+  auto r = Do({.op = Op::kPread, .handle = h, .offset = 7, .size = 6});
+  EXPECT_EQ(r.data, "remote");
+  EXPECT_EQ(Do({.op = Op::kPread, .handle = h, .offset = 100, .size = 6}).result, 0);  // the end
+  auto st = DecodeStat(Do({.op = Op::kFstat, .handle = h}).data);
+  ASSERT_TRUE(st);
+  EXPECT_EQ(st->size, 20u);
+  EXPECT_TRUE(S_ISREG(st->mode));
+  EXPECT_EQ(Do({.op = Op::kClose, .handle = h}).result, 0);
+  EXPECT_EQ(Do({.op = Op::kClose, .handle = h}).error, EBADF);
+  // Writing: a new file, at offsets, appended, truncated, synced.
+  int64_t w = Open(dir_ + "/iwd/sub/out.txt", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ASSERT_GT(w, 0);
+  EXPECT_EQ(Do({.op = Op::kPwrite, .handle = w, .offset = 0, .data = "abc"}).result, 3);
+  EXPECT_EQ(Do({.op = Op::kPwrite, .handle = w, .offset = 5, .data = "xyz"}).result, 3);
+  EXPECT_EQ(Do({.op = Op::kAppend, .handle = w, .data = "!"}).result, 1);
+  EXPECT_EQ(Do({.op = Op::kFsync, .handle = w}).result, 0);
+  EXPECT_EQ(Read(dir_ + "/iwd/sub/out.txt"), std::string("abc\0\0xyz!", 9));
+  EXPECT_EQ(Do({.op = Op::kFtruncate, .handle = w, .size = 2}).result, 0);
+  EXPECT_EQ(Read(dir_ + "/iwd/sub/out.txt"), "ab");
+  struct stat real {};
+  ASSERT_EQ(::stat((dir_ + "/iwd/sub/out.txt").c_str(), &real), 0);
+  EXPECT_EQ(real.st_mode & 0777, 0600u);
+  EXPECT_EQ(io_->counts().bytes_written, 7u);
+  EXPECT_EQ(io_->counts().bytes_read, 6u);
+  // By path: stat, access, mkdir, rename, unlink, rmdir, truncate; a named file root.
+  EXPECT_EQ(Do({.op = Op::kMkdir, .mode = 0755, .path = dir_ + "/iwd/new"}).result, 0);
+  EXPECT_TRUE(fs::is_directory(dir_ + "/iwd/new"));
+  EXPECT_EQ(Do({.op = Op::kRename,
+                .path = dir_ + "/iwd/sub/out.txt",
+                .path2 = dir_ + "/iwd/new/moved.txt"})
+                .result,
+            0);
+  EXPECT_EQ(Read(dir_ + "/iwd/new/moved.txt"), "ab");
+  EXPECT_EQ(Do({.op = Op::kTruncate, .size = 1, .path = dir_ + "/iwd/new/moved.txt"}).result, 0);
+  EXPECT_EQ(Read(dir_ + "/iwd/new/moved.txt"), "a");
+  EXPECT_EQ(Do({.op = Op::kAccess, .mode = R_OK, .path = dir_ + "/iwd/new/moved.txt"}).result, 0);
+  EXPECT_EQ(Do({.op = Op::kUnlink, .path = dir_ + "/iwd/new/moved.txt"}).result, 0);
+  EXPECT_EQ(Do({.op = Op::kStat, .path = dir_ + "/iwd/new/moved.txt"}).error, ENOENT);
+  EXPECT_EQ(Do({.op = Op::kRmdir, .path = dir_ + "/iwd/new"}).result, 0);
+  auto root = DecodeStat(Do({.op = Op::kStat, .path = dir_ + "/iwd"}).data);
+  ASSERT_TRUE(root);
+  EXPECT_TRUE(S_ISDIR(root->mode));
+  int64_t n = Open(dir_ + "/named.dat", O_RDONLY);
+  ASSERT_GT(n, 0);
+  EXPECT_EQ(Do({.op = Op::kPread, .handle = n, .offset = 0, .size = 100}).data,
+            "a file named alone\n");
+  // A link that stays inside is followed; lstat sees the link itself.
+  int64_t in = Open(dir_ + "/iwd/inside", O_RDONLY);
+  EXPECT_GT(in, 0);
+  auto link = DecodeStat(Do({.op = Op::kLstat, .path = dir_ + "/iwd/inside"}).data);
+  ASSERT_TRUE(link);
+  EXPECT_TRUE(S_ISLNK(link->mode));
+  // A folder's entries.
+  int64_t d = Open(dir_ + "/iwd", O_RDONLY | O_DIRECTORY);
+  ASSERT_GT(d, 0);
+  auto list = Do({.op = Op::kReaddir, .handle = d, .offset = 0});
+  EXPECT_NE(list.data.find(std::string("in.txt\0", 7)), std::string::npos);
+  EXPECT_NE(list.data.find(std::string("sub\0", 4)), std::string::npos);
+}
+
+TEST_F(ShadowIoTest, NothingOutsideTheRootsIsReachedAndEachRefusalIsNoted) {
+  const std::string outside[] = {
+      dir_ + "/secret/key",         // another folder
+      dir_ + "/iwd/../secret/key",  // climbing (the library sends plain paths)
+      dir_ + "/iwd//in.txt",        // not plain
+      "iwd/in.txt",                 // relative
+      dir_ + "/named.dat2",         // a named file's neighbour
+      dir_ + "/iwdx/in.txt",        // a root's prefix is not a root
+      "/etc/passwd",
+  };
+  for (const auto& p : outside) {
+    EXPECT_EQ(Do({.op = Op::kOpen, .flags = O_RDONLY, .path = p}).error, EACCES) << p;
+    EXPECT_EQ(Do({.op = Op::kStat, .path = p}).error, EACCES) << p;
+    EXPECT_EQ(Do({.op = Op::kUnlink, .path = p}).error, EACCES) << p;
+  }
+  // A symbolic link that leads out is not followed.
+  EXPECT_EQ(Do({.op = Op::kOpen, .flags = O_RDONLY, .path = dir_ + "/iwd/escape"}).error, EACCES);
+  EXPECT_EQ(Do({.op = Op::kStat, .path = dir_ + "/iwd/escape"}).error, EACCES);
+  EXPECT_EQ(
+      Do({.op = Op::kRename, .path = dir_ + "/iwd/in.txt", .path2 = dir_ + "/secret/x"}).error,
+      EACCES);
+  EXPECT_EQ(Do({.op = Op::kUnlink, .path = dir_ + "/iwd"}).error, EACCES);  // the root itself
+  auto notes = io_->TakeRefusals();
+  EXPECT_GE(notes.size(), 20u);
+  EXPECT_NE(notes[0].find("outside the paths this job may use"), std::string::npos) << notes[0];
+  EXPECT_EQ(Read(dir_ + "/secret/key"), "not for the job\n");
+  EXPECT_TRUE(fs::exists(dir_ + "/iwd/in.txt"));
+  EXPECT_TRUE(io_->TakeRefusals().empty());
+}
+
+TEST_F(ShadowIoTest, ARepeatedRequestIsAnsweredAgainNotDoneTwice) {
+  int64_t w = Open(dir_ + "/iwd/log", O_WRONLY | O_CREAT | O_APPEND);
+  ASSERT_GT(w, 0);
+  Request r{.seq = 1000, .op = Op::kAppend, .handle = w, .data = "once\n"};
+  std::string first = io_->Handle(Encode(r));
+  std::string again = io_->Handle(Encode(r));  // sent again after a lost connection
+  EXPECT_EQ(first, again);
+  EXPECT_EQ(Read(dir_ + "/iwd/log"), "once\n");
+}
+
+TEST_F(ShadowIoTest, MalformedRequestsAreAnsweredEinval) {
+  Request ok{.seq = 7, .op = Op::kStat, .path = dir_ + "/iwd/in.txt"};
+  std::string bytes = Encode(ok);
+  for (std::string bad : {std::string(), bytes.substr(0, 20), bytes + "x", bytes.substr(1)}) {
+    auto rep = DecodeReply(io_->Handle(bad));
+    ASSERT_TRUE(rep);
+    EXPECT_EQ(rep->error, EINVAL);
+  }
+  std::string bad_op = bytes;
+  bad_op[8] = 99;  // no such operation
+  EXPECT_EQ(DecodeReply(io_->Handle(bad_op))->error, EINVAL);
+  std::string long_path = bytes;
+  long_path[44] = 0x7f;  // a path length past the message
+  long_path[45] = 0x7f;
+  EXPECT_EQ(DecodeReply(io_->Handle(long_path))->error, EINVAL);
+  // The wire's round trip.
+  auto back = DecodeRequest(bytes);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->path, ok.path);
+  EXPECT_EQ(back->seq, 7u);
+  Stat s{.dev = 1, .ino = 2, .size = 3, .mode = 0100644, .mtime_ns = -5};
+  auto s2 = DecodeStat(Encode(s));
+  ASSERT_TRUE(s2);
+  EXPECT_EQ(s2->mtime_ns, -5);
+  EXPECT_EQ(s2->mode, 0100644u);
+}
+
+}  // namespace
+}  // namespace kite::rsc
