@@ -22,6 +22,8 @@
 #include "common/files.h"
 #include "common/strings.h"
 #include "common/unix_socket_path.h"
+#include "rsc/roots.h"
+#include "rsc/shadow_io.h"
 
 namespace kite::agent {
 namespace {
@@ -128,6 +130,10 @@ struct Pool::Run {
   bool vacating = false;
   std::string output_error;      // an output file that could not be written
   std::string checkpoint_error;  // a checkpoint file that could not be written
+  // Remote system calls of the run's program (want_remote_io): the shadow's side, made at the
+  // first call, and its counts already in the job's ad.
+  std::unique_ptr<rsc::ShadowIo> io;
+  rsc::ShadowIo::Counts io_recorded;
   ~Run() {
     if (fd >= 0) ::close(fd);
   }
@@ -243,6 +249,8 @@ void Pool::OnFrame(const std::shared_ptr<Startd>& sd, pool::Frame f) {
     case MsgType::kSuspended:
     case MsgType::kContinued:
       return OnSuspension(m);
+    case MsgType::kRsc:
+      return OnRsc(sd, m, f.body);
     case MsgType::kBye:
       return OnGone(sd, "leaving: " + m.reason, /*for_good=*/true);
     default:
@@ -357,6 +365,54 @@ void Pool::OnSlot(const std::shared_ptr<Startd>& sd, const Message& m) {
 bool Pool::IsCurrent(const Run& run) const {
   auto it = run_of_.find(run.job);
   return it != run_of_.end() && it->second == run.id;
+}
+
+// A remote system call of a running program (docs/remote-io.md): done here, as the user, inside
+// the paths the job may use; the answer goes back on the same connection.
+void Pool::OnRsc(const std::shared_ptr<Startd>& sd, const Message& m, const std::string& body) {
+  Run* run = FindRun(m);
+  Job* j = run && IsCurrent(*run) ? queue_.Find(run->job) : nullptr;
+  std::string reply;
+  if (!j || !j->ad.EvaluateBool("WantRemoteIO").value_or(false)) {
+    // Not a run of a job that asked for remote I/O: answered, never done.
+    rsc::Reply no{.result = -1, .error = EACCES};
+    if (body.size() >= 8) no.seq = rsc::wire::Get(body, 0, 8);
+    reply = rsc::Encode(no);
+    spdlog::warn("agent: pool: job {} run {}: a remote system call refused: {}", m.job, m.run,
+                 j ? "the job did not ask for remote I/O (want_remote_io)" : "no such run");
+  } else {
+    if (!run->io) {
+      std::vector<std::string> roots;
+      for (auto& r : rsc::RemoteRoots(j->ad)) {
+        struct stat st {};
+        bool folder = ::stat(r.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+        roots.push_back(folder ? r + "/" : r);
+      }
+      run->io = std::make_unique<rsc::ShadowIo>(std::move(roots));
+    }
+    reply = run->io->Handle(body);
+    for (const auto& why : run->io->TakeRefusals())
+      spdlog::warn("agent: pool: job {}: remote I/O refused: {}", m.job, why);
+  }
+  Send(sd, Message{.type = MsgType::kRscReply, .job = m.job, .run = m.run, .chan = m.chan}, reply);
+}
+
+// The remote I/O a run did, into its job's ad: this run's bytes (for its terminated event) and
+// the job's totals, as HTCondor's BytesSent/BytesRecvd are kept.
+void Pool::RecordIo(Run& run, Job& j) {
+  if (!run.io) return;
+  const auto& now = run.io->counts();
+  auto add = [&](const char* name, uint64_t v) {
+    int64_t before = j.ad.EvaluateInt(name).value_or(0);
+    queue_.SetAttr(j, name, classad::MakeInteger(before + static_cast<int64_t>(v)));
+  };
+  add("BytesRead", now.bytes_read - run.io_recorded.bytes_read);
+  add("BytesWritten", now.bytes_written - run.io_recorded.bytes_written);
+  add("RemoteIOCalls", now.calls - run.io_recorded.calls);
+  queue_.SetAttr(j, "RunBytesRead", classad::MakeInteger(static_cast<int64_t>(now.bytes_read)));
+  queue_.SetAttr(j, "RunBytesWritten",
+                 classad::MakeInteger(static_cast<int64_t>(now.bytes_written)));
+  run.io_recorded = now;
 }
 
 Pool::Run* Pool::FindRun(const Message& m) {
@@ -526,6 +582,7 @@ void Pool::OnEnded(const Message& m) {
   }
   Job* j = IsCurrent(*run) ? queue_.Find(run->job) : nullptr;
   if (j) {
+    RecordIo(*run, *j);
     const auto& u = m.usage;
     queue_.RecordUsage(*j, Usage{u.user_cpu, u.sys_cpu, u.rss_kb, u.rss_kb});
     EndRemote(*j, u.end > u.start ? u.end - u.start : 0);
@@ -600,6 +657,7 @@ void Pool::SettleLost(const std::string& id, const std::string& why, double wall
   if (it == runs_.end()) return;
   Job* j = IsCurrent(it->second) ? queue_.Find(it->second.job) : nullptr;
   if (j) {
+    RecordIo(it->second, *j);
     EndRemote(*j, wall);
     if (RunUnderWay(j->status)) {
       (void)queue_.SetIdle(*j, why);

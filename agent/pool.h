@@ -84,6 +84,8 @@ class Pool {
   void OnHello(const std::shared_ptr<Startd>& sd, const pool::Message& m);
   void OnSlot(const std::shared_ptr<Startd>& sd, const pool::Message& m);
   void OnOutput(const pool::Message& m, const std::string& body);
+  void OnRsc(const std::shared_ptr<Startd>& sd, const pool::Message& m, const std::string& body);
+  void RecordIo(Run& run, Job& j);
   void OnEnded(const pool::Message& m);
   void OnCheckpointPiece(Run& run, const pool::Message& m, const std::string& body);
   void OnCheckpointed(const pool::Message& m);

@@ -439,10 +439,16 @@ Status JobQueue::Transition(Job& job, JobEvent event, const Change& change) {
       AddEvent(job, kEventEvicted, EventBody(kEventEvicted, EvictedDetail(nullptr)));
       if (!change.reason.empty()) AddEvent(job, kEventGeneric, change.reason);
       break;
-    case JobEvent::kComplete:
+    case JobEvent::kComplete: {
       ++stats_.completed;
-      AddEvent(job, kEventTerminated, EventBody(kEventTerminated, TerminatedDetail(ExitOf(job))));
+      RunBytes bytes{job.ad.EvaluateInt("RunBytesWritten").value_or(0),
+                     job.ad.EvaluateInt("RunBytesRead").value_or(0),
+                     job.ad.EvaluateInt("BytesWritten").value_or(0),
+                     job.ad.EvaluateInt("BytesRead").value_or(0)};
+      AddEvent(job, kEventTerminated,
+               EventBody(kEventTerminated, TerminatedDetail(ExitOf(job), bytes)));
       break;
+    }
     case JobEvent::kHold:
       job.ad.Assign("HoldReason", change.reason);
       job.ad.Assign("HoldReasonCode", static_cast<int64_t>(change.code));

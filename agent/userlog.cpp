@@ -81,7 +81,7 @@ std::string SubmitDetail(const std::string& host) {
   return host;
 }
 
-std::string TerminatedDetail(const ExecStatus& s) {
+std::string TerminatedDetail(const ExecStatus& s, const RunBytes& b) {
   std::string out;
   if (s.kind == ExecStatus::Kind::kSignaled) {
     out += "\n\t(0) Abnormal termination (signal " + std::to_string(s.code) + ")";
@@ -94,8 +94,11 @@ std::string TerminatedDetail(const ExecStatus& s) {
   out += "\n\t\tUsr 0 00:00:00, Sys 0 00:00:00  -  Run Local Usage";
   out += "\n\t\t" + run + "  -  Total Remote Usage";
   out += "\n\t\tUsr 0 00:00:00, Sys 0 00:00:00  -  Total Local Usage";
-  out += "\n\t0  -  Run Bytes Sent By Job\n\t0  -  Run Bytes Received By Job";
-  out += "\n\t0  -  Total Bytes Sent By Job\n\t0  -  Total Bytes Received By Job";
+  // "Sent by the job": what it wrote to the submit host; "received": what it read from it.
+  out += "\n\t" + std::to_string(b.run_sent) + "  -  Run Bytes Sent By Job\n\t" +
+         std::to_string(b.run_received) + "  -  Run Bytes Received By Job";
+  out += "\n\t" + std::to_string(b.total_sent) + "  -  Total Bytes Sent By Job\n\t" +
+         std::to_string(b.total_received) + "  -  Total Bytes Received By Job";
   return out;
 }
 

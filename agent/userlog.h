@@ -20,7 +20,12 @@ namespace kite::agent {
 std::string EventBody(int code, const std::string& detail);
 
 std::string SubmitDetail(const std::string& host);
-std::string TerminatedDetail(const ExecStatus& s);
+// Bytes a job's program read and wrote through remote system calls (docs/remote-io.md): this
+// run's and the job's total, for the terminated event's "Bytes Sent/Received By Job" lines.
+struct RunBytes {
+  int64_t run_sent = 0, run_received = 0, total_sent = 0, total_received = 0;
+};
+std::string TerminatedDetail(const ExecStatus& s, const RunBytes& bytes = {});
 std::string AbortedDetail(const std::string& reason);
 std::string HeldDetail(const std::string& reason, int code, int subcode);
 std::string ReleasedDetail(const std::string& reason);

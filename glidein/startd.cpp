@@ -175,6 +175,7 @@ void Startd::OnFrame(pool::Frame f) {
       return OnActivate(m);
     case MsgType::kInput:
     case MsgType::kGo:
+    case MsgType::kRscReply:
       return OnToStarter(f);
     case MsgType::kVacate:
       return OnVacate(m);
@@ -394,6 +395,9 @@ void Startd::OnStarterFrame(const std::string& slot_name, pool::Frame f) {
       break;
     case MsgType::kCheckpointed:
       phase(RunPhase::kCheckpointing);
+      Relay(p, f);
+      break;
+    case MsgType::kRsc:  // the program's remote system call, to the shadow
       Relay(p, f);
       break;
     case MsgType::kEnded:

@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "common/exec_launch.h"
 #include "glidein/run_spec.h"
+#include "rsc/roots.h"
 
 namespace kite::glidein {
 namespace {
@@ -86,6 +87,9 @@ void Starter::OnFrame(pool::Frame f) {
       return Resume();
     case MsgType::kKill:
       return Kill();
+    case MsgType::kRscReply:
+      if (rsc_) rsc_->Reply(m.chan, f.body);
+      return;
     default:
       spdlog::warn("starter: ignoring '{}' from the startd", pool::MsgTypeName(m.type));
   }
@@ -160,6 +164,16 @@ void Starter::Launch(bool again) {
   if (!launch) return Finish(About(MsgType::kRefused, r.ref, launch.error().message()));
   launch->append = again;
   if (!again) r.before = TopLevelFiles(r.box.fd());
+  if (r.job.EvaluateBool("WantRemoteIO").value_or(false)) {
+    std::string why;
+    if (!StartRemoteIo(*launch, &why)) {
+      // Said as the run's end, so the job is held with the reason rather than tried elsewhere.
+      spdlog::warn("starter: job {} run {}: {}", r.ref.job, r.ref.run, why);
+      r.exit = {pool::RunExit::Kind::kFailed, 0, why};
+      r.usage = {.start = WallNow(), .end = WallNow()};
+      return Finished();
+    }
+  }
   auto pid = LaunchUnderExec(*launch);
   if (!pid) {
     std::string why = "cannot start kite-exec: " + pid.error().message();
@@ -239,6 +253,7 @@ void Starter::OnRewind() {
   Send(Message{.type = MsgType::kRewound});
   if (!run_) return;
   TellSuspension();
+  if (rsc_) rsc_->Resend();  // the calls the agent may not have had
   if (Sending(run_->phase)) {
     RewindOutput(*run_);
     Pump();
@@ -379,10 +394,56 @@ void Starter::Finish(std::optional<Message> last) {
       spdlog::warn("starter: refused job {} run {}: {}", last->job, last->run, last->reason);
     Send(*last);
   }
+  rsc_.reset();
   if (auto st = run_->box.Remove(); !st)
     spdlog::warn("starter: removing the sandbox of run {}: {}", run_->ref.run,
                  st.error().ToString());
   run_.reset();  // ready for the slot's next run
+}
+
+bool Starter::StartRemoteIo(ExecLaunch& launch, std::string* why) {
+  Run& r = *run_;
+  if (IsStaticExecutable(launch.program)) {
+    *why = "want_remote_io: " + launch.program +
+           " is statically linked; remote I/O needs a dynamically linked program (it works by "
+           "preloading libkite_rsc.so)";
+    return false;
+  }
+  std::string bin = world_.exec_path.substr(0, world_.exec_path.rfind('/'));
+  std::string lib = bin + "/libkite_rsc.so";
+  if (::access(lib.c_str(), R_OK) != 0) {
+    *why = "want_remote_io: " + lib + " is missing next to kite-exec";
+    return false;
+  }
+  if (!rsc_) {
+    rsc_ = std::make_unique<RscRelay>(io_, [this](int64_t chan, const std::string& request) {
+      if (!run_) return;
+      Message m = About(MsgType::kRsc, run_->ref);
+      m.chan = chan;
+      Send(m, request);
+    });
+    if (auto st = rsc_->Listen(r.box.control_dir() + "/rsc.sock"); !st) {
+      *why = "want_remote_io: " + st.error().message();
+      rsc_.reset();
+      return false;
+    }
+  }
+  std::string roots;
+  for (const auto& p : rsc::RemoteRoots(r.job)) roots += (roots.empty() ? "" : ":") + p;
+  auto set = [&](const std::string& k, const std::string& v) {
+    std::erase_if(launch.env, [&](const std::string& e) { return e.starts_with(k + "="); });
+    launch.env.push_back(k + "=" + v);
+  };
+  std::string preload = lib;
+  for (const auto& e : launch.env) {
+    if (e.starts_with("LD_PRELOAD=") && e.size() > 11) preload += ":" + e.substr(11);
+  }
+  set("LD_PRELOAD", preload);
+  set("KITE_RSC_SOCKET", r.box.control_dir() + "/rsc.sock");
+  set("KITE_RSC_PATHS", roots);
+  set("KITE_RSC_SANDBOX", r.box.path());
+  set("KITE_RSC_STATE", r.box.control_dir());
+  return true;
 }
 
 void Starter::Exit(int code) {

@@ -22,7 +22,9 @@
 #include <string>
 #include <vector>
 
+#include "common/exec_launch.h"
 #include "glidein/link.h"
+#include "glidein/rsc_relay.h"
 #include "glidein/run.h"
 
 namespace kite::glidein {
@@ -87,6 +89,11 @@ class Starter {
   World world_;
   std::shared_ptr<Link> link_;
   std::optional<Run> run_;  // from `activate`
+  // The run's remote system calls (want_remote_io): from its first launch to its end.
+  std::unique_ptr<RscRelay> rsc_;
+  // Sets up remote I/O for the run's program: the relay's socket and the library's environment.
+  // False (with the reason) when the program cannot have it.
+  bool StartRemoteIo(ExecLaunch& launch, std::string* why);
   bool exited_ = false;
   boost::asio::steady_timer tick_;
   boost::asio::signal_set children_;

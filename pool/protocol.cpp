@@ -11,7 +11,7 @@ namespace {
 
 namespace json = boost::json;
 
-constexpr std::array<std::pair<MsgType, std::string_view>, 23> kTypeNames = {{
+constexpr std::array<std::pair<MsgType, std::string_view>, 25> kTypeNames = {{
     {MsgType::kHello, "hello"},
     {MsgType::kSlot, "slot"},
     {MsgType::kStarted, "started"},
@@ -35,6 +35,8 @@ constexpr std::array<std::pair<MsgType, std::string_view>, 23> kTypeNames = {{
     {MsgType::kKill, "kill"},
     {MsgType::kRewind, "rewind"},
     {MsgType::kRewound, "rewound"},
+    {MsgType::kRsc, "rsc"},
+    {MsgType::kRscReply, "rsc_reply"},
 }};
 
 constexpr std::array<std::pair<RunExit::Kind, std::string_view>, 3> kExitNames = {{
@@ -67,6 +69,8 @@ Needs NeedsOf(MsgType t) {
       return {.slot = true, .job = true};
     case MsgType::kGo:
     case MsgType::kAck:
+    case MsgType::kRsc:
+    case MsgType::kRscReply:
       return {.job = true};
     case MsgType::kInput:
     case MsgType::kOutput:
@@ -275,6 +279,7 @@ std::string ToJson(const Message& m) {
   }
   if (m.checkpoint) o["checkpoint"] = true;
   if (m.pid != 0) o["pid"] = m.pid;
+  if (m.type == MsgType::kRsc || m.type == MsgType::kRscReply) o["chan"] = m.chan;
   if (!m.slots.empty()) {
     json::array a;
     for (const auto& s : m.slots) a.push_back(json::object{{"name", s.name}, {"ad", s.ad}});
@@ -342,6 +347,8 @@ Result<Message> ParseMessage(std::string_view text) {
   KITE_TRY(mode, Int(o, "mode", 0, 07777, 0644));
   KITE_TRY(pid, Int(o, "pid", 0, std::numeric_limits<int32_t>::max(), 0));
   m.pid = pid;
+  KITE_TRY(chan, Int(o, "chan", 0, std::numeric_limits<int32_t>::max(), 0));
+  m.chan = chan;
   m.name = std::move(name);
   m.slot = std::move(slot);
   m.job = std::move(job);

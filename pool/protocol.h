@@ -39,6 +39,9 @@ enum class MsgType {
   // slot, job, run, usage: the program exited with the job's CheckpointExitCode and every file
   // of its checkpoint was sent (`output` frames with `checkpoint`); it restarts on `ack`
   kCheckpointed,
+  // job, run, chan + body: a remote system call of the run's program (rsc/wire.h), from the
+  // starter's channel `chan` (one per connection of the program's library)
+  kRsc,
   // agent -> startd
   kWelcome,   // version: the startd is accepted
   kRefuse,    // reason: the startd is not (the connection closes)
@@ -48,6 +51,7 @@ enum class MsgType {
   kVacate,    // slot, job, run, reason: stop this run (the job returns to Idle)
   kAck,       // job, run: the run's outcome is stored; the sandbox may go. With `checkpoint`:
               // the checkpoint is stored; the program starts again in its sandbox
+  kRscReply,  // job, run, chan + body: the shadow's reply to an `rsc`
   // startd -> starter only (docs/startd.md, "The starter"): never on the agent's connection
   kSuspend,   // reason: stop the program (SIGSTOP) and say `suspended`
   kContinue,  // let it go on (SIGCONT) and say `continued`
@@ -113,6 +117,7 @@ struct Message {
   RunExit exit;                 // ended
   RunUsage usage;               // ended, vacated
   int64_t pid = 0;              // started, from a starter: the job's process group (0: none)
+  int64_t chan = 0;             // rsc, rsc_reply: the starter's channel
   bool operator==(const Message&) const = default;
 };
 

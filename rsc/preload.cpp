@@ -70,6 +70,7 @@ struct State {
   uint64_t seq = 0;
   std::vector<std::string> roots;
   std::string sandbox, socket_path;
+  std::string state;  // where the stand-in files are made (KITE_RSC_STATE, else the sandbox)
   std::map<int, std::shared_ptr<File>> files;
   bool enabled = false;
 };
@@ -265,10 +266,10 @@ int RemoteOpen(const std::string& path, int flags, mode_t mode) {
   REAL(open);
   State& s = S();
   int fd;
-  if (s.sandbox.empty()) {
+  if (s.state.empty()) {
     fd = real("/dev/null", O_RDWR | (flags & O_CLOEXEC));
   } else {
-    std::string stand_in = s.sandbox + "/.kite-rsc/" + std::to_string(rep.result);
+    std::string stand_in = s.state + "/.kite-rsc/" + std::to_string(rep.result);
     fd = real(stand_in.c_str(), O_RDWR | O_CREAT | O_TRUNC | (flags & O_CLOEXEC), 0600);
     if (fd >= 0) {
       std::string what = std::to_string(flags) + " " + path;
@@ -386,6 +387,8 @@ bool RemoteAt(int dirfd, const char* path, std::string* normal) {
   return false;
 }
 
+FILE* CookieFile(int fd, const char* mode);
+
 // After a fork both processes hold every remote file: neither closes it at the shadow.
 void MarkShared() {
   for (auto& [fd, f] : S().files) f->shared = true;
@@ -419,8 +422,10 @@ __attribute__((constructor)) void Init() {
   s.seq &= ~(uint64_t{1} << 63);
   if (!s.enabled) return;
   ::pthread_atfork(nullptr, MarkShared, ChildAfterFork);
-  if (s.sandbox.empty()) return;
-  std::string stand_ins = s.sandbox + "/.kite-rsc";
+  const char* state = ::getenv("KITE_RSC_STATE");
+  s.state = state ? state : s.sandbox;
+  if (s.state.empty()) return;
+  std::string stand_ins = s.state + "/.kite-rsc";
   ::syscall(SYS_mkdir, stand_ins.c_str(), 0700);
   // Remote files this program inherited (from its parent, or from itself before an exec).
   std::string prefix = stand_ins + "/";
@@ -443,6 +448,20 @@ __attribute__((constructor)) void Init() {
     f->path = w.substr(space + 1);
     f->shared = true;
     s.files[fd] = f;
+  }
+  // glibc's stdin, stdout and stderr write with its internal calls, never the wrapped ones: one on
+  // a remote file is replaced by a stream that goes through them.
+  if (s.files.count(0)) {
+    if (FILE* f = CookieFile(0, "r")) stdin = f;
+  }
+  if (s.files.count(1)) {
+    if (FILE* f = CookieFile(1, "w")) stdout = f;
+  }
+  if (s.files.count(2)) {
+    if (FILE* f = CookieFile(2, "w")) {
+      ::setvbuf(f, nullptr, _IONBF, 0);
+      stderr = f;
+    }
   }
 }
 

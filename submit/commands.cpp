@@ -102,6 +102,8 @@ const CommandInfo kCommands[] = {
     {"noop_job_exit_code", "NoopJobExitCode", F::kExpr, U::kRecords, "", ""},
     {"checkpoint_exit_code", "CheckpointExitCode", F::kSpecial, U::kActs, "vanilla: the checkpoint is stored and the job starts again", ""},
     {"checkpoint_destination", "CheckpointDestination", F::kString, U::kRecords, "", ""},
+    {"want_remote_io", "WantRemoteIO", F::kBool, U::kActs, "vanilla: the program's file calls on the job's files go to the submit host while it runs (docs/remote-io.md)", ""},
+    {"remote_io_paths", "RemoteIOPaths", F::kString, U::kActs, "vanilla, with want_remote_io: more files and folders the program reaches remotely", ""},
     {"erase_output_and_error_on_restart", "DontAppend", F::kBool, U::kRecords, "", ""},
     {"skip_if_dataflow", "SkipIfDataflow", F::kBool, U::kRecords, "", ""},
 

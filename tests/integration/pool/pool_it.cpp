@@ -312,6 +312,75 @@ TEST_F(Pool, ACheckpointingJobResumesFromItsLastCheckpointAfterAVacate) {
       WaitUntil([&] { return !fs::exists(env_->home() + "/spool/checkpoints/" + id); }, 10));
 }
 
+// want_remote_io (docs/remote-io.md): the program reads a file of the job's Iwd that was never
+// transferred and appends to another there while it runs; both go through the shadow, the desktop
+// sees the output grow, the job ad and the user log count the bytes, and a link leading out of
+// the job's paths is refused and logged.
+TEST_F(Pool, RemoteIoReachesTheJobsFilesWhileItRunsAndNothingElse) {
+  Start();
+  ASSERT_TRUE(WaitSlots(2));
+  const std::string d = env_->dir();
+  std::string big;
+  for (int i = 0; big.size() < 300000; ++i) big += "row " + std::to_string(i) + "\n";
+  env_->Write("big.txt", big);
+  fs::create_directories(d + "/../rsc-outside");
+  WriteFile(d + "/../rsc-outside/secret", "no\n");
+  fs::create_symlink(d + "/../rsc-outside/secret", d + "/leak");
+  env_->Write("release", "");
+  fs::remove(d + "/release");
+  env_->Write("io.sh",
+              "#!/bin/sh\nD=$1\nwc -l < $D/big.txt > $D/count.txt\n"
+              "echo first >> $D/progress.txt\n"
+              "while [ ! -e $D/release ]; do sleep 0.1; done\necho second >> $D/progress.txt\n"
+              "cat $D/leak > /dev/null 2>&1 || echo refused >> $D/progress.txt\n",
+              0755);
+  int c = env_->Submit("universe = vanilla\nexecutable = io.sh\narguments = " + d +
+                       "\nwant_remote_io = true\nshould_transfer_files = yes\nerror = io.err\n"
+                       "log = io.log\nqueue\n");
+  std::string id = std::to_string(c) + ".0";
+  // While it runs, the desktop already has what it wrote.
+  ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(d + "/progress.txt") == "first\n"; }, 30))
+      << ReadFileOr(env_->home() + "/agent.log");
+  EXPECT_EQ(Q(id, "JobStatus"), "2");
+  EXPECT_EQ(ReadFileOr(d + "/count.txt"),
+            std::to_string(std::count(big.begin(), big.end(), '\n')) + "\n");
+  env_->Write("release", "");
+  WaitDone(c);
+  EXPECT_EQ(History(id, "ExitCode"), "0");
+  EXPECT_EQ(ReadFileOr(d + "/progress.txt"), "first\nsecond\nrefused\n");
+  EXPECT_GE(std::stoll(History(id, "BytesRead")), static_cast<long long>(big.size()));
+  EXPECT_GE(std::stoll(History(id, "BytesWritten")), 20);
+  EXPECT_GT(std::stoll(History(id, "RemoteIOCalls")), 5);
+  // Written on the desktop only: the sandbox got none of these files.
+  auto log = ReadFileOr(d + "/io.log");
+  EXPECT_NE(log.find("  -  Run Bytes Received By Job"), std::string::npos) << log;
+  EXPECT_EQ(log.find("\t0  -  Run Bytes Received By Job"), std::string::npos) << log;
+  EXPECT_NE(ReadFileOr(env_->home() + "/agent.log").find("a symbolic link leads out"),
+            std::string::npos);
+  EXPECT_EQ(ReadFileOr(d + "/../rsc-outside/secret"), "no\n");
+  fs::remove_all(d + "/../rsc-outside");
+}
+
+// A statically linked program cannot have its calls redirected: the job is held saying so,
+// rather than run with its files unreachable.
+TEST_F(Pool, RemoteIoWithAStaticProgramHoldsTheJobWithTheReason) {
+  Start();
+  ASSERT_TRUE(WaitSlots(2));
+  // A statically linked program of our own (the C library's static archive is part of the build
+  // tools).
+  env_->Write("true.c", "int main(void) { return 0; }\n");
+  std::string prog = env_->dir() + "/static_true";
+  auto cc = RunCommand({"/usr/bin/cc", "-static", "-o", prog, env_->dir() + "/true.c"});
+  ASSERT_EQ(cc.exit_code, 0) << "cannot link a static program here: " << cc.err;
+  int c = env_->Submit("universe = vanilla\nexecutable = static_true\nwant_remote_io = true\n"
+                       "queue\n");
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return Q(id, "JobStatus") == "5"; }, 30));
+  EXPECT_NE(Q(id, "HoldReason").find("is statically linked; remote I/O needs a dynamically"),
+            std::string::npos)
+      << Q(id, "HoldReason");
+}
+
 // The startd killed while a checkpoint is on its way: the one before it stays the one the job
 // resumes from, whole.
 TEST_F(Pool, AStartdKilledDuringACheckpointLeavesThePreviousOneToResumeFrom) {

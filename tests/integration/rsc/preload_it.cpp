@@ -106,7 +106,7 @@ class Preload : public ::testing::Test {
     dir_ = MakeTempDir("rsc");
     fs::create_directories(dir_ + "/remote/sub");
     fs::create_directories(dir_ + "/secret");
-    fs::create_directories(dir_ + "/sandbox");
+    fs::create_directories(dir_ + "/sandbox/.kite");
     // 1.5 MB: more than one request's worth (512 KiB each).
     data_.reserve(1500000);
     for (int i = 0; data_.size() < 1500000; ++i) data_ += "line " + std::to_string(i) + "\n";
@@ -153,9 +153,12 @@ class Preload : public ::testing::Test {
 };
 
 TEST_F(Preload, RealProgramsReadAndWriteRemoteFilesThroughTheShadow) {
-  auto r = Run("cat $R/data.txt > local.txt && wc -c < $R/data.txt && head -c 13 < $R/data.txt");
+  auto r =
+      Run("cat $R/data.txt > local.txt && wc -c < $R/data.txt && head -c 13 < $R/data.txt && wc -c "
+          "< $R/data.txt > $R/count.txt");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(ReadFileOr(dir_ + "/sandbox/local.txt"), data_);
+  EXPECT_EQ(ReadFileOr(dir_ + "/remote/count.txt"), std::to_string(data_.size()) + "\n");
   EXPECT_EQ(r.out, std::to_string(data_.size()) + "\nline 0\nline 1");
   EXPECT_GE(shadow_->counts().bytes_read, data_.size() + 13);
   r =
@@ -163,7 +166,8 @@ TEST_F(Preload, RealProgramsReadAndWriteRemoteFilesThroughTheShadow) {
           "stat -c %s $R/sub/copy.txt && ls $R && mkdir $R/made && mv $R/new.txt $R/made/ && "
           "rm $R/sub/copy.txt && ls $R/made");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, std::to_string(data_.size()) + "\ndata.txt\nescape\nnew.txt\nsub\nnew.txt\n");
+  EXPECT_EQ(r.out, std::to_string(data_.size()) +
+                       "\ncount.txt\ndata.txt\nescape\nnew.txt\nsub\nnew.txt\n");
   EXPECT_EQ(ReadFileOr(dir_ + "/remote/made/new.txt"), "one\ntwo\n");
   EXPECT_FALSE(fs::exists(dir_ + "/remote/sub/copy.txt"));
   // python3: open, seek, read, write, stat through its own I/O layer.
