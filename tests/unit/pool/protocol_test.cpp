@@ -71,6 +71,9 @@ TEST(PoolProtocol, EveryKindRoundTripsThroughAFrame) {
                         .run = "r",
                         .usage = {.user_cpu = 1.5, .start = 100, .end = 160}});
   all.push_back(Message{.type = MsgType::kAck, .job = "12.3", .run = "r", .checkpoint = true});
+  // Remote system calls: a channel of the run's program, its request or reply as the body.
+  all.push_back(Message{.type = MsgType::kRsc, .job = "12.3", .run = "r", .chan = 7});
+  all.push_back(Message{.type = MsgType::kRscReply, .job = "12.3", .run = "r", .chan = 7});
   // Between a startd and its starter only.
   all.push_back(Message{
       .type = MsgType::kStarted, .slot = "slot1@node7", .job = "12.3", .run = "r", .pid = 4242});
@@ -89,6 +92,16 @@ TEST(PoolProtocol, ACheckpointNamesItsRunAndFlagsAreBooleans) {
   EXPECT_FALSE(ParseMessage(R"({"type":"checkpointed","job":"1.0","run":"r"})"));  // no slot
   EXPECT_TRUE(ParseMessage(R"({"type":"checkpointed","slot":"s","job":"1.0","run":"r"})"));
   EXPECT_FALSE(ParseMessage(R"({"type":"ack","job":"1.0","run":"r","checkpoint":1})"));
+}
+
+TEST(PoolProtocol, RemoteCallsNameTheirRunAndChannel) {
+  EXPECT_FALSE(ParseMessage(R"({"type":"rsc","chan":1})"));              // no job
+  EXPECT_FALSE(ParseMessage(R"({"type":"rsc","job":"1.0","chan":1})"));  // no run
+  EXPECT_FALSE(ParseMessage(R"({"type":"rsc_reply","job":"1.0","run":"r","chan":-1})"));
+  EXPECT_FALSE(ParseMessage(R"({"type":"rsc","job":"1.0","run":"r","chan":"x"})"));
+  auto ok = ParseMessage(R"({"type":"rsc","job":"1.0","run":"r","chan":3})");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->chan, 3);
 }
 
 TEST(PoolProtocol, SuspensionsNameTheirRun) {
