@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "rsc/paths.h"
 #include "rsc/wire.h"
 
 namespace {
@@ -83,33 +84,13 @@ State& S() {
 // ---- paths ----
 
 std::string Normal(const std::string& path) {
-  std::string whole = path;
+  std::string cwd;
   if (path.empty() || path[0] != '/') {
     char buf[4096];
     if (!::getcwd(buf, sizeof buf)) return "";
-    whole = std::string(buf) + "/" + path;
+    cwd = buf;
   }
-  std::vector<std::string> parts;
-  size_t i = 0;
-  while (i <= whole.size()) {
-    size_t j = whole.find('/', i);
-    if (j == std::string::npos) j = whole.size();
-    std::string c = whole.substr(i, j - i);
-    if (c == "..") {
-      if (!parts.empty()) parts.pop_back();
-    } else if (!c.empty() && c != ".") {
-      parts.push_back(c);
-    }
-    i = j + 1;
-  }
-  std::string out;
-  for (auto& p : parts) out += "/" + p;
-  return out.empty() ? "/" : out;
-}
-
-bool Under(const std::string& p, const std::string& root) {
-  return p == root ||
-         (p.size() > root.size() && p.compare(0, root.size(), root) == 0 && p[root.size()] == '/');
+  return kite::rsc::LexicalPath(cwd, path, /*clamp=*/true);
 }
 
 // True (with the normal path) when `path` is one the shadow serves.
@@ -117,9 +98,9 @@ bool Remote(const char* path, std::string* normal) {
   State& s = S();
   if (!s.enabled || path == nullptr || *path == '\0') return false;
   std::string n = Normal(path);
-  if (n.empty() || (!s.sandbox.empty() && Under(n, s.sandbox))) return false;
+  if (n.empty() || (!s.sandbox.empty() && kite::rsc::PathUnder(n, s.sandbox))) return false;
   for (const auto& r : s.roots) {
-    if (Under(n, r)) {
+    if (kite::rsc::PathUnder(n, r)) {
       *normal = n;
       return true;
     }

@@ -2,27 +2,12 @@
 
 #include <algorithm>
 
+#include "rsc/paths.h"
+
 namespace kite::rsc {
 
 std::string NormalPath(const std::string& cwd, const std::string& path) {
-  std::string whole = !path.empty() && path[0] == '/' ? path : cwd + "/" + path;
-  std::vector<std::string> parts;
-  size_t i = 0;
-  while (i <= whole.size()) {
-    size_t j = whole.find('/', i);
-    if (j == std::string::npos) j = whole.size();
-    std::string c = whole.substr(i, j - i);
-    if (c == "..") {
-      if (parts.empty()) return "";
-      parts.pop_back();
-    } else if (!c.empty() && c != ".") {
-      parts.push_back(std::move(c));
-    }
-    i = j + 1;
-  }
-  std::string out;
-  for (const auto& p : parts) out += "/" + p;
-  return out.empty() ? "/" : out;
+  return LexicalPath(cwd, path, /*clamp=*/false);
 }
 
 bool IsSystemPath(const std::string& p) {
@@ -69,10 +54,8 @@ std::vector<std::string> RemoteRoots(const classad::ClassAd& job) {
   // A root inside another says nothing more.
   std::vector<std::string> kept;
   for (const auto& p : out) {
-    bool inside = std::any_of(out.begin(), out.end(), [&](const std::string& r) {
-      return p.size() > r.size() && p.compare(0, r.size(), r) == 0 &&
-             (p[r.size()] == '/' || r == "/");
-    });
+    bool inside = std::any_of(out.begin(), out.end(),
+                              [&](const std::string& r) { return r != p && PathUnder(p, r); });
     if (!inside) kept.push_back(p);
   }
   return kept;

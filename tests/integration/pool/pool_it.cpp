@@ -372,8 +372,9 @@ TEST_F(Pool, RemoteIoWithAStaticProgramHoldsTheJobWithTheReason) {
   std::string prog = env_->dir() + "/static_true";
   auto cc = RunCommand({"/usr/bin/cc", "-static", "-o", prog, env_->dir() + "/true.c"});
   ASSERT_EQ(cc.exit_code, 0) << "cannot link a static program here: " << cc.err;
-  int c = env_->Submit("universe = vanilla\nexecutable = static_true\nwant_remote_io = true\n"
-                       "queue\n");
+  int c = env_->Submit(
+      "universe = vanilla\nexecutable = static_true\nwant_remote_io = true\n"
+      "queue\n");
   std::string id = std::to_string(c) + ".0";
   ASSERT_TRUE(WaitUntil([&] { return Q(id, "JobStatus") == "5"; }, 30));
   EXPECT_NE(Q(id, "HoldReason").find("is statically linked; remote I/O needs a dynamically"),
