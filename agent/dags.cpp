@@ -333,19 +333,6 @@ Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
     depth_first = config->depth_first.value_or(false);
     out.warnings.insert(out.warnings.end(), config->warnings.begin(), config->warnings.end());
   }
-  std::string notification;
-  if (!args.notification.empty()) {
-    static const std::map<std::string, int, std::less<>> kValues = {
-        {"never", 0}, {"always", 1}, {"complete", 2}, {"error", 3}};
-    std::string lower = args.notification;
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    auto it = kValues.find(lower);
-    if (it == kValues.end())
-      return Fail(
-          ErrorCode::kInvalidInput,
-          "notification must be Never, Always, Complete or Error, not " + args.notification);
-    notification = std::to_string(it->second);
-  }
   // The DAG's own job: SET_JOB_ATTR (the last of a name wins), then -insert_sub_file's and
   // -append's submit commands, which win over it (DAGMan's order).
   std::vector<SubmitAttr> job_attrs;
@@ -370,6 +357,11 @@ Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
   }
   for (const auto& line : args.append) {
     auto a = DagJobCommand(line, "-append");
+    if (!a) return Fail(a.error());
+    if (*a) job_attrs.push_back(**a);
+  }
+  if (!args.notification.empty()) {
+    auto a = DagJobCommand("notification = " + args.notification, "-notification");
     if (!a) return Fail(a.error());
     if (*a) job_attrs.push_back(**a);
   }
@@ -434,7 +426,6 @@ Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
   if (!named(job_attrs) && !named(args.attrs))
     req.common.push_back({"JobBatchName", Quoted(BaseName(file) + "+" + std::to_string(*cluster))});
   for (auto& a : job_attrs) req.common.push_back(std::move(a));
-  if (!notification.empty()) req.common.push_back({"JobNotification", notification});
   if (auto user = LoginName(); !user.empty()) req.common.push_back({"Owner", Quoted(user)});
   for (const auto& a : args.attrs) req.common.push_back(a);
   req.procs = {{{"ProcId", "0"}}};

@@ -34,6 +34,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <map>
 #include <memory>
@@ -73,6 +74,7 @@ struct State {
   std::string sandbox, socket_path;
   std::string state;  // where the stand-in files are made (KITE_RSC_STATE, else the sandbox)
   std::map<int, std::shared_ptr<File>> files;
+  std::atomic<size_t> count{0};  // files.size(), read without the lock
   bool enabled = false;
 };
 
@@ -205,7 +207,8 @@ int64_t CallSimple(Op op, const std::string& path, int flags = 0, uint32_t mode 
 
 std::shared_ptr<File> Find(int fd) {
   State& s = S();
-  if (!s.enabled || fd < 0) return nullptr;
+  // Most calls are on local files: no lock unless some remote file is open.
+  if (!s.enabled || fd < 0 || s.count.load(std::memory_order_relaxed) == 0) return nullptr;
   std::lock_guard<std::mutex> lock(s.mu);
   auto it = s.files.find(fd);
   return it == s.files.end() ? nullptr : it->second;
@@ -220,6 +223,7 @@ void Forget(int fd) {
     if (it == s.files.end()) return;
     f = it->second;
     s.files.erase(it);
+    s.count = s.files.size();
   }
   if (f.use_count() == 1 && !f->shared) {
     Request req;
@@ -234,6 +238,7 @@ void Bind(int fd, std::shared_ptr<File> f) {
   State& s = S();
   std::lock_guard<std::mutex> lock(s.mu);
   s.files[fd] = std::move(f);
+  s.count = s.files.size();
 }
 
 int RemoteOpen(const std::string& path, int flags, mode_t mode) {
@@ -430,6 +435,7 @@ __attribute__((constructor)) void Init() {
     f->shared = true;
     s.files[fd] = f;
   }
+  s.count = s.files.size();
   // glibc's stdin, stdout and stderr write with its internal calls, never the wrapped ones: one on
   // a remote file is replaced by a stream that goes through them.
   if (s.files.count(0)) {
@@ -509,7 +515,12 @@ std::mutex& DirsMu() {
   static auto* m = new std::mutex;
   return *m;
 }
+std::atomic<size_t>& DirCount() {
+  static std::atomic<size_t> n{0};
+  return n;
+}
 RemoteDir* OurDir(DIR* d) {
+  if (DirCount().load(std::memory_order_relaxed) == 0) return nullptr;  // local folders only
   std::lock_guard<std::mutex> lock(DirsMu());
   return Dirs().count(d) ? reinterpret_cast<RemoteDir*>(d) : nullptr;
 }
@@ -518,6 +529,7 @@ DIR* NewDir(int fd) {
   d->fd = fd;
   std::lock_guard<std::mutex> lock(DirsMu());
   Dirs().insert(d);
+  DirCount() = Dirs().size();
   return reinterpret_cast<DIR*>(d);
 }
 
@@ -1107,6 +1119,7 @@ int closedir(DIR* dir) {
   {
     std::lock_guard<std::mutex> lock(DirsMu());
     Dirs().erase(d);
+    DirCount() = Dirs().size();
   }
   int rc = close(d->fd);
   delete d;
