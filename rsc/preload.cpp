@@ -63,7 +63,17 @@ struct File {
   int flags = 0;
   std::string path;
   bool shared = false;  // inherited, or open at a fork: another process may use it
+  // Read-ahead: bytes [ahead_at, ahead_at + ahead.size()) of the file, fetched when
+  // `ahead_writes` changes were made; `ahead_end`: the block reached the end of the file.
+  std::mutex mu;
+  std::string ahead;
+  int64_t ahead_at = -1;
+  uint64_t ahead_writes = 0;
+  bool ahead_end = false;
 };
+
+// Reads shorter than this fetch this much and keep it for the next reads.
+constexpr size_t kReadAhead = 64 * 1024;
 
 struct State {
   std::mutex mu;
@@ -75,6 +85,9 @@ struct State {
   std::string state;  // where the stand-in files are made (KITE_RSC_STATE, else the sandbox)
   std::map<int, std::shared_ptr<File>> files;
   std::atomic<size_t> count{0};  // files.size(), read without the lock
+  // Remote changes this process made (writes, truncations, renames, removals): a read-ahead block
+  // fetched before the latest is not used.
+  std::atomic<uint64_t> writes{0};
   bool enabled = false;
 };
 
@@ -193,6 +206,7 @@ bool Call(Request& req, Reply* rep) {
 
 int64_t CallSimple(Op op, const std::string& path, int flags = 0, uint32_t mode = 0,
                    const std::string& path2 = "", uint64_t size = 0) {
+  if (op != Op::kStat && op != Op::kLstat && op != Op::kAccess) ++S().writes;
   Request req;
   req.op = op;
   req.path = path;
@@ -242,6 +256,7 @@ void Bind(int fd, std::shared_ptr<File> f) {
 }
 
 int RemoteOpen(const std::string& path, int flags, mode_t mode) {
+  if (flags & (O_TRUNC | O_CREAT)) ++S().writes;
   Request req;
   req.op = Op::kOpen;
   req.path = path;
@@ -288,7 +303,37 @@ void Seek(int fd, int64_t offset) {
   ::syscall(SYS_lseek, fd, offset, SEEK_SET);
 }
 
+// A short read is served from the file's read-ahead block, fetched (64 KiB from the offset) when
+// it does not hold the bytes asked for; so a program reading a line or a record at a time makes a
+// round trip per block, not per call.
+ssize_t ReadAhead(File& f, void* buf, size_t n, int64_t* offset) {
+  std::lock_guard<std::mutex> lock(f.mu);
+  uint64_t writes = S().writes.load();
+  int64_t end = f.ahead_at + static_cast<int64_t>(f.ahead.size());
+  bool held = f.ahead_at >= 0 && f.ahead_writes == writes && *offset >= f.ahead_at &&
+              (*offset + static_cast<int64_t>(n) <= end || (f.ahead_end && *offset <= end));
+  if (!held) {
+    Request req;
+    req.op = Op::kPread;
+    req.handle = f.handle;
+    req.offset = *offset;
+    req.size = kReadAhead;
+    Reply rep;
+    if (!Call(req, &rep)) return -1;
+    f.ahead = std::move(rep.data);
+    f.ahead_at = *offset;
+    f.ahead_writes = writes;
+    f.ahead_end = f.ahead.size() < kReadAhead;
+  }
+  size_t from = static_cast<size_t>(*offset - f.ahead_at);
+  size_t got = std::min(n, f.ahead.size() - from);
+  std::memcpy(buf, f.ahead.data() + from, got);
+  *offset += static_cast<int64_t>(got);
+  return static_cast<ssize_t>(got);
+}
+
 ssize_t RemoteRead(File& f, void* buf, size_t n, int64_t* offset) {
+  if (n < kReadAhead) return ReadAhead(f, buf, n, offset);
   size_t done = 0;
   while (done < n) {
     Request req;
@@ -307,6 +352,7 @@ ssize_t RemoteRead(File& f, void* buf, size_t n, int64_t* offset) {
 }
 
 ssize_t RemoteWrite(File& f, const void* buf, size_t n, int64_t* offset, bool append) {
+  ++S().writes;
   size_t done = 0;
   while (done < n) {
     Request req;
@@ -916,6 +962,7 @@ int truncate64(const char* path, off64_t size) {
 }
 int ftruncate(int fd, off_t size) {
   if (auto f = Find(fd)) {
+    ++S().writes;
     Request req;
     req.op = Op::kFtruncate;
     req.handle = f->handle;
