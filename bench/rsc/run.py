@@ -17,9 +17,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agent"))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pool"))
 import run as agent_bench  # noqa: E402
-sys.path.pop(0)
 import importlib.util  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location(
@@ -105,7 +103,7 @@ def main():
                 "(want_remote_io: library → starter → startd → agent, on this machine), and the "
                 "same dd on a file in its sandbox (no remote I/O) in the same job.\n\n")
         f.write("| figure | remote (through the shadow) | the sandbox's own disk (same run) | "
-                "remote / local time ratio |\n| --- | --- | --- | --- |\n")
+                "remote speed as a fraction of local |\n| --- | --- | --- | --- |\n")
         for r in rows:
             f.write("| " + " | ".join(r) + " |\n")
         f.write("\nRemote calls in the last run: %d. Runs: %s.\n" %
