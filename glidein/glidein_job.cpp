@@ -117,7 +117,11 @@ Status CheckSetting(const GlideinSetting& s) {
       return Fail(Invalid("'" + *p + "' is not an absolute path"));
     }
   }
-  for (const std::string* p : {&s.startd, &s.starter, &s.exec}) {
+  if (!s.rsc_lib.empty() &&
+      (s.rsc_lib.front() != '/' || HasControl(s.rsc_lib) || !IsSha256(s.rsc_lib_sha256))) {
+    return Fail(Invalid("'" + s.rsc_lib + "' is not an absolute path with its SHA-256 digest"));
+  }
+  for (const std::string* p : {&s.startd, &s.starter, &s.exec, &s.rsc_lib}) {
     if (p->find(',') != std::string::npos) {
       return Fail(Invalid("'" + *p + "' has a comma: transfer_input_files cannot name it"));
     }
@@ -183,8 +187,12 @@ std::vector<std::string> BootstrapArguments(const GlideinRequest& r, const Glide
   SetFlag(startd, "--agent-identity", s.agent_identity);
   std::vector<std::string> args = {"--sha256", BaseName(s.startd) + "=" + s.startd_sha256,
                                    "--sha256", BaseName(s.starter) + "=" + s.starter_sha256,
-                                   "--sha256", BaseName(s.exec) + "=" + s.exec_sha256,
-                                   "--"};
+                                   "--sha256", BaseName(s.exec) + "=" + s.exec_sha256};
+  if (!s.rsc_lib.empty()) {
+    args.push_back("--lib");
+    args.push_back(BaseName(s.rsc_lib) + "=" + s.rsc_lib_sha256);
+  }
+  args.push_back("--");
   args.insert(args.end(), startd.begin(), startd.end());
   return args;
 }
@@ -199,7 +207,7 @@ Result<std::string> GlideinSubmitText(const GlideinRequest& r, const GlideinSett
   t += "grid_resource = " + Literal(resource) + "\n";
   t += "executable = " + Literal(s.bootstrap) + "\n";
   t += "transfer_input_files = " + Literal(s.startd) + "," + Literal(s.starter) + "," +
-       Literal(s.exec) + "\n";
+       Literal(s.exec) + (s.rsc_lib.empty() ? "" : "," + Literal(s.rsc_lib)) + "\n";
   t += "x509userproxy = " + Literal(s.proxy) + "\n";
   t += "request_cpus = " + std::to_string(r.cpus) + "\n";
   if (r.memory_mib > 0) t += "request_memory = " + std::to_string(r.memory_mib) + "\n";

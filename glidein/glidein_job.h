@@ -42,6 +42,10 @@ struct GlideinSetting {
   std::string startd_sha256;
   std::string starter_sha256;
   std::string exec_sha256;
+  // libkite_rsc.so (remote I/O, docs/remote-io.md) and its digest: staged with the programs when
+  // set, so jobs with want_remote_io can run in the glide-in.
+  std::string rsc_lib;
+  std::string rsc_lib_sha256;
   std::string output_dir;  // where each glide-in's C.P.out and C.P.err go ($KITE_HOME/glidein)
 };
 

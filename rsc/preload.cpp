@@ -85,15 +85,28 @@ struct State {
   std::string state;  // where the stand-in files are made (KITE_RSC_STATE, else the sandbox)
   std::map<int, std::shared_ptr<File>> files;
   std::atomic<size_t> count{0};  // files.size(), read without the lock
-  // Remote changes this process made (writes, truncations, renames, removals): a read-ahead block
-  // fetched before the latest is not used.
-  std::atomic<uint64_t> writes{0};
+  // Remote changes this process made to each path (writes, truncations, renames, removals): a
+  // read-ahead block of a file fetched before its latest change is not used.
+  std::mutex changes_mu;
+  std::map<std::string, uint64_t> changes;
   bool enabled = false;
 };
 
 State& S() {
   static State* s = new State;  // never destroyed: calls may come during exit
   return *s;
+}
+
+void Changed(const std::string& path) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.changes_mu);
+  ++s.changes[path];
+}
+uint64_t Changes(const std::string& path) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.changes_mu);
+  auto it = s.changes.find(path);
+  return it == s.changes.end() ? 0 : it->second;
 }
 
 // ---- paths ----
@@ -155,9 +168,27 @@ bool Connect(State& s) {
   if (fd < 0) return false;
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
-  if (s.socket_path.size() >= sizeof a.sun_path) return false;
-  std::memcpy(a.sun_path, s.socket_path.c_str(), s.socket_path.size() + 1);
-  if (::syscall(SYS_connect, fd, &a, sizeof a) != 0) {
+  // A sandbox deep in a batch job's folder gives a path longer than sun_path holds: it is then
+  // reached through its folder, opened, as /proc/self/fd/N/NAME.
+  std::string address = s.socket_path;
+  int dir = -1;
+  if (address.size() >= sizeof a.sun_path) {
+    size_t slash = address.rfind('/');
+    dir = static_cast<int>(::syscall(SYS_openat, AT_FDCWD, address.substr(0, slash).c_str(),
+                                     O_PATH | O_DIRECTORY | O_CLOEXEC, 0));
+    if (dir < 0) {
+      ::syscall(SYS_close, fd);
+      return false;
+    }
+    address = "/proc/self/fd/" + std::to_string(dir) + address.substr(slash);
+  }
+  bool ok = address.size() < sizeof a.sun_path;
+  if (ok) {
+    std::memcpy(a.sun_path, address.c_str(), address.size() + 1);
+    ok = ::syscall(SYS_connect, fd, &a, sizeof a) == 0;
+  }
+  if (dir >= 0) ::syscall(SYS_close, dir);
+  if (!ok) {
     ::syscall(SYS_close, fd);
     return false;
   }
@@ -206,7 +237,10 @@ bool Call(Request& req, Reply* rep) {
 
 int64_t CallSimple(Op op, const std::string& path, int flags = 0, uint32_t mode = 0,
                    const std::string& path2 = "", uint64_t size = 0) {
-  if (op != Op::kStat && op != Op::kLstat && op != Op::kAccess) ++S().writes;
+  if (op != Op::kStat && op != Op::kLstat && op != Op::kAccess) {
+    Changed(path);
+    if (!path2.empty()) Changed(path2);
+  }
   Request req;
   req.op = op;
   req.path = path;
@@ -256,7 +290,7 @@ void Bind(int fd, std::shared_ptr<File> f) {
 }
 
 int RemoteOpen(const std::string& path, int flags, mode_t mode) {
-  if (flags & (O_TRUNC | O_CREAT)) ++S().writes;
+  if (flags & (O_TRUNC | O_CREAT)) Changed(path);
   Request req;
   req.op = Op::kOpen;
   req.path = path;
@@ -308,7 +342,7 @@ void Seek(int fd, int64_t offset) {
 // round trip per block, not per call.
 ssize_t ReadAhead(File& f, void* buf, size_t n, int64_t* offset) {
   std::lock_guard<std::mutex> lock(f.mu);
-  uint64_t writes = S().writes.load();
+  uint64_t writes = Changes(f.path);
   int64_t end = f.ahead_at + static_cast<int64_t>(f.ahead.size());
   bool held = f.ahead_at >= 0 && f.ahead_writes == writes && *offset >= f.ahead_at &&
               (*offset + static_cast<int64_t>(n) <= end || (f.ahead_end && *offset <= end));
@@ -352,7 +386,7 @@ ssize_t RemoteRead(File& f, void* buf, size_t n, int64_t* offset) {
 }
 
 ssize_t RemoteWrite(File& f, const void* buf, size_t n, int64_t* offset, bool append) {
-  ++S().writes;
+  Changed(f.path);
   size_t done = 0;
   while (done < n) {
     Request req;
@@ -962,7 +996,7 @@ int truncate64(const char* path, off64_t size) {
 }
 int ftruncate(int fd, off_t size) {
   if (auto f = Find(fd)) {
-    ++S().writes;
+    Changed(f->path);
     Request req;
     req.op = Op::kFtruncate;
     req.handle = f->handle;

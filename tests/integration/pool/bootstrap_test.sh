@@ -15,13 +15,14 @@ pass() { echo "ok: $*"; }
 sha() { sha256sum <"$1" | cut -d ' ' -f 1; }
 STARTD_SHA=$(sha "$BIN/kite-startd")
 EXEC_SHA=$(sha "$BIN/kite-exec")
+LIB_SHA=$(sha "$BIN/libkite_rsc.so")
 
 # A fresh job directory holding copies of the binaries as staged files (mode 0600).
 job() {
   local d="$T/job $1"
   mkdir -p "$d"
-  cp "$BIN/kite-startd" "$BIN/kite-exec" "$d/"
-  chmod 0600 "$d/kite-startd" "$d/kite-exec"
+  cp "$BIN/kite-startd" "$BIN/kite-exec" "$BIN/libkite_rsc.so" "$d/"
+  chmod 0600 "$d/kite-startd" "$d/kite-exec" "$d/libkite_rsc.so"
   printf '%s\n' "$d"
 }
 
@@ -52,7 +53,7 @@ d=$(job good)
 mapfile -t args < <(quick_args)
 rc=0
 (cd "$d" && timeout 30 "$BOOT" --sha256 "kite-startd=$STARTD_SHA" --sha256 "kite-exec=$EXEC_SHA" \
-  -- "${args[@]}" --name "\$(touch $T/pwned); \`touch $T/pwned\`" >"$T/good.out" 2>"$T/good.err") ||
+  --lib "libkite_rsc.so=$LIB_SHA" -- "${args[@]}" --name "\$(touch $T/pwned); \`touch $T/pwned\`" >"$T/good.out" 2>"$T/good.err") ||
   rc=$?
 [ "$rc" -eq 0 ] || fail "good run: exit status $rc: $(cat "$T/good.err")"
 [ -f "$d/execute/startd.lock" ] || fail "good run: the startd did not work in '$d/execute'"
@@ -60,7 +61,18 @@ if [ ! -x "$d/kite-startd" ] || [ ! -x "$d/kite-exec" ]; then fail "good run: no
 grep -q 'startd: leaving: idle' "$T/good.err" || fail "good run: no startd log: $(cat "$T/good.err")"
 [ ! -e "$T/pwned" ] || fail "good run: an argument was evaluated by a shell"
 grep -qF "\$(touch $T/pwned)" "$T/good.err" || fail "good run: --name did not arrive verbatim"
+[ "$(stat -c %a "$d/libkite_rsc.so")" = 644 ] || fail "good run: the library is not left 0644"
 pass "good run: kite-startd exec'd in '$d' and left when idle"
+
+# --- the remote I/O library: checked like the programs, never run
+d=$(job badlib)
+expect_refusal "library checksum mismatch" 5 "libkite_rsc.so: SHA-256 $LIB_SHA does not match" \
+  "$d" -- --sha256 "kite-startd=$STARTD_SHA" --lib "libkite_rsc.so=${EXEC_SHA}" -- "${args[@]}"
+d=$(job scriptlib)
+printf '#!/bin/sh\n' >"$d/libkite_rsc.so"
+expect_refusal "a library that is not ELF" 7 "libkite_rsc.so cannot run on this host" \
+  "$d" -- --sha256 "kite-startd=$STARTD_SHA" --lib "libkite_rsc.so=$(sha "$d/libkite_rsc.so")" \
+  -- "${args[@]}"
 
 # Upper-case hex and the --sha256=NAME=HEX form are the same thing.
 d=$(job upper)

@@ -128,6 +128,28 @@ TEST_F(GlideinPool, GlideinSlotsRunVanillaJobsThenTheGlideinLeavesWhenIdle) {
       << env_.Kite({"status", "-json"}).out;
 }
 
+// want_remote_io in a glide-in: the library is staged with the startd, and the program's calls on
+// the job's files cross the glide-in's TLS connection to the agent's shadow.
+TEST_F(GlideinPool, RemoteIoInAGlideinReachesTheUsersFilesThroughTheAgent) {
+  auto r = env_.Kite({"glidein", "submit", "--resource", resource_, "--count", "1", "--cpus", "1",
+                      "--idle-timeout", "60s"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_TRUE(WaitUntil([&] { return GlideinSlots() == 1; }, 90))
+      << env_.Kite({"q", "-grid"}).out;
+  env_.Write("data.txt", InputOf(0));
+  env_.Write("io.sh", "#!/bin/sh\ntr a-z A-Z < $1/data.txt > $1/upper.txt\n", 0755);
+  int c = env_.Submit("universe = vanilla\nexecutable = io.sh\narguments = " + env_.dir() +
+                      "\nwant_remote_io = true\nerror = io.err\nqueue\n");
+  auto w = env_.Kite({"wait", "--timeout", "120", std::to_string(c)});
+  ASSERT_EQ(w.exit_code, 0) << w.out << env_.Kite({"q", "-nobatch"}).out;
+  std::string id = std::to_string(c) + ".0";
+  EXPECT_EQ(Attr(id, "ExitCode", true), "0") << ReadFileOr(env_.dir() + "/io.err");
+  EXPECT_NE(Attr(id, "LastRemoteHost", true).find("@glidein-"), std::string::npos);
+  EXPECT_TRUE(ReadFileOr(env_.dir() + "/upper.txt") == Upper(InputOf(0)));
+  EXPECT_EQ(Attr(id, "BytesRead", true), std::to_string(InputOf(0).size()));
+  EXPECT_EQ(Attr(id, "BytesWritten", true), std::to_string(InputOf(0).size()));
+}
+
 // kill -9 of the agent while ten jobs run in a glide-in: they go on; the restarted agent listens
 // on the port it had (the glide-in knows no other), the startd dials it again, and every result
 // is collected once, none run twice.

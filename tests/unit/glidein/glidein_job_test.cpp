@@ -74,6 +74,23 @@ TEST(ParseSecondsTest, Durations) {
   }
 }
 
+// With remote I/O's library: staged with the programs, checked by the bootstrap as a library.
+TEST(GlideinJobTest, TheRemoteIoLibraryIsStagedAndChecked) {
+  GlideinSetting s = Setting();
+  s.rsc_lib = "/opt/kite dir/bin/libkite_rsc.so";
+  s.rsc_lib_sha256 = kExecSha;
+  auto args = BootstrapArguments(Request(), s, "glidein-7.1");
+  auto dashes = std::find(args.begin(), args.end(), "--");
+  ASSERT_NE(dashes, args.end());
+  EXPECT_EQ(std::vector<std::string>(dashes - 2, dashes),
+            (std::vector<std::string>{"--lib", "libkite_rsc.so=" + kExecSha}));
+  auto text = GlideinSubmitText(Request(), s, 7);
+  ASSERT_TRUE(text) << text.error().ToString();
+  EXPECT_NE(text->find(",\"/opt/kite dir/bin/libkite_rsc.so\"\n"), std::string::npos) << *text;
+  s.rsc_lib_sha256 = "nothex";
+  EXPECT_FALSE(GlideinSubmitText(Request(), s, 7));
+}
+
 TEST(GlideinJobTest, StartdNameNamesTheJob) {
   EXPECT_EQ(GlideinStartdName(12, 3), "glidein-12.3");
 }
