@@ -134,8 +134,7 @@ TEST_F(GlideinPool, RemoteIoInAGlideinReachesTheUsersFilesThroughTheAgent) {
   auto r = env_.Kite({"glidein", "submit", "--resource", resource_, "--count", "1", "--cpus", "1",
                       "--idle-timeout", "60s"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  ASSERT_TRUE(WaitUntil([&] { return GlideinSlots() == 1; }, 90))
-      << env_.Kite({"q", "-grid"}).out;
+  ASSERT_TRUE(WaitUntil([&] { return GlideinSlots() == 1; }, 90)) << env_.Kite({"q", "-grid"}).out;
   env_.Write("data.txt", InputOf(0));
   env_.Write("io.sh", "#!/bin/sh\ntr a-z A-Z < $1/data.txt > $1/upper.txt\n", 0755);
   int c = env_.Submit("universe = vanilla\nexecutable = io.sh\narguments = " + env_.dir() +
