@@ -2,6 +2,9 @@
 #include "agent/dag_api.h"
 
 #include <boost/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "agent/agent.h"
 #include "agent/dags.h"
@@ -23,6 +26,32 @@ Result<int> Limit(const json::object& body, std::string_view key) {
   return static_cast<int>(v->as_int64());
 }
 
+// A list of at most `max` strings (absent or null: none).
+Result<std::vector<std::string>> StringList(const json::object& body, std::string_view key,
+                                            size_t max) {
+  std::vector<std::string> out;
+  auto* v = body.if_contains(key);
+  if (!v || v->is_null()) return out;
+  if (!v->is_array() || v->as_array().size() > max)
+    return Fail(ErrorCode::kInvalidInput, std::string(key) + " must be a list of at most " +
+                                              std::to_string(max) + " strings");
+  for (const auto& item : v->as_array()) {
+    if (!item.is_string())
+      return Fail(ErrorCode::kInvalidInput, std::string(key) + " must hold strings only");
+    out.emplace_back(item.as_string());
+  }
+  return out;
+}
+
+// true or false (absent or null: not said).
+Result<std::optional<bool>> Flag(const json::object& body, std::string_view key) {
+  auto* v = body.if_contains(key);
+  if (!v || v->is_null()) return std::optional<bool>();
+  if (!v->is_bool())
+    return Fail(ErrorCode::kInvalidInput, std::string(key) + " must be true or false");
+  return std::optional<bool>(v->as_bool());
+}
+
 }  // namespace
 
 ApiResponse HandleDagSubmit(Agent& agent, const json::object& body) {
@@ -31,14 +60,10 @@ ApiResponse HandleDagSubmit(Agent& agent, const json::object& body) {
   if (!cwd) return ErrorReply(cwd.error());
   args.cwd = *cwd;
   // "files": the DAG files (several are one DAG); "file": one, as before.
-  if (auto* files = body.if_contains("files"); files && !files->is_null()) {
-    if (!files->is_array() || files->as_array().size() > 1000)
-      return ErrorReply(http::status::bad_request, "files must be a list of at most 1000 names");
-    for (const auto& f : files->as_array()) {
-      if (!f.is_string()) return ErrorReply(http::status::bad_request, "files must be strings");
-      args.files.emplace_back(f.as_string());
-    }
-  } else {
+  auto files = StringList(body, "files", 1000);
+  if (!files) return ErrorReply(files.error());
+  args.files = std::move(*files);
+  if (args.files.empty()) {
     auto file = GetString(body, "file");
     if (!file) return ErrorReply(file.error());
     if (!file->empty()) args.files.push_back(*file);
@@ -57,23 +82,15 @@ ApiResponse HandleDagSubmit(Agent& agent, const json::object& body) {
     if (!n) return ErrorReply(n.error());
     *out = *n;
   }
-  if (auto* f = body.if_contains("force"); f && !f->is_null()) {
-    if (!f->is_bool()) return ErrorReply(http::status::bad_request, "force must be true or false");
-    args.force = f->as_bool();
-  }
-  if (auto* f = body.if_contains("always_run_post"); f && !f->is_null()) {
-    if (!f->is_bool())
-      return ErrorReply(http::status::bad_request, "always_run_post must be true or false");
-    args.always_run_post = f->as_bool();
-  }
-  if (auto* lines = body.if_contains("append"); lines && !lines->is_null()) {
-    if (!lines->is_array() || lines->as_array().size() > 1000)
-      return ErrorReply(http::status::bad_request, "append must be a list of at most 1000 lines");
-    for (const auto& l : lines->as_array()) {
-      if (!l.is_string()) return ErrorReply(http::status::bad_request, "append must be strings");
-      args.append.emplace_back(l.as_string());
-    }
-  }
+  auto force = Flag(body, "force");
+  if (!force) return ErrorReply(force.error());
+  args.force = force->value_or(false);
+  auto always_run_post = Flag(body, "always_run_post");
+  if (!always_run_post) return ErrorReply(always_run_post.error());
+  args.always_run_post = *always_run_post;
+  auto append = StringList(body, "append", 1000);
+  if (!append) return ErrorReply(append.error());
+  args.append = std::move(*append);
   auto insert = GetString(body, "insert_sub_file");
   if (!insert) return ErrorReply(insert.error());
   args.insert_sub_file = *insert;
