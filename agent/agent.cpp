@@ -444,6 +444,9 @@ int Agent::Act(Action action, const std::vector<Job*>& jobs, const std::string& 
       case Action::kVacate:
         st = pool_->VacateJob(*j, reason);
         break;
+      case Action::kCheckpoint:
+        st = pool_->CheckpointJob(*j);
+        break;
     }
     if (!st) {
       errors->push_back(st.error().message());

@@ -69,7 +69,7 @@ class Agent {
   // Actions from the API. Each returns how many jobs it changed; errors per job in `errors`.
   // kForceRemove: as kRemove, and a grid job leaves the queue at once instead of waiting for its
   // gridmanager to confirm the cancel at the site (condor_rm -forcex).
-  enum class Action { kRemove, kForceRemove, kHold, kRelease, kVacate };
+  enum class Action { kRemove, kForceRemove, kHold, kRelease, kVacate, kCheckpoint };
   int Act(Action action, const std::vector<Job*>& jobs, const std::string& reason,
           std::vector<std::string>* errors);
   // `kite wait` (agent/waiters.h).

@@ -193,6 +193,7 @@ constexpr ActVerb kActVerbs[] = {
     {"hold", Agent::Action::kHold, "held", "kite hold"},
     {"release", Agent::Action::kRelease, "released", "kite release"},
     {"vacate", Agent::Action::kVacate, "vacated", "kite vacate"},
+    {"checkpoint", Agent::Action::kCheckpoint, "asked for a checkpoint", "kite checkpoint"},
 };
 
 // Acts on the selected jobs once the constraint has been evaluated over them (in slices).
@@ -240,7 +241,7 @@ void HandleAct(Agent& agent, const json::object& body, const std::string& caller
   }
   if (!verb)
     return reply(ErrorReply(http::status::bad_request,
-                            "action must be rm, forcex, hold, release or vacate"));
+                            "action must be rm, forcex, hold, release, vacate or checkpoint"));
   auto named = GetNamedJobs(body);
   if (!named) return reply(ErrorReply(named.error()));
   auto reason = GetString(body, "reason");

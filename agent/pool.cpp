@@ -818,6 +818,24 @@ Status Pool::VacateJob(Job& j, const std::string& reason) {
   return {};
 }
 
+Status Pool::CheckpointJob(Job& j) {
+  std::string id = JobIdString(j.key);
+  if (j.universe != kUniverseVanilla ||
+      !j.ad.EvaluateBool("TransparentCheckpoint").value_or(false)) {
+    return Fail(ErrorCode::kConflict,
+                "Job " + id + " does not take transparent checkpoints (checkpoint = transparent)");
+  }
+  auto r = run_of_.find(j.key);
+  auto it = r == run_of_.end() ? runs_.end() : runs_.find(r->second);
+  auto sd = it == runs_.end() ? nullptr : it->second.startd.lock();
+  if (!RunUnderWay(j.status) || !sd || sd->closed)
+    return Fail(ErrorCode::kConflict, "Job " + id + " is not running");
+  if (it->second.vacating) return Fail(ErrorCode::kConflict, "Job " + id + " is being vacated");
+  spdlog::info("agent: pool: job {}: asking {} for a checkpoint", id, it->second.slot);
+  Send(sd, Message{.type = MsgType::kCheckpoint, .job = id, .run = it->second.id});
+  return {};
+}
+
 void Pool::VacateStopped() {
   auto keys = std::move(to_vacate_);
   to_vacate_.clear();

@@ -71,6 +71,9 @@ class Pool {
   // condor_vacate_job: the job's run is stopped where it runs and the job goes back to Idle, to
   // match again. Fails for a job that is not a vanilla job running in the pool.
   Status VacateJob(Job& job, const std::string& reason);
+  // `kite checkpoint`: a running job with transparent checkpoints takes one now and goes on
+  // (docs/checkpoints.md).
+  Status CheckpointJob(Job& job);
 
  private:
   struct Startd;

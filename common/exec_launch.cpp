@@ -32,6 +32,7 @@ Result<pid_t> LaunchUnderExec(const ExecLaunch& l) {
   if (!l.out.empty()) argv.insert(argv.end(), {"--out", l.out});
   if (!l.err.empty()) argv.insert(argv.end(), {"--err", l.err});
   if (l.append) argv.push_back("--append");
+  if (l.no_aslr) argv.push_back("--no-aslr");
   argv.push_back("--");
   argv.push_back(l.program);
   argv.insert(argv.end(), l.args.begin(), l.args.end());

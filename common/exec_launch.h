@@ -18,6 +18,7 @@ struct ExecLaunch {
   std::string in = "/dev/null";
   std::string out, err;  // empty: kite-exec's own (/dev/null)
   bool append = false;   // out and err are appended to, not truncated
+  bool no_aslr = false;  // the program runs without address-space randomisation
   std::string program;   // absolute path
   std::vector<std::string> args;
   std::vector<std::string> env;  // the job's whole environment

@@ -65,10 +65,16 @@ std::vector<OutputFile> SelectCheckpoint(const classad::ClassAd& job, const Snap
                                          const Snapshot& after, std::vector<std::string>* skipped) {
   auto files = job.EvaluateString("TransferCheckpoint");
   if (!files) files = job.EvaluateString("TransferOutput");
+  // A transparent checkpoint is its image and what the program wrote in the sandbox.
+  if (files && IsTransparent(job)) *files += std::string(",") + kCheckpointImage;
   auto out = SelectOutputs(files, before, after, skipped);
   std::erase_if(out,
                 [](const OutputFile& f) { return f.path == kStdoutName || f.path == kStderrName; });
   return out;
+}
+
+bool IsTransparent(const classad::ClassAd& job) {
+  return job.EvaluateBool("TransparentCheckpoint").value_or(false);
 }
 
 bool IsCheckpointExit(const classad::ClassAd& job, const pool::RunExit& exit) {

@@ -61,6 +61,10 @@ struct Run {
   std::string preempt_reason;
   double stop_at = 0;   // Stopping: when SIGTERM was sent (wall clock)
   bool killed = false;  // Stopping: SIGKILL was sent
+  // Transparent checkpoints (docs/checkpoints.md): when the checkpoint signal was sent (0: not
+  // since the launch), and whether the run is vacated once that checkpoint is stored.
+  double checkpoint_asked = 0;
+  bool vacate_after_checkpoint = false;
   pool::RunExit exit;
   pool::RunUsage usage;
   // Ended: the output to send, and how far the sending is (reset on a new connection).
@@ -88,6 +92,12 @@ std::vector<OutputFile> SelectCheckpoint(const classad::ClassAd& job, const Snap
                                          const Snapshot& after, std::vector<std::string>* skipped);
 // Whether a program's end is a checkpoint: it exited with the job's CheckpointExitCode.
 bool IsCheckpointExit(const classad::ClassAd& job, const pool::RunExit& exit);
+
+// Transparent checkpoints (`checkpoint = transparent`, docs/checkpoints.md): the image the
+// preloaded library writes at the top of the sandbox, and the code it exits with once written.
+inline constexpr const char* kCheckpointImage = "kite_ckpt.img";
+inline constexpr int kTransparentCheckpointExit = 85;
+bool IsTransparent(const classad::ClassAd& job);
 
 // The next frame of an Ended run's output (an `output` piece, then `ended`), or of a
 // Checkpointing run's checkpoint (`output` pieces with `checkpoint`, then `checkpointed`), or

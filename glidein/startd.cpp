@@ -176,6 +176,7 @@ void Startd::OnFrame(pool::Frame f) {
     case MsgType::kInput:
     case MsgType::kGo:
     case MsgType::kRscReply:
+    case MsgType::kCheckpoint:
       return OnToStarter(f);
     case MsgType::kVacate:
       return OnVacate(m);

@@ -1,8 +1,11 @@
 // The starter's engine: one run's life in its sandbox (starter.h; the phases are run.h's).
 #include "glidein/starter.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -10,6 +13,7 @@
 #include "classad/io.h"
 #include "common/clock.h"
 #include "common/exec_launch.h"
+#include "common/files.h"
 #include "glidein/run_spec.h"
 #include "rsc/roots.h"
 
@@ -20,8 +24,48 @@ namespace asio = boost::asio;
 using pool::Message;
 using pool::MsgType;
 
-constexpr double kTick = 0.25;    // seconds between looks at the kill grace
+constexpr double kTick = 0.25;  // seconds between looks at the kill grace
+// Seconds a program may take to write a transparent checkpoint before it counts as not taken.
+constexpr double kCheckpointGrace = 300;
 constexpr size_t kMaxQueued = 4;  // output frames queued ahead of the socket
+
+void SetEnv(std::vector<std::string>& env, const std::string& k, const std::string& v) {
+  std::erase_if(env, [&](const std::string& e) { return e.starts_with(k + "="); });
+  env.push_back(k + "=" + v);
+}
+
+// `lib` first in LD_PRELOAD (once).
+void AddPreload(std::vector<std::string>& env, const std::string& lib) {
+  std::string preload = lib;
+  for (const auto& e : env) {
+    if (!e.starts_with("LD_PRELOAD=") || e.size() <= 11) continue;
+    std::string rest = e.substr(11);
+    if (rest == lib || rest.starts_with(lib + ":")) return;
+    preload += ":" + rest;
+  }
+  SetEnv(env, "LD_PRELOAD", preload);
+}
+
+// A small file's text ("" when it is not there).
+std::string TextOf(const std::string& path) {
+  auto text = ReadFile(path);
+  return text ? *text : "";
+}
+
+double FileMtime(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return 0;
+  return static_cast<double>(st.st_mtim.tv_sec) + st.st_mtim.tv_nsec / 1e9;
+}
+
+// The transparent checkpoint's image and the library's notes are never output; `image_too`:
+// the image itself neither (it is a checkpoint file).
+void DropCheckpointLeftovers(std::vector<OutputFile>& files, bool image_too) {
+  std::string image = kCheckpointImage;
+  std::erase_if(files, [&](const OutputFile& f) {
+    return (image_too && f.path == image) || f.path.starts_with(image + ".");
+  });
+}
 
 }  // namespace
 
@@ -87,6 +131,8 @@ void Starter::OnFrame(pool::Frame f) {
       return Resume();
     case MsgType::kKill:
       return Kill();
+    case MsgType::kCheckpoint:
+      return AskCheckpoint("asked by the agent (kite checkpoint)");
     case MsgType::kRscReply:
       if (rsc_) rsc_->Reply(m.chan, f.body);
       return;
@@ -164,9 +210,12 @@ void Starter::Launch(bool again) {
   if (!launch) return Finish(About(MsgType::kRefused, r.ref, launch.error().message()));
   launch->append = again;
   if (!again) r.before = TopLevelFiles(r.box.fd());
-  if (r.job.EvaluateBool("WantRemoteIO").value_or(false)) {
+  if (r.job.EvaluateBool("WantRemoteIO").value_or(false) || IsTransparent(r.job)) {
     std::string why;
-    if (!StartRemoteIo(*launch, &why)) {
+    bool ok =
+        (!r.job.EvaluateBool("WantRemoteIO").value_or(false) || StartRemoteIo(*launch, &why)) &&
+        (!IsTransparent(r.job) || StartTransparent(*launch, &why));
+    if (!ok) {
       // Said as the run's end, so the job is held with the reason rather than tried elsewhere.
       spdlog::warn("starter: job {} run {}: {}", r.ref.job, r.ref.run, why);
       r.exit = {pool::RunExit::Kind::kFailed, 0, why};
@@ -182,6 +231,7 @@ void Starter::Launch(bool again) {
   }
   r.pid = *pid;
   r.launched_at = WallNow();
+  r.checkpoint_asked = 0;
   if (!again) r.first_launch = r.launched_at;
   r.phase = RunPhase::kRunning;
   spdlog::info("starter: job {} run {} {} on {} (pid {})", r.ref.job, r.ref.run,
@@ -198,7 +248,23 @@ void Starter::Stop(const std::string& reason) {
   if (r.phase == RunPhase::kStopping) return;
   spdlog::info("starter: vacating job {} run {}: {}", r.ref.job, r.ref.run, reason);
   r.stop_reason = reason;
-  if (!HasProcesses(r.phase)) return Finish(About(MsgType::kVacated, r.ref, reason));
+  if (!HasProcesses(r.phase)) {
+    // Its checkpoint on the way home goes on: the run is vacated once it is stored.
+    if (r.phase == RunPhase::kCheckpointing && IsTransparent(r.job))
+      return void(r.vacate_after_checkpoint = true);
+    return Finish(About(MsgType::kVacated, r.ref, reason));
+  }
+  // A program with transparent checkpoints takes one first; the run is vacated once it is
+  // stored (or stopped as any other when none comes of it).
+  if (IsTransparent(r.job) && !r.vacate_after_checkpoint) {
+    r.vacate_after_checkpoint = true;
+    if (r.phase == RunPhase::kSuspended) {
+      ::kill(-r.pid, SIGCONT);
+      r.phase = RunPhase::kRunning;
+    }
+    if (r.checkpoint_asked == 0) AskCheckpoint("the run is vacated: " + reason);
+    return;
+  }
   bool suspended = r.phase == RunPhase::kSuspended;
   r.phase = RunPhase::kStopping;
   r.stop_at = WallNow();
@@ -229,6 +295,11 @@ void Starter::Resume() {
 
 void Starter::Kill() {
   Run& r = *run_;
+  if (r.vacate_after_checkpoint && r.phase == RunPhase::kRunning) {
+    // Vacated while writing its checkpoint: the owner's KILL does not wait for it.
+    r.phase = RunPhase::kStopping;
+    r.stop_at = WallNow();
+  }
   if (r.phase != RunPhase::kStopping || r.killed) return;
   spdlog::info("starter: run {}: SIGKILL (the owner's KILL)", r.ref.run);
   ::kill(-r.pid, SIGKILL);
@@ -266,6 +337,12 @@ void Starter::OnAck(const Message& m) {
     if (r.phase != RunPhase::kCheckpointing || !r.ended_sent) {
       spdlog::warn("starter: ack of a checkpoint that run {} has not sent; ignored", m.run);
       return;
+    }
+    if (r.vacate_after_checkpoint) {
+      spdlog::info("starter: job {} run {} vacated after its checkpoint", r.ref.job, r.ref.run);
+      Message v = About(MsgType::kVacated, r.ref, r.stop_reason);
+      v.usage = r.earlier;
+      return Finish(v);
     }
     return Launch(true);
   }
@@ -318,7 +395,25 @@ void Starter::Reap(int wait_status) {
     m.usage = r.usage;
     return Finish(m);
   }
-  if (st && r.phase != RunPhase::kStopping && IsCheckpointExit(r.job, r.exit)) return Checkpoint();
+  std::string image = r.box.path() + "/" + kCheckpointImage;
+  if (st && IsTransparent(r.job)) {
+    // The library could not make the program the one in its image: said as the run's end, so
+    // the job is held with the reason rather than started over and over.
+    std::string failed = TextOf(image + ".failed");
+    if (!failed.empty()) {
+      ::unlink((image + ".failed").c_str());
+      r.exit = {pool::RunExit::Kind::kFailed, 0,
+                "checkpoint = transparent: cannot restore the checkpoint: " + failed};
+      r.phase = RunPhase::kEnded;
+      return Finished();
+    }
+  }
+  bool taken = IsTransparent(r.job)
+                   ? r.checkpoint_asked > 0 && r.exit.kind == pool::RunExit::Kind::kExited &&
+                         r.exit.code == kTransparentCheckpointExit &&
+                         FileMtime(image) >= r.launched_at - 1
+                   : IsCheckpointExit(r.job, r.exit);
+  if (st && r.phase != RunPhase::kStopping && taken) return Checkpoint();
   if (r.phase == RunPhase::kStopping) {
     r.phase = RunPhase::kEnded;
     Message m = About(MsgType::kVacated, r.ref, r.stop_reason);
@@ -335,6 +430,7 @@ void Starter::Checkpoint() {
   std::vector<std::string> links, skipped;
   Snapshot after = TopLevelFiles(r.box.fd(), &links);
   r.outputs = SelectCheckpoint(r.job, r.before, after, &skipped);
+  DropCheckpointLeftovers(r.outputs, /*image_too=*/false);
   for (const auto& l : links)
     spdlog::warn("starter: run {}: '{}' is a symbolic link; not in the checkpoint", r.ref.run, l);
   for (const auto& s : skipped) spdlog::warn("starter: run {}: checkpoint: {}", r.ref.run, s);
@@ -354,6 +450,7 @@ void Starter::Finished() {
   for (const auto& l : links)
     spdlog::warn("starter: run {}: '{}' is a symbolic link; not sent", r.ref.run, l);
   r.outputs = SelectOutputs(r.job.EvaluateString("TransferOutput"), r.before, after, &skipped);
+  if (IsTransparent(r.job)) DropCheckpointLeftovers(r.outputs, /*image_too=*/true);
   for (const auto& s : skipped) spdlog::warn("starter: run {}: {}", r.ref.run, s);
   r.phase = RunPhase::kEnded;
   RewindOutput(r);  // after a checkpoint, the same counters served its files
@@ -376,6 +473,22 @@ void Starter::Pump() {
 
 void Starter::Tick() {
   if (exited_) return;
+  if (run_ && run_->phase == RunPhase::kRunning && IsTransparent(run_->job)) {
+    Run& r = *run_;
+    std::string refused = r.box.path() + "/" + kCheckpointImage + ".refused";
+    double interval = r.job.EvaluateReal("CheckpointInterval").value_or(0);
+    if (r.checkpoint_asked > 0) {
+      std::string why = TextOf(refused);
+      if (!why.empty()) {
+        ::unlink(refused.c_str());
+        CheckpointNotTaken(why);
+      } else if (WallNow() - r.checkpoint_asked > kCheckpointGrace) {
+        CheckpointNotTaken("no checkpoint after " + std::to_string(int(kCheckpointGrace)) + " s");
+      }
+    } else if (interval > 0 && WallNow() - r.launched_at >= interval) {
+      AskCheckpoint("its checkpoint_interval (" + std::to_string(int(interval)) + " s) passed");
+    }
+  }
   if (run_ && run_->phase == RunPhase::kStopping && !run_->killed &&
       WallNow() - run_->stop_at >= o_.kill_grace) {
     spdlog::info("starter: run {} outlived its grace; SIGKILL", run_->ref.run);
@@ -401,6 +514,65 @@ void Starter::Finish(std::optional<Message> last) {
   run_.reset();  // ready for the slot's next run
 }
 
+void Starter::AskCheckpoint(const std::string& why) {
+  Run& r = *run_;
+  if (!IsTransparent(r.job)) {
+    spdlog::info("starter: job {} takes no transparent checkpoints; '{}' ignored", r.ref.job, why);
+    return;
+  }
+  if (r.phase != RunPhase::kRunning || r.checkpoint_asked > 0) return;
+  spdlog::info("starter: job {} run {}: checkpoint ({})", r.ref.job, r.ref.run, why);
+  ::unlink((r.box.path() + "/" + kCheckpointImage + ".refused").c_str());
+  r.checkpoint_asked = WallNow();
+  ::kill(-r.pid, SIGUSR2);
+}
+
+void Starter::CheckpointNotTaken(const std::string& why) {
+  Run& r = *run_;
+  spdlog::warn("starter: job {} run {}: checkpoint not taken: {}", r.ref.job, r.ref.run, why);
+  r.checkpoint_asked = 0;
+  r.launched_at = WallNow();  // the next periodic one is an interval away
+  if (r.vacate_after_checkpoint) {
+    // Vacated all the same: the job resumes from its last stored checkpoint.
+    r.phase = RunPhase::kStopping;
+    r.stop_at = WallNow();
+    ::kill(-r.pid, SIGTERM);
+  }
+}
+
+// libkite_rsc.so next to kite-exec, for a program that is dynamically linked; "" with `why`.
+std::string Starter::PreloadLibrary(const std::string& feature, std::string* why) const {
+  std::string bin = world_.exec_path.substr(0, world_.exec_path.rfind('/'));
+  std::string lib = bin + "/libkite_rsc.so";
+  if (::access(lib.c_str(), R_OK) != 0) {
+    *why = feature + ": " + lib + " is missing next to kite-exec";
+    return "";
+  }
+  return lib;
+}
+
+bool Starter::StartTransparent(ExecLaunch& launch, std::string* why) {
+  Run& r = *run_;
+  if (IsStaticExecutable(launch.program)) {
+    *why = "checkpoint = transparent: " + launch.program +
+           " is statically linked; transparent checkpoints need a dynamically linked program (they "
+           "work by preloading libkite_rsc.so)";
+    return false;
+  }
+  std::string lib = PreloadLibrary("checkpoint = transparent", why);
+  if (lib.empty()) return false;
+  char real[PATH_MAX];
+  std::string program = ::realpath(launch.program.c_str(), real) ? real : launch.program;
+  AddPreload(launch.env, lib);
+  SetEnv(launch.env, "KITE_CKPT_IMAGE", r.box.path() + "/" + kCheckpointImage);
+  SetEnv(launch.env, "KITE_CKPT_PROGRAM", program);
+  SetEnv(launch.env, "KITE_CKPT_EXIT", std::to_string(kTransparentCheckpointExit));
+  SetEnv(launch.env, "KITE_RSC_SANDBOX", r.box.path());
+  SetEnv(launch.env, "KITE_RSC_STATE", r.box.control_dir());
+  launch.no_aslr = true;
+  return true;
+}
+
 bool Starter::StartRemoteIo(ExecLaunch& launch, std::string* why) {
   Run& r = *run_;
   if (IsStaticExecutable(launch.program)) {
@@ -409,12 +581,8 @@ bool Starter::StartRemoteIo(ExecLaunch& launch, std::string* why) {
            "preloading libkite_rsc.so)";
     return false;
   }
-  std::string bin = world_.exec_path.substr(0, world_.exec_path.rfind('/'));
-  std::string lib = bin + "/libkite_rsc.so";
-  if (::access(lib.c_str(), R_OK) != 0) {
-    *why = "want_remote_io: " + lib + " is missing next to kite-exec";
-    return false;
-  }
+  std::string lib = PreloadLibrary("want_remote_io", why);
+  if (lib.empty()) return false;
   if (!rsc_) {
     rsc_ = std::make_unique<RscRelay>(io_, [this](int64_t chan, const std::string& request) {
       if (!run_) return;
@@ -430,19 +598,11 @@ bool Starter::StartRemoteIo(ExecLaunch& launch, std::string* why) {
   }
   std::string roots;
   for (const auto& p : rsc::RemoteRoots(r.job)) roots += (roots.empty() ? "" : ":") + p;
-  auto set = [&](const std::string& k, const std::string& v) {
-    std::erase_if(launch.env, [&](const std::string& e) { return e.starts_with(k + "="); });
-    launch.env.push_back(k + "=" + v);
-  };
-  std::string preload = lib;
-  for (const auto& e : launch.env) {
-    if (e.starts_with("LD_PRELOAD=") && e.size() > 11) preload += ":" + e.substr(11);
-  }
-  set("LD_PRELOAD", preload);
-  set("KITE_RSC_SOCKET", r.box.control_dir() + "/rsc.sock");
-  set("KITE_RSC_PATHS", roots);
-  set("KITE_RSC_SANDBOX", r.box.path());
-  set("KITE_RSC_STATE", r.box.control_dir());
+  AddPreload(launch.env, lib);
+  SetEnv(launch.env, "KITE_RSC_SOCKET", r.box.control_dir() + "/rsc.sock");
+  SetEnv(launch.env, "KITE_RSC_PATHS", roots);
+  SetEnv(launch.env, "KITE_RSC_SANDBOX", r.box.path());
+  SetEnv(launch.env, "KITE_RSC_STATE", r.box.control_dir());
   return true;
 }
 

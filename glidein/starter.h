@@ -72,6 +72,10 @@ class Starter {
   void Resume();
   void Kill();
   void TellSuspension();
+  // Transparent checkpoints (docs/checkpoints.md): the checkpoint signal to the program, and
+  // what the starter does when none comes of it.
+  void AskCheckpoint(const std::string& why);
+  void CheckpointNotTaken(const std::string& why);
 
   void OnChildSignal();
   void Reap(int wait_status);
@@ -94,6 +98,10 @@ class Starter {
   // Sets up remote I/O for the run's program: the relay's socket and the library's environment.
   // False (with the reason) when the program cannot have it.
   bool StartRemoteIo(ExecLaunch& launch, std::string* why);
+  // Sets up a program with `checkpoint = transparent`: the library preloaded, its image's place,
+  // no address-space randomisation. False (with the reason) when the program cannot have it.
+  bool StartTransparent(ExecLaunch& launch, std::string* why);
+  std::string PreloadLibrary(const std::string& feature, std::string* why) const;
   bool exited_ = false;
   boost::asio::steady_timer tick_;
   boost::asio::signal_set children_;

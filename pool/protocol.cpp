@@ -11,7 +11,7 @@ namespace {
 
 namespace json = boost::json;
 
-constexpr std::array<std::pair<MsgType, std::string_view>, 25> kTypeNames = {{
+constexpr std::array<std::pair<MsgType, std::string_view>, 26> kTypeNames = {{
     {MsgType::kHello, "hello"},
     {MsgType::kSlot, "slot"},
     {MsgType::kStarted, "started"},
@@ -37,6 +37,7 @@ constexpr std::array<std::pair<MsgType, std::string_view>, 25> kTypeNames = {{
     {MsgType::kRewound, "rewound"},
     {MsgType::kRsc, "rsc"},
     {MsgType::kRscReply, "rsc_reply"},
+    {MsgType::kCheckpoint, "checkpoint"},
 }};
 
 constexpr std::array<std::pair<RunExit::Kind, std::string_view>, 3> kExitNames = {{
@@ -71,6 +72,7 @@ Needs NeedsOf(MsgType t) {
     case MsgType::kAck:
     case MsgType::kRsc:
     case MsgType::kRscReply:
+    case MsgType::kCheckpoint:
       return {.job = true};
     case MsgType::kInput:
     case MsgType::kOutput:

@@ -43,15 +43,16 @@ enum class MsgType {
   // starter's channel `chan` (one per connection of the program's library)
   kRsc,
   // agent -> startd
-  kWelcome,   // version: the startd is accepted
-  kRefuse,    // reason: the startd is not (the connection closes)
-  kActivate,  // slot, job, run, ad, files: run this job on this slot; its input follows
-  kInput,     // job, run, path, offset, last, mode + body: an input file's bytes
-  kGo,        // job, run: every input file was sent
-  kVacate,    // slot, job, run, reason: stop this run (the job returns to Idle)
-  kAck,       // job, run: the run's outcome is stored; the sandbox may go. With `checkpoint`:
-              // the checkpoint is stored; the program starts again in its sandbox
-  kRscReply,  // job, run, chan + body: the shadow's reply to an `rsc`
+  kWelcome,     // version: the startd is accepted
+  kRefuse,      // reason: the startd is not (the connection closes)
+  kActivate,    // slot, job, run, ad, files: run this job on this slot; its input follows
+  kInput,       // job, run, path, offset, last, mode + body: an input file's bytes
+  kGo,          // job, run: every input file was sent
+  kVacate,      // slot, job, run, reason: stop this run (the job returns to Idle)
+  kAck,         // job, run: the run's outcome is stored; the sandbox may go. With `checkpoint`:
+                // the checkpoint is stored; the program starts again in its sandbox
+  kRscReply,    // job, run, chan + body: the shadow's reply to an `rsc`
+  kCheckpoint,  // job, run: a program with transparent checkpoints takes one now and goes on
   // startd -> starter only (docs/startd.md, "The starter"): never on the agent's connection
   kSuspend,   // reason: stop the program (SIGSTOP) and say `suspended`
   kContinue,  // let it go on (SIGCONT) and say `continued`

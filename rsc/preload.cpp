@@ -43,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "rsc/checkpoint.h"
 #include "rsc/paths.h"
 #include "rsc/wire.h"
 
@@ -70,6 +71,9 @@ struct File {
   int64_t ahead_at = -1;
   uint64_t ahead_writes = 0;
   bool ahead_end = false;
+  // Open for appending: where this process's last write left the file's end (-1: none yet).
+  // After a restore the file is cut back to it, so the stretch run again does not write twice.
+  int64_t append_end = -1;
 };
 
 // Reads shorter than this fetch this much and keep it for the next reads.
@@ -81,8 +85,12 @@ struct State {
   pid_t pid = 0;
   uint64_t seq = 0;
   std::vector<std::string> roots;
-  std::string sandbox, socket_path;
-  std::string state;  // where the stand-in files are made (KITE_RSC_STATE, else the sandbox)
+  // Fixed arrays, not strings: a restored process sets them from a signal handler.
+  char sandbox[4096] = "", socket_path[4096] = "";
+  char state[4096] = "";  // where the stand-in files are made (KITE_RSC_STATE, else the sandbox)
+  // Restored from a checkpoint: the shadow knows none of the remote files open; they are opened
+  // there again before the next call.
+  std::atomic<bool> reopen{false};
   std::map<int, std::shared_ptr<File>> files;
   std::atomic<size_t> count{0};  // files.size(), read without the lock
   // Remote changes this process made to each path (writes, truncations, renames, removals): a
@@ -126,7 +134,7 @@ bool Remote(const char* path, std::string* normal) {
   State& s = S();
   if (!s.enabled || path == nullptr || *path == '\0') return false;
   std::string n = Normal(path);
-  if (n.empty() || (!s.sandbox.empty() && kite::rsc::PathUnder(n, s.sandbox))) return false;
+  if (n.empty() || (s.sandbox[0] && kite::rsc::PathUnder(n, s.sandbox))) return false;
   for (const auto& r : s.roots) {
     if (kite::rsc::PathUnder(n, r)) {
       *normal = n;
@@ -194,13 +202,79 @@ bool Connect(State& s) {
   }
   s.sock = fd;
   s.pid = ::getpid();
+  kite::rsc::ckpt::g_socket_fd = fd;
   return true;
 }
 
+void SetText(char* to, const char* from, size_t cap) {
+  size_t i = 0;
+  for (; from[i] && i + 1 < cap; ++i) to[i] = from[i];
+  to[i] = '\0';
+}
+
+bool Call(Request& req, Reply* rep);
+
+// After a restore: each remote file is opened again at the shadow (never created or emptied), and
+// one open for appending is cut back to where this process's writes had reached. Gives each old
+// handle's new one.
+std::map<int64_t, int64_t> Reopen() {
+  std::map<int64_t, int64_t> renamed;
+  State& s = S();
+  std::vector<std::shared_ptr<File>> files;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    std::set<File*> seen;  // dup'ed descriptors share one
+    for (auto& [fd, f] : s.files) {
+      if (seen.insert(f.get()).second) files.push_back(f);
+    }
+  }
+  for (auto& f : files) {
+    Request req;
+    req.op = Op::kOpen;
+    req.path = f->path;
+    req.flags = f->flags & ~(O_CREAT | O_TRUNC | O_EXCL | O_CLOEXEC);
+    Reply rep;
+    if (!Call(req, &rep)) continue;  // its calls fail with the shadow's reason
+    std::lock_guard<std::mutex> lock(f->mu);
+    renamed[f->handle] = rep.result;
+    f->handle = rep.result;
+    f->ahead_at = -1;
+    if ((f->flags & O_APPEND) && f->append_end >= 0) {
+      Request cut;
+      cut.op = Op::kFtruncate;
+      cut.handle = f->handle;
+      cut.size = static_cast<uint64_t>(f->append_end);
+      Call(cut, &rep);
+    }
+  }
+  return renamed;
+}
+
 // One request and its reply; false (errno set) when the starter cannot be reached.
+bool CallLocked(Request& req, Reply* rep);
+
 bool Call(Request& req, Reply* rep) {
   State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.reopen.exchange(false)) {
+    // The request in hand was made with a handle of the shadow before the restore.
+    auto renamed = Reopen();
+    if (auto it = renamed.find(req.handle); req.handle != 0 && it != renamed.end())
+      req.handle = it->second;
+  }
+  kite::rsc::ckpt::EnterCall();
+  bool ok;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    ok = CallLocked(req, rep);
+  }
+  int e = errno;
+  kite::rsc::ckpt::LeaveCall();
+  errno = e;
+  return ok;
+}
+
+bool CallLocked(Request& req, Reply* rep) {
+  State& s = S();
   if (!Connect(s)) {
     errno = EIO;
     return false;
@@ -301,10 +375,10 @@ int RemoteOpen(const std::string& path, int flags, mode_t mode) {
   REAL(open);
   State& s = S();
   int fd;
-  if (s.state.empty()) {
+  if (!s.state[0]) {
     fd = real("/dev/null", O_RDWR | (flags & O_CLOEXEC));
   } else {
-    std::string stand_in = s.state + "/.kite-rsc/" + std::to_string(rep.result);
+    std::string stand_in = std::string(s.state) + "/.kite-rsc/" + std::to_string(rep.result);
     fd = real(stand_in.c_str(), O_RDWR | O_CREAT | O_TRUNC | (flags & O_CLOEXEC), 0600);
     if (fd >= 0) {
       std::string what = std::to_string(flags) + " " + path;
@@ -398,6 +472,8 @@ ssize_t RemoteWrite(File& f, const void* buf, size_t n, int64_t* offset, bool ap
     if (!Call(req, &rep)) return done ? static_cast<ssize_t>(done) : -1;
     done += static_cast<size_t>(rep.result);
     if (!append) *offset += rep.result;
+    if (append && rep.data.size() == 8)
+      f.append_end = static_cast<int64_t>(kite::rsc::wire::Get(rep.data, 0, 8));
     if (rep.result == 0) break;
   }
   return static_cast<ssize_t>(done);
@@ -466,12 +542,13 @@ void ChildAfterFork() {
 }
 
 __attribute__((constructor)) void Init() {
+  kite::rsc::ckpt::Init();  // a restore never comes back
   State& s = S();
   const char* sock = ::getenv("KITE_RSC_SOCKET");
   const char* paths = ::getenv("KITE_RSC_PATHS");
   if (!sock || !paths) return;
-  s.socket_path = sock;
-  if (const char* sb = ::getenv("KITE_RSC_SANDBOX")) s.sandbox = sb;
+  SetText(s.socket_path, sock, sizeof s.socket_path);
+  if (const char* sb = ::getenv("KITE_RSC_SANDBOX")) SetText(s.sandbox, sb, sizeof s.sandbox);
   std::string p = paths;
   size_t i = 0;
   while (i <= p.size()) {
@@ -489,9 +566,9 @@ __attribute__((constructor)) void Init() {
   if (!s.enabled) return;
   ::pthread_atfork(nullptr, MarkShared, ChildAfterFork);
   const char* state = ::getenv("KITE_RSC_STATE");
-  s.state = state ? state : s.sandbox;
-  if (s.state.empty()) return;
-  std::string stand_ins = s.state + "/.kite-rsc";
+  SetText(s.state, state ? state : s.sandbox, sizeof s.state);
+  if (!s.state[0]) return;
+  std::string stand_ins = std::string(s.state) + "/.kite-rsc";
   ::syscall(SYS_mkdir, stand_ins.c_str(), 0700);
   // Remote files this program inherited (from its parent, or from itself before an exec).
   std::string prefix = stand_ins + "/";
@@ -614,6 +691,20 @@ DIR* NewDir(int fd) {
 }
 
 }  // namespace
+
+namespace kite::rsc {
+
+void AfterRestore(const char* socket, const char* state, const char* sandbox) {
+  State& s = S();
+  SetText(s.socket_path, socket, sizeof s.socket_path);
+  SetText(s.state, state, sizeof s.state);
+  SetText(s.sandbox, sandbox, sizeof s.sandbox);
+  s.sock = -1;
+  s.pid = 0;
+  if (s.enabled) s.reopen = true;
+}
+
+}  // namespace kite::rsc
 
 extern "C" {
 

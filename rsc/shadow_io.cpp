@@ -201,6 +201,9 @@ Reply ShadowIo::Do(const Request& r) {
       }
       if (n < 0) return fail(errno);
       out.result = n;
+      // An append says where the file's end now is: a restored program cuts it back to that.
+      if (r.op == Op::kAppend)
+        wire::Put(out.data, static_cast<uint64_t>(::lseek(fd, 0, SEEK_CUR)), 8);
       counts_.bytes_written += static_cast<uint64_t>(n);
       return out;
     }

@@ -27,7 +27,7 @@ constexpr const char* kCloud = "for HTCondor's grid types; Kite's gridmanager ru
 // clang-format off
 const CommandInfo kCommands[] = {
     // What runs, and how.
-    {"universe", "JobUniverse", F::kSpecial, U::kActs, "vanilla, local, grid; others are refused", ""},
+    {"universe", "JobUniverse", F::kSpecial, U::kActs, "vanilla, local, grid; standard as vanilla with remote I/O and transparent checkpoints; others are refused", ""},
     {"executable", "Cmd", F::kSpecial, U::kActs, "", ""},
     {"transfer_executable", "TransferExecutable", F::kSpecial, U::kActs, "", ""},
     {"arguments", "Args", F::kSpecial, U::kActs, "old syntax -> Args, new (\"...\") -> Arguments", "args"},
@@ -102,6 +102,8 @@ const CommandInfo kCommands[] = {
     {"noop_job_exit_code", "NoopJobExitCode", F::kExpr, U::kRecords, "", ""},
     {"checkpoint_exit_code", "CheckpointExitCode", F::kSpecial, U::kActs, "vanilla: the checkpoint is stored and the job starts again", ""},
     {"checkpoint_destination", "CheckpointDestination", F::kString, U::kRecords, "", ""},
+    {"checkpoint", "TransparentCheckpoint", F::kSpecial, U::kActs, "vanilla: transparent: the program's state is checkpointed without its help (docs/checkpoints.md)", ""},
+    {"checkpoint_interval", "CheckpointInterval", F::kSpecial, U::kActs, "vanilla, transparent checkpoints: seconds between periodic checkpoints", ""},
     {"want_remote_io", "WantRemoteIO", F::kBool, U::kActs, "vanilla: the program's file calls on the job's files go to the submit host while it runs (docs/remote-io.md)", ""},
     {"remote_io_paths", "RemoteIOPaths", F::kString, U::kActs, "vanilla, with want_remote_io: more files and folders the program reaches remotely", ""},
     {"erase_output_and_error_on_restart", "DontAppend", F::kBool, U::kRecords, "", ""},

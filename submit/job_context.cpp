@@ -161,18 +161,21 @@ Result<int> GetUniverse(JobContext& ctx) {
   if (!*v) return kVanillaUniverse;
   std::string u = ToLower(**v);
   if (u == "vanilla" || u == "5") return kVanillaUniverse;
+  // The standard universe is a vanilla job with remote I/O and transparent checkpoints
+  // (EmitMiscPolicy), which Kite gives unmodified programs.
+  if (u == "standard" || u == "1") return kVanillaUniverse;
   // HTCondor's scheduler universe runs the job on the submit host at once, as the local universe
   // does (DAGMan's tests use it for node jobs): Kite runs it as a local job (JobUniverse 12).
   if (u == "local" || u == "12" || u == "scheduler" || u == "7") return kLocalUniverse;
   if (u == "grid" || u == "globus" || u == "9") return kGridUniverse;
-  static const char* kKnown[] = {"standard", "pipe",     "linda", "pvm",    "mpi",
-                                 "java",     "parallel", "vm",    "docker", "container"};
+  static const char* kKnown[] = {"pipe",     "linda", "pvm",    "mpi",      "java",
+                                 "parallel", "vm",    "docker", "container"};
   bool known = std::find(std::begin(kKnown), std::end(kKnown), u) != std::end(kKnown) ||
                (u.size() <= 2 && EvalInteger(u).value_or(0) > 0);
   return Fail(ctx.ErrorAt(
       "universe", "universe = " + **v +
                       (known ? " is not supported by Kite" : " is not a universe HTCondor knows") +
-                      " (Kite runs vanilla, local and grid jobs)"));
+                      " (Kite runs vanilla, standard, local and grid jobs)"));
 }
 
 bool IsReservedAttr(std::string_view name) {

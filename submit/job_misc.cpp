@@ -148,6 +148,56 @@ Status EmitRemoteUniverses(JobContext& ctx) {
 
 }  // namespace
 
+namespace {
+
+// `checkpoint = transparent`, and `universe = standard`, which is it with remote I/O
+// (docs/checkpoints.md); `checkpoint_interval` in seconds.
+Status EmitTransparentCheckpoints(JobContext& ctx, bool own_checkpoints) {
+  auto kind = ctx.Get("checkpoint");
+  if (!kind) return Fail(kind.error());
+  auto universe = ctx.Get("universe");
+  if (!universe) return Fail(universe.error());
+  std::string u = *universe ? ToLower(Trim(**universe)) : "";
+  bool standard = u == "standard" || u == "1";
+  bool transparent = standard;
+  if (*kind) {
+    std::string k = ToLower(Trim(**kind));
+    if (k != "transparent" && k != "none") {
+      return Fail(ctx.ErrorAt("checkpoint",
+                              "checkpoint must be transparent or none, not '" + **kind + "'"));
+    }
+    transparent = k == "transparent";
+  }
+  auto interval = GetInt(ctx, "checkpoint_interval");
+  if (!interval) return Fail(interval.error());
+  if (*interval && **interval <= 0)
+    return Fail(ctx.ErrorAt("checkpoint_interval",
+                            "checkpoint_interval must be a positive number of seconds"));
+  if (!transparent) {
+    if (*interval) {
+      return Fail(ctx.ErrorAt("checkpoint_interval",
+                              "checkpoint_interval needs checkpoint = transparent (a program with "
+                              "checkpoint_exit_code chooses its own moments)"));
+    }
+    return {};
+  }
+  if (own_checkpoints) {
+    return Fail(ctx.ErrorAt("checkpoint_exit_code",
+                            "checkpoint_exit_code and transparent checkpoints exclude each other "
+                            "(the program saves its own state, or Kite does)"));
+  }
+  ctx.Emit("TransparentCheckpoint", "true");
+  if (*interval) ctx.Emit("CheckpointInterval", std::to_string(**interval));
+  if (standard) {
+    auto rio = ctx.Get("want_remote_io");
+    if (!rio) return Fail(rio.error());
+    if (!*rio) ctx.Emit("WantRemoteIO", "true");
+  }
+  return {};
+}
+
+}  // namespace
+
 Status EmitMiscPolicy(JobContext& ctx) {
   for (auto f :
        {EmitLease, EmitCredentialAlarm, EmitConcurrency, EmitMaterialize, EmitRemoteUniverses}) {
@@ -163,6 +213,7 @@ Status EmitMiscPolicy(JobContext& ctx) {
   auto code = GetInt(ctx, "checkpoint_exit_code");
   if (!code) return Fail(code.error());
   if (*code) ctx.Emit("CheckpointExitCode", std::to_string(**code));
+  if (auto st = EmitTransparentCheckpoints(ctx, code->has_value()); !st) return st;
   auto noop = ctx.Get("noop_job");
   if (!noop) return Fail(noop.error());
   if (*noop && !EqualsIgnoreCase(**noop, "false")) {

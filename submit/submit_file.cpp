@@ -310,13 +310,13 @@ Status SubmitParser::CheckRefused() {
   if (const submit::Definition* u = table_.Find("universe")) {
     expander_.SetProc(nullptr);
     auto v = expander_.Expand(u->value, u->line);
-    static const char* kRefused[] = {"docker",   "container", "vm",   "parallel", "java",
-                                     "standard", "mpi",       "pipe", "linda",    "pvm"};
+    static const char* kRefused[] = {"docker", "container", "vm",    "parallel", "java",
+                                     "mpi",    "pipe",      "linda", "pvm"};
     std::string lower = v ? ToLower(Trim(*v)) : "";
     if (std::find(std::begin(kRefused), std::end(kRefused), lower) != std::end(kRefused)) {
       return Fail(Bad(u->line, "universe = " + std::string(Trim(*v)) +
-                                   " is not supported by Kite (Kite runs vanilla, local and grid "
-                                   "jobs)"));
+                                   " is not supported by Kite (Kite runs vanilla, standard, local "
+                                   "and grid jobs)"));
     }
   }
   const submit::Definition* first = nullptr;

@@ -189,7 +189,7 @@ void Log(const std::string& id) {
 }  // namespace
 
 void RegisterJobCommands(CLI::App& app) {
-  static ActArgs rm, hold, rel, vac;
+  static ActArgs rm, hold, rel, vac, ckpt;
   struct Verb {
     const char* name;
     const char* help;
@@ -201,7 +201,11 @@ void RegisterJobCommands(CLI::App& app) {
                  Verb{"vacate",
                       "stop running vanilla jobs where they run; they go back to Idle and match "
                       "again (condor_vacate_job)",
-                      &vac}}) {
+                      &vac},
+                 Verb{"checkpoint",
+                      "running jobs with transparent checkpoints take one now and go on (the "
+                      "standard universe's condor_checkpoint)",
+                      &ckpt}}) {
     auto* c = app.add_subcommand(v.name, v.help);
     c->add_option("targets", v.args->targets,
                   "clusters C or jobs C.P, or owner names (all their jobs)");

@@ -1,17 +1,21 @@
 // kite-exec: runs one job and records how it ended, so that its starter need not be its parent.
 //
 //   kite-exec --dir DIR [--lock-fd N] [--cwd DIR] [--in FILE] [--out FILE] [--err FILE] [--append]
-//             -- PROGRAM ARGS...
+//             [--no-aslr] -- PROGRAM ARGS...
 //
 // While it lives it holds an exclusive flock on DIR/lock (or on the already locked file it
 // inherits as fd N, so the lock is never free between its starter's decision and its start); when
 // the job ends it appends how it ended to DIR/lock (see common/exec_status.h) and exits 0. The job
 // runs with this process's environment. The wrapper ignores SIGTERM/SIGINT/SIGHUP/SIGQUIT so that
 // signalling the job's process group (how Kite stops a job) stops the job while the wrapper lives
-// on to record the signal. Deliberately small: only libc and common/exec_status, so it starts fast.
+// on to record the signal; it ignores SIGUSR2 too, the transparent checkpoint signal
+// (docs/checkpoints.md), which goes to the job's group the same way. `--no-aslr` runs the program
+// without address-space randomisation (personality), as a restored checkpoint needs. Deliberately
+// small: only libc and common/exec_status, so it starts fast.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/personality.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -49,6 +53,7 @@ struct Args {
   std::string dir, cwd, in = "/dev/null", out, err;
   int lock_fd = -1;
   bool append = false;
+  bool no_aslr = false;
   std::vector<char*> argv;
 };
 
@@ -62,6 +67,10 @@ bool ParseArgs(int argc, char** argv, Args* a) {
     }
     if (k == "--append") {
       a->append = true;
+      continue;
+    }
+    if (k == "--no-aslr") {
+      a->no_aslr = true;
       continue;
     }
     if (i + 1 >= argc) return false;
@@ -112,7 +121,10 @@ int OpenOrFail(int pipe_fd, const std::string& path, int flags, int target, cons
 [[noreturn]] void RunChild(const Args& a, int pipe_fd) {
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
-  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE}) sigaction(s, &dfl, nullptr);
+  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR2}) sigaction(s, &dfl, nullptr);
+  if (a.no_aslr &&
+      personality(static_cast<unsigned long>(personality(0xffffffff)) | ADDR_NO_RANDOMIZE) < 0)
+    ChildFail(pipe_fd, 'S', errno, "cannot turn address-space randomisation off");
   sigset_t stop;
   kite::ExecStopSignals(&stop);
   sigprocmask(SIG_UNBLOCK, &stop, nullptr);  // one sent since the fork is delivered now
@@ -147,7 +159,7 @@ int main(int argc, char** argv) {
   if (!ParseArgs(argc, argv, &a)) {
     fprintf(stderr,
             "usage: kite-exec --version | --dir DIR [--cwd DIR] [--in F] [--out F] [--err F] "
-            "[--append] -- "
+            "[--append] [--no-aslr] -- "
             "PROGRAM ARGS...\n");
     return 2;
   }
@@ -171,6 +183,7 @@ int main(int argc, char** argv) {
   struct sigaction ign {};
   ign.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &ign, nullptr);
+  sigaction(SIGUSR2, &ign, nullptr);
   struct sigaction fwd {};
   fwd.sa_handler = ForwardToJob;
   fwd.sa_flags = SA_RESTART;

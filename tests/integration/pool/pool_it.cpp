@@ -805,5 +805,116 @@ TEST_F(Pool, MalformedStartdsAreRefusedAndNothingElseIsDisturbed) {
   EXPECT_NE(log.find("refused startd 'evil'"), std::string::npos) << log;
 }
 
+// An unmodified C program that keeps its state in memory — an array on the heap, a buffer on the
+// stack, a counter in bss — and appends a line per step to a file on the desktop (remote I/O).
+const char* kMemoryCounter = R"(#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static long in_bss;
+int main(int argc, char** argv) {
+  int steps = atoi(argv[2]);
+  long* heap = calloc(1 << 16, sizeof(long));
+  char on_stack[256];
+  long sum = 0;
+  int fd = open(argv[1], O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (fd < 0) { perror(argv[1]); return 2; }
+  for (int i = 1; i <= steps; ++i) {
+    heap[i] = heap[i - 1] + i;
+    sum += heap[i];
+    in_bss += 2;
+    snprintf(on_stack, sizeof on_stack, "step %d heap %ld sum %ld bss %ld pid-free\n", i, heap[i],
+             sum, in_bss);
+    if (write(fd, on_stack, strlen(on_stack)) < 0) { perror("write"); return 3; }
+    usleep(100000);
+  }
+  printf("done: sum %ld\n", sum);
+  return 0;
+}
+)";
+
+// What the counter writes when nothing stops it.
+std::string CounterSteps(int steps) {
+  std::string out;
+  long heap = 0, sum = 0, bss = 0;
+  for (int i = 1; i <= steps; ++i) {
+    heap += i;
+    sum += heap;
+    bss += 2;
+    out += "step " + std::to_string(i) + " heap " + std::to_string(heap) + " sum " +
+           std::to_string(sum) + " bss " + std::to_string(bss) + " pid-free\n";
+  }
+  return out;
+}
+
+// `universe = standard` (remote I/O and transparent checkpoints) for a program that knows
+// nothing of either: vacated three times, each time from a different startd (each one's START
+// takes the job only with its number of checkpoints), it resumes every time from the checkpoint
+// taken as it was vacated — memory and the remote file's end exactly where they were — and its
+// result is that of a run never interrupted; `kite checkpoint` takes one and lets it go on.
+TEST_F(Pool, TransparentCheckpointsCarryAnUnmodifiedProgramAcrossFourStartds) {
+  Start("[pool]\nlocal_slots = 0\n");
+  const std::string d = env_->dir();
+  env_->Write("counter.c", kMemoryCounter);
+  auto cc = RunCommand({"/usr/bin/cc", "-O1", "-o", d + "/counter", d + "/counter.c"});
+  ASSERT_EQ(cc.exit_code, 0) << cc.err;
+  const int kSteps = 80;
+  std::string work = d + "/w";
+  std::vector<pid_t> startds;
+  const char* kStarts[] = {"TARGET.NumCheckpoints =?= undefined", "TARGET.NumCheckpoints == 1",
+                           "TARGET.NumCheckpoints == 3", "TARGET.NumCheckpoints == 4"};
+  for (int i = 0; i < 4; ++i) {
+    startds.push_back(SpawnStartd(env_->home(), "s" + std::to_string(i), work + std::to_string(i),
+                                  {"--start", kStarts[i], "--kill-grace", "5"}));
+  }
+  ASSERT_TRUE(WaitSlots(4));
+  int c = env_->Submit("universe = standard\nexecutable = counter\narguments = " + d +
+                       "/steps.txt " + std::to_string(kSteps) +
+                       "\noutput = out\nerror = err\nlog = counter.log\nqueue\n");
+  std::string id = std::to_string(c) + ".0";
+  auto lines = [&] {
+    auto t = ReadFileOr(d + "/steps.txt");
+    return static_cast<int>(std::count(t.begin(), t.end(), '\n'));
+  };
+  auto running_on = [&](const std::string& host) {
+    return WaitUntil(
+        [&] { return Q(id, "RemoteHost") == "slot1@" + host && env_->JobStatus(id) == 2; }, 30);
+  };
+  ASSERT_TRUE(running_on("s0")) << env_->Kite({"q", "-nobatch"}).out;
+  ASSERT_TRUE(WaitUntil([&] { return lines() >= 10; }, 30)) << lines();
+  // 1: vacated from s0; it goes on at s1.
+  ASSERT_EQ(env_->Kite({"vacate", id}).exit_code, 0);
+  ASSERT_TRUE(running_on("s1")) << Q(id, "NumCheckpoints") << ReadFileOr(work + "0.log");
+  EXPECT_EQ(Q(id, "NumCheckpoints"), "1");
+  int at = lines();
+  // `kite checkpoint`: one more, and it goes on where it is.
+  ASSERT_TRUE(WaitUntil([&] { return lines() >= at + 10; }, 30));
+  auto k = env_->Kite({"checkpoint", id});
+  ASSERT_EQ(k.exit_code, 0) << k.out << k.err;
+  ASSERT_TRUE(WaitUntil([&] { return Q(id, "NumCheckpoints") == "2"; }, 30));
+  EXPECT_EQ(Q(id, "RemoteHost"), "slot1@s1");
+  // 2 and 3: from s1 to s2, from s2 to s3.
+  for (int hop = 2; hop <= 3; ++hop) {
+    at = lines();
+    ASSERT_TRUE(WaitUntil([&] { return lines() >= at + 8; }, 30));
+    ASSERT_EQ(env_->Kite({"vacate", id}).exit_code, 0);
+    ASSERT_TRUE(running_on("s" + std::to_string(hop)))
+        << Q(id, "NumCheckpoints") << ReadFileOr(work + std::to_string(hop - 1) + ".log");
+  }
+  WaitDone(c, 90);
+  EXPECT_EQ(ReadFileOr(d + "/steps.txt"), CounterSteps(kSteps));
+  long sum = 0, heap = 0;
+  for (int i = 1; i <= kSteps; ++i) sum += (heap += i);
+  EXPECT_EQ(ReadFileOr(d + "/out"), "done: sum " + std::to_string(sum) + "\n");
+  EXPECT_EQ(ReadFileOr(d + "/err"), "");
+  EXPECT_EQ(History(id, "NumCheckpoints"), "4");
+  EXPECT_EQ(History(id, "NumJobStarts"), "4");
+  EXPECT_EQ(History(id, "LastRemoteHost"), "slot1@s3");
+  EXPECT_EQ(History(id, "ExitCode"), "0");
+  for (pid_t p : startds) ::kill(p, SIGTERM);
+  for (pid_t p : startds) WaitExit(p, 20);
+}
+
 }  // namespace
 }  // namespace kite::testing

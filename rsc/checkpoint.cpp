@@ -1,0 +1,853 @@
+// Transparent checkpoints of unmodified programs, from inside libkite_rsc.so (docs/checkpoints.md).
+//
+// Taking one: the starter sends the checkpoint signal (SIGUSR2). The handler saves the processor
+// state where the signal stopped the program (getcontext, in this library's memory), then writes
+// an image: every private writable memory region (data and bss of the program and its libraries,
+// heap, stack, anonymous maps — this library's own included, which holds that processor state),
+// the signal dispositions, the thread pointer, the working folder, the open descriptors (files
+// with their flags and offsets, the remote files' stand-ins), and what every file-backed map is
+// (where, which part of which file, its contents' hash). The image goes to KITE_CKPT_IMAGE.tmp,
+// is synced and renamed over KITE_CKPT_IMAGE, and the program exits KITE_CKPT_EXIT: its starter
+// ships the image home as a checkpoint and starts the program again.
+//
+// Restoring one: a program started with KITE_CKPT_IMAGE naming an image becomes it, here, before
+// its own main runs. It checks that the same executable and libraries are mapped at the same
+// places (the starter runs such jobs without address-space randomisation) — else it refuses,
+// saying why — then moves to a stack of its own in a scratch map outside every saved region,
+// puts each saved region back where it was (the heap through brk, the stack by letting it grow),
+// opens the descriptors again at their numbers and offsets, sets the signal dispositions and the
+// thread pointer, and jumps into the saved processor state: the handler "returns" a second time,
+// in the restored process, and the program goes on from where the signal stopped it.
+//
+// Limits (checked, with the reason on standard error): one thread; descriptors on files,
+// folders and character devices only (not pipes or sockets); no shared writable maps. Not saved:
+// timers, child processes, the standard streams (the new run's own are kept).
+//
+// Everything between the start of a restore and the jump uses system calls only: the memory
+// being replaced holds malloc's state, the stack protector's canary and libc's errno.
+#include "rsc/checkpoint.h"
+
+#include <asm/prctl.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace kite::rsc::ckpt {
+
+int g_socket_fd = -1;
+
+namespace {
+
+constexpr char kMagic[8] = {'K', 'I', 'T', 'E', 'C', 'K', 'P', '1'};
+constexpr size_t kPath = 4096;
+constexpr size_t kMaxRegions = 4096;
+constexpr size_t kMaxFds = 256;
+constexpr size_t kMaxMaps = 1024;
+constexpr size_t kStandInBytes = 4200;  // what a stand-in holds: "FLAGS PATH"
+constexpr size_t kPage = 4096;
+
+enum RegionKind : uint32_t { kPlain = 0, kHeap = 1, kStack = 2 };
+enum FdKind : uint32_t { kFile = 0, kDir = 1, kStandIn = 2 };
+
+struct KSigaction {  // the kernel's own struct for rt_sigaction
+  uint64_t handler, flags, restorer, mask;
+};
+
+struct Region {
+  uint64_t start, end;
+  uint32_t prot, kind;
+};
+
+struct FdEntry {
+  int32_t fd;
+  uint32_t kind;
+  int32_t flags, fd_flags;
+  int64_t offset;
+  int64_t size;  // a regular file's, at the checkpoint
+  char path[kPath];
+  char stand_in[kStandInBytes];
+  uint32_t stand_in_len, pad;
+};
+
+struct MapEntry {  // a file-backed map
+  uint64_t start, end, offset;
+  uint32_t prot, pad;
+  uint64_t size, hash;  // of the whole file
+  char path[512];
+};
+
+struct Header {
+  char magic[8];
+  uint64_t regions, fds, maps;
+  uint64_t fs_base, vdso, stack_top;
+  KSigaction actions[65];
+  char cwd[kPath];
+  char sandbox[kPath];
+};
+
+// What a restore works from: in a scratch map of its own, with the stack it runs on.
+struct Scratch {
+  Header h;
+  Region regions[kMaxRegions];
+  FdEntry fds[kMaxFds];
+  MapEntry maps[kMaxMaps];
+  char image[kPath], sandbox[kPath], state[kPath], socket[kPath];
+  int image_fd;
+  uint64_t data_at;  // where the regions' bytes start in the image
+  char buf[1 << 16];
+  char maps_text[1 << 20];  // /proc/self/maps
+};
+constexpr size_t kStackBytes = 1 << 20;
+constexpr size_t kScratchBytes = ((sizeof(Scratch) + kPage - 1) & ~(kPage - 1)) + kStackBytes;
+
+// Set at Init from the environment; after a restore, from the new one.
+char g_image[kPath];
+char g_sandbox[kPath];
+char g_state[kPath];
+int g_signal = SIGUSR2;
+int g_exit_code = 85;
+
+// The processor state of the handler at the checkpoint: saved with this library's memory, so a
+// restored process finds it here.
+ucontext_t g_uc;
+volatile sig_atomic_t g_restored = 0;
+Scratch* volatile g_scratch = nullptr;  // the restore's, unmapped once back
+
+volatile sig_atomic_t g_in_call = 0;
+volatile sig_atomic_t g_pending = 0;
+
+// ---- small async-signal-safe helpers ----
+
+size_t Len(const char* s) {
+  size_t n = 0;
+  while (s[n]) ++n;
+  return n;
+}
+void Copy(char* to, const char* from, size_t cap) {
+  size_t i = 0;
+  for (; from[i] && i + 1 < cap; ++i) to[i] = from[i];
+  to[i] = '\0';
+}
+void Append(char* to, const char* from, size_t cap) {
+  size_t n = Len(to);
+  Copy(to + n, from, cap - n);
+}
+void AppendNumber(char* to, uint64_t v, size_t cap) {
+  char d[24];
+  int i = 23;
+  d[i] = '\0';
+  do {
+    d[--i] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v && i > 0);
+  Append(to, d + i, cap);
+}
+bool StartsWith(const char* s, const char* prefix) {
+  for (; *prefix; ++s, ++prefix)
+    if (*s != *prefix) return false;
+  return true;
+}
+bool Same(const char* a, const char* b) {
+  for (; *a && *a == *b; ++a, ++b) {
+  }
+  return *a == *b;
+}
+long Sys(long n, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long f = 0) {
+  return ::syscall(n, a, b, c, d, e, f);
+}
+void Say(const char* what, const char* why) {
+  char line[1024] = "kite: ";
+  Append(line, what, sizeof line);
+  Append(line, ": ", sizeof line);
+  Append(line, why, sizeof line);
+  Append(line, "\n", sizeof line);
+  Sys(SYS_write, 2, reinterpret_cast<long>(line), static_cast<long>(Len(line)));
+}
+bool WriteAll(int fd, const void* p, size_t n) {
+  const char* c = static_cast<const char*>(p);
+  while (n > 0) {
+    long w = Sys(SYS_write, fd, reinterpret_cast<long>(c), static_cast<long>(n));
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    c += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+bool PreadAll(int fd, void* p, size_t n, uint64_t at) {
+  char* c = static_cast<char*>(p);
+  while (n > 0) {
+    long r = Sys(SYS_pread64, fd, reinterpret_cast<long>(c), static_cast<long>(n),
+                 static_cast<long>(at));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    c += r;
+    n -= static_cast<size_t>(r);
+    at += static_cast<uint64_t>(r);
+  }
+  return true;
+}
+void* Map(size_t n, uint64_t at = 0, int extra = 0) {
+  long p = Sys(SYS_mmap, static_cast<long>(at), static_cast<long>(n), PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS | extra, -1, 0);
+  return p < 0 && p > -4096 ? nullptr : reinterpret_cast<void*>(p);
+}
+
+uint64_t Hex(const char*& p) {
+  uint64_t v = 0;
+  for (;; ++p) {
+    char c = *p;
+    if (c >= '0' && c <= '9')
+      v = v * 16 + static_cast<uint64_t>(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      v = v * 16 + static_cast<uint64_t>(c - 'a' + 10);
+    else
+      return v;
+  }
+}
+
+// One line of /proc/self/maps.
+struct MapLine {
+  uint64_t start, end, offset, inode;
+  uint32_t prot;
+  bool shared;
+  const char* path;  // "" for an anonymous map; points into the caller's buffer
+};
+// Parses the line at `p` (NUL-terminated by the caller at its end).
+bool ParseMapLine(char* p, MapLine* m) {
+  const char* c = p;
+  m->start = Hex(c);
+  if (*c++ != '-') return false;
+  m->end = Hex(c);
+  if (*c++ != ' ') return false;
+  m->prot = (c[0] == 'r' ? PROT_READ : 0) | (c[1] == 'w' ? PROT_WRITE : 0) |
+            (c[2] == 'x' ? PROT_EXEC : 0);
+  m->shared = c[3] == 's';
+  c += 5;
+  m->offset = Hex(c);
+  ++c;
+  while (*c && *c != ' ') ++c;  // device
+  ++c;
+  m->inode = 0;
+  while (*c >= '0' && *c <= '9') m->inode = m->inode * 10 + static_cast<uint64_t>(*c++ - '0');
+  while (*c == ' ') ++c;
+  m->path = c;
+  return true;
+}
+
+// Reads /proc/self/maps into `buf` (cap bytes, NUL-ended); false when it does not fit.
+bool ReadMaps(char* buf, size_t cap) {
+  int fd = static_cast<int>(
+      Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/self/maps"), O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return false;
+  size_t n = 0;
+  for (;;) {
+    long r = Sys(SYS_read, fd, reinterpret_cast<long>(buf + n), static_cast<long>(cap - 1 - n));
+    if (r <= 0) break;
+    n += static_cast<size_t>(r);
+    if (n + 1 >= cap) break;
+  }
+  Sys(SYS_close, fd);
+  buf[n] = '\0';
+  return n + 1 < cap;
+}
+
+// The FNV-1a hash and size of a whole file.
+bool HashFile(const char* path, char* buf, size_t cap, uint64_t* hash, uint64_t* size) {
+  int fd = static_cast<int>(
+      Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return false;
+  uint64_t h = 1469598103934665603ULL, n = 0;
+  for (;;) {
+    long r = Sys(SYS_read, fd, reinterpret_cast<long>(buf), static_cast<long>(cap));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    for (long i = 0; i < r; ++i) h = (h ^ static_cast<unsigned char>(buf[i])) * 1099511628211ULL;
+    n += static_cast<uint64_t>(r);
+  }
+  Sys(SYS_close, fd);
+  *hash = h;
+  *size = n;
+  return true;
+}
+
+// The path `p` names in the new sandbox when it was in the old one.
+void InSandbox(const char* p, const char* old_box, const char* new_box, char* out) {
+  size_t n = Len(old_box);
+  if (n > 0 && StartsWith(p, old_box) && (p[n] == '/' || p[n] == '\0')) {
+    Copy(out, new_box, kPath);
+    Append(out, p + n, kPath);
+  } else {
+    Copy(out, p, kPath);
+  }
+}
+
+bool Overlaps(uint64_t a0, uint64_t a1, uint64_t b0, uint64_t b1) {
+  return a0 < b1 && b0 < a1;
+}
+
+// Where the kernel starts this process's heap (field 47 of /proc/self/stat).
+uint64_t StartBrk(char* buf, size_t cap) {
+  int fd = static_cast<int>(
+      Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/self/stat"), O_RDONLY | O_CLOEXEC));
+  if (fd < 0) return 0;
+  long n = Sys(SYS_read, fd, reinterpret_cast<long>(buf), static_cast<long>(cap - 1));
+  Sys(SYS_close, fd);
+  if (n <= 0) return 0;
+  buf[n] = '\0';
+  char* p = buf + n;
+  while (p > buf && *p != ')') --p;  // the command name may hold spaces
+  int field = 2;
+  for (; *p && field < 47; ++p)
+    if (*p == ' ') ++field;
+  uint64_t v = 0;
+  while (*p >= '0' && *p <= '9') v = v * 10 + static_cast<uint64_t>(*p++ - '0');
+  return v;
+}
+
+// ---- taking a checkpoint ----
+
+// Everything the image needs, gathered into `sc` (a scratch map); false with `why`.
+bool Gather(Scratch* sc, const char** why) {
+  Header& h = sc->h;
+  for (size_t i = 0; i < 8; ++i) h.magic[i] = kMagic[i];
+  // One thread only: another's registers and stack would not be saved.
+  {
+    int dir = static_cast<int>(Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/self/task"),
+                                   O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (dir < 0) return *why = "cannot read /proc/self/task", false;
+    int tasks = 0;
+    for (;;) {
+      long n = Sys(SYS_getdents64, dir, reinterpret_cast<long>(sc->buf), sizeof sc->buf);
+      if (n <= 0) break;
+      for (long at = 0; at < n;) {
+        auto* d = reinterpret_cast<struct dirent64*>(sc->buf + at);
+        if (d->d_name[0] != '.') ++tasks;
+        at += d->d_reclen;
+      }
+    }
+    Sys(SYS_close, dir);
+    if (tasks != 1) return *why = "the program has more than one thread", false;
+  }
+  // Memory.
+  uint64_t start_brk = StartBrk(sc->buf, sizeof sc->buf);
+  char* maps = sc->maps_text;
+  if (!ReadMaps(maps, sizeof sc->maps_text)) return *why = "cannot read /proc/self/maps", false;
+  // This checkpoint's own scratch map is left out, even where the kernel merged it with a
+  // neighbour.
+  uint64_t scratch_lo = reinterpret_cast<uint64_t>(sc), scratch_hi = scratch_lo + kScratchBytes;
+  auto add = [&](uint64_t start, uint64_t end, uint32_t prot, uint32_t kind) {
+    if (start >= end) return true;
+    if (h.regions >= kMaxRegions) return false;
+    sc->regions[h.regions++] = Region{start, end, prot, kind};
+    return true;
+  };
+  char last_path[512] = "";
+  uint64_t last_hash = 0, last_size = 0;
+  for (char* line = maps; *line;) {
+    char* nl = line;
+    while (*nl && *nl != '\n') ++nl;
+    bool more = *nl == '\n';
+    *nl = '\0';
+    MapLine m;
+    if (ParseMapLine(line, &m)) {
+      bool special = m.path[0] == '[' && !Same(m.path, "[heap]") && !Same(m.path, "[stack]");
+      if (Same(m.path, "[vdso]")) h.vdso = m.start;
+      if (Same(m.path, "[stack]")) h.stack_top = m.end;
+      if (m.shared && (m.prot & PROT_WRITE)) {
+        return *why = "the program has a shared writable memory map", false;
+      } else if ((m.prot & PROT_WRITE) && !special) {
+        if (!(m.prot & PROT_READ)) return *why = "a writable memory region cannot be read", false;
+        uint32_t kind = Same(m.path, "[heap]") ? kHeap : Same(m.path, "[stack]") ? kStack : kPlain;
+        // After a restore the program's data may have merged with the heap that follows it.
+        if (kind == kHeap && start_brk > m.start && start_brk < m.end) {
+          if (!add(m.start, start_brk, m.prot, kPlain))
+            return *why = "too many memory regions", false;
+          m.start = start_brk;
+        }
+        bool fits = Overlaps(m.start, m.end, scratch_lo, scratch_hi)
+                        ? add(m.start, scratch_lo > m.start ? scratch_lo : m.start, m.prot, kind) &&
+                              add(scratch_hi < m.end ? scratch_hi : m.end, m.end, m.prot, kind)
+                        : add(m.start, m.end, m.prot, kind);
+        if (!fits) return *why = "too many memory regions", false;
+      }
+      if (m.path[0] == '/') {
+        if (h.maps >= kMaxMaps) return *why = "too many mapped files", false;
+        MapEntry& e = sc->maps[h.maps++];
+        e.start = m.start;
+        e.end = m.end;
+        e.offset = m.offset;
+        e.prot = m.prot;
+        Copy(e.path, m.path, sizeof e.path);
+        if (!Same(last_path, e.path)) {
+          if (!HashFile(m.path, sc->buf, sizeof sc->buf, &last_hash, &last_size))
+            return *why = "cannot read a mapped file (removed since it was mapped?)", false;
+          Copy(last_path, e.path, sizeof last_path);
+        }
+        e.hash = last_hash;
+        e.size = last_size;
+      }
+    }
+    line = more ? nl + 1 : nl;
+  }
+  // Signal dispositions, the thread pointer, the working folder.
+  for (int s = 1; s <= 64; ++s) {
+    if (s == SIGKILL || s == SIGSTOP) continue;
+    Sys(SYS_rt_sigaction, s, 0, reinterpret_cast<long>(&h.actions[s]), 8);
+  }
+  Sys(SYS_arch_prctl, ARCH_GET_FS, reinterpret_cast<long>(&h.fs_base));
+  if (Sys(SYS_getcwd, reinterpret_cast<long>(h.cwd), sizeof h.cwd) < 0)
+    return *why = "cannot read the working folder", false;
+  Copy(h.sandbox, g_sandbox, sizeof h.sandbox);
+  // Descriptors, but the standard streams (the next run has its own) and the library's.
+  char stand_ins[kPath];
+  Copy(stand_ins, g_state, sizeof stand_ins);
+  Append(stand_ins, "/.kite-rsc/", sizeof stand_ins);
+  int dir = static_cast<int>(Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/self/fd"),
+                                 O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir < 0) return *why = "cannot read /proc/self/fd", false;
+  bool ok = true;
+  for (;;) {
+    long n = Sys(SYS_getdents64, dir, reinterpret_cast<long>(sc->buf), sizeof sc->buf);
+    if (n <= 0) break;
+    for (long at = 0; at < n && ok;) {
+      auto* d = reinterpret_cast<struct dirent64*>(sc->buf + at);
+      at += d->d_reclen;
+      if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
+      int fd = 0;
+      for (const char* c = d->d_name; *c; ++c) fd = fd * 10 + (*c - '0');
+      if (fd <= 2 || fd == dir || fd == g_socket_fd) continue;
+      if (h.fds >= kMaxFds) {
+        *why = "too many open descriptors";
+        ok = false;
+        break;
+      }
+      FdEntry& e = sc->fds[h.fds];
+      e.fd = fd;
+      char link[64] = "/proc/self/fd/";
+      AppendNumber(link, static_cast<uint64_t>(fd), sizeof link);
+      long len = Sys(SYS_readlink, reinterpret_cast<long>(link), reinterpret_cast<long>(e.path),
+                     sizeof e.path - 1);
+      if (len <= 0) continue;  // closed meanwhile
+      e.path[len] = '\0';
+      struct stat st;
+      if (Sys(SYS_fstat, fd, reinterpret_cast<long>(&st)) != 0) continue;
+      e.flags = static_cast<int32_t>(Sys(SYS_fcntl, fd, F_GETFL));
+      e.fd_flags = static_cast<int32_t>(Sys(SYS_fcntl, fd, F_GETFD));
+      e.offset = Sys(SYS_lseek, fd, 0, SEEK_CUR);
+      e.size = S_ISREG(st.st_mode) ? st.st_size : -1;
+      e.stand_in_len = 0;
+      if (StartsWith(e.path, stand_ins)) {
+        e.kind = kStandIn;
+        long m = Sys(SYS_pread64, fd, reinterpret_cast<long>(e.stand_in), sizeof e.stand_in, 0);
+        if (m <= 0) {
+          *why = "cannot read a remote file's stand-in";
+          ok = false;
+          break;
+        }
+        e.stand_in_len = static_cast<uint32_t>(m);
+      } else if (S_ISDIR(st.st_mode)) {
+        e.kind = kDir;
+      } else if (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)) {
+        e.kind = kFile;
+        size_t pl = Len(e.path);
+        if (pl > 10 && Same(e.path + pl - 10, " (deleted)")) {
+          *why = "the program holds a file that was removed";
+          ok = false;
+          break;
+        }
+      } else {
+        *why = "the program holds a pipe or a socket (files, folders and devices only)";
+        ok = false;
+        break;
+      }
+      ++h.fds;
+    }
+    if (!ok) break;
+  }
+  Sys(SYS_close, dir);
+  return ok;
+}
+
+bool WriteImage(Scratch* sc, const char** why) {
+  char tmp[kPath];
+  Copy(tmp, g_image, sizeof tmp);
+  Append(tmp, ".tmp", sizeof tmp);
+  int fd = static_cast<int>(Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(tmp),
+                                O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (fd < 0) return *why = "cannot create the image", false;
+  const Header& h = sc->h;
+  bool ok = WriteAll(fd, &h, sizeof h) && WriteAll(fd, sc->regions, h.regions * sizeof(Region)) &&
+            WriteAll(fd, sc->fds, h.fds * sizeof(FdEntry)) &&
+            WriteAll(fd, sc->maps, h.maps * sizeof(MapEntry));
+  for (uint64_t i = 0; ok && i < h.regions; ++i) {
+    const Region& r = sc->regions[i];
+    ok = WriteAll(fd, reinterpret_cast<const void*>(r.start), r.end - r.start);
+  }
+  ok = ok && Sys(SYS_fsync, fd) == 0;
+  Sys(SYS_close, fd);
+  if (!ok) {
+    Sys(SYS_unlink, reinterpret_cast<long>(tmp));
+    return *why = "cannot write the image (disk full?)", false;
+  }
+  if (Sys(SYS_rename, reinterpret_cast<long>(tmp), reinterpret_cast<long>(g_image)) != 0)
+    return *why = "cannot rename the image into place", false;
+  // The rename itself is made durable with the folder.
+  char folder[kPath];
+  Copy(folder, g_image, sizeof folder);
+  for (size_t i = Len(folder); i > 0; --i) {
+    if (folder[i - 1] == '/') {
+      folder[i - 1] = '\0';
+      break;
+    }
+  }
+  int d = static_cast<int>(Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(folder),
+                               O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (d >= 0) {
+    Sys(SYS_fsync, d);
+    Sys(SYS_close, d);
+  }
+  return true;
+}
+
+void AfterRestoreHere();
+
+__attribute__((noinline)) void TakeCheckpoint() {
+  Scratch* sc = nullptr;
+  for (uint64_t at = 0x100000000000ULL; !sc && at < 0x600000000000ULL; at += 0x40000000000ULL)
+    sc = static_cast<Scratch*>(Map(kScratchBytes, at, MAP_FIXED_NOREPLACE));
+  if (!sc) return Say("checkpoint not taken", "no memory for it");
+  const char* why = "";
+  if (!Gather(sc, &why) || !WriteImage(sc, &why)) {
+    // Said on standard error and, for the starter, in IMAGE.refused; the program goes on.
+    Say("checkpoint not taken", why);
+    char path[kPath];
+    Copy(path, g_image, sizeof path);
+    Append(path, ".refused", sizeof path);
+    int fd = static_cast<int>(Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
+                                  O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    if (fd >= 0) {
+      WriteAll(fd, why, Len(why));
+      Sys(SYS_close, fd);
+    }
+    Sys(SYS_munmap, reinterpret_cast<long>(sc), kScratchBytes);
+    return;
+  }
+  // Written: the starter ships it and starts the program again from it.
+  Sys(SYS_exit_group, g_exit_code);
+}
+
+void OnCheckpointSignal(int, siginfo_t*, void*) {
+  int saved_errno = errno;
+  if (g_in_call) {
+    g_pending = 1;
+    return;
+  }
+  g_restored = 0;
+  ::getcontext(&g_uc);
+  if (g_restored) {
+    AfterRestoreHere();
+  } else {
+    TakeCheckpoint();  // returns only when no checkpoint could be taken
+  }
+  errno = saved_errno;
+}
+
+// ---- restoring one ----
+
+[[noreturn]] void Fail(Scratch* sc, const char* why) {
+  Say("cannot restore the checkpoint", why);
+  if (sc) {
+    char path[kPath];
+    Copy(path, sc->image, sizeof path);
+    Append(path, ".failed", sizeof path);
+    int fd = static_cast<int>(Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
+                                  O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    if (fd >= 0) {
+      WriteAll(fd, why, Len(why));
+      Sys(SYS_close, fd);
+    }
+  }
+  Sys(SYS_exit_group, 1);
+  __builtin_unreachable();
+}
+
+// In the scratch map, on its stack. From the first region put back on, memory is the old
+// process's; only system calls from here to the jump.
+[[noreturn]] __attribute__((noinline, no_stack_protector)) void PutBack(Scratch* sc) {
+  const Header& h = sc->h;
+  uint64_t at = sc->data_at;
+  for (uint64_t i = 0; i < h.regions; ++i) {
+    const Region& r = sc->regions[i];
+    uint64_t len = r.end - r.start;
+    if (r.kind == kHeap) {
+      if (static_cast<uint64_t>(Sys(SYS_brk, static_cast<long>(r.end))) < r.end)
+        Fail(sc, "cannot grow the heap back");
+    } else if (r.kind == kStack) {
+      // The stack grows down to where it reached, page by page.
+      for (uint64_t p = r.end - kPage; p >= r.start; p -= kPage)
+        *reinterpret_cast<volatile char*>(p) = 0;
+    } else {
+      long m = Sys(SYS_mmap, static_cast<long>(r.start), static_cast<long>(len),
+                   PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+      if (m != static_cast<long>(r.start)) Fail(sc, "cannot map a memory region back");
+    }
+    if (!PreadAll(sc->image_fd, reinterpret_cast<void*>(r.start), len, at))
+      Fail(sc, "the image ends early");
+    if (r.prot != (PROT_READ | PROT_WRITE))
+      Sys(SYS_mprotect, static_cast<long>(r.start), static_cast<long>(len), r.prot);
+    at += len;
+  }
+  Sys(SYS_close, sc->image_fd);
+  // Descriptors, at their numbers and offsets; the standard streams stay the new run's.
+  char stand_ins[kPath];
+  Copy(stand_ins, sc->state, sizeof stand_ins);
+  Append(stand_ins, "/.kite-rsc", sizeof stand_ins);
+  Sys(SYS_mkdir, reinterpret_cast<long>(stand_ins), 0700);
+  for (uint64_t i = 0; i < h.fds; ++i) {
+    const FdEntry& e = sc->fds[i];
+    int cloexec = (e.fd_flags & FD_CLOEXEC) ? O_CLOEXEC : 0;
+    int fd;
+    if (e.kind == kStandIn) {
+      char path[kPath];
+      Copy(path, sc->state, sizeof path);
+      Append(path, "/.kite-rsc/restored.", sizeof path);
+      AppendNumber(path, static_cast<uint64_t>(e.fd), sizeof path);
+      fd = static_cast<int>(Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
+                                O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+      if (fd >= 0) {
+        Sys(SYS_pwrite64, fd, reinterpret_cast<long>(e.stand_in), e.stand_in_len, 0);
+        Sys(SYS_unlink, reinterpret_cast<long>(path));
+      }
+    } else {
+      char path[kPath];
+      InSandbox(e.path, h.sandbox, sc->sandbox, path);
+      int flags = (e.flags & ~(O_CREAT | O_TRUNC | O_EXCL)) | O_CLOEXEC |
+                  (e.kind == kDir ? O_DIRECTORY : 0);
+      fd = static_cast<int>(Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), flags, 0));
+      // A sandbox file the program appends to is cut back to its size at the checkpoint, as a
+      // remote one is: what a lost run wrote after it is written again.
+      bool in_sandbox = !Same(path, e.path) || (h.sandbox[0] && StartsWith(e.path, h.sandbox));
+      if (fd >= 0 && (e.flags & O_APPEND) && (e.flags & O_ACCMODE) != O_RDONLY && e.size >= 0 &&
+          in_sandbox) {
+        struct stat now;
+        if (Sys(SYS_fstat, fd, reinterpret_cast<long>(&now)) == 0 && now.st_size > e.size)
+          Sys(SYS_ftruncate, fd, static_cast<long>(e.size));
+      }
+    }
+    if (fd < 0) {
+      char why[kPath + 64] = "cannot open again a file the program had open: ";
+      Append(why, e.kind == kStandIn ? "(a remote file's stand-in)" : e.path, sizeof why);
+      Fail(sc, why);
+    }
+    if (fd != e.fd) {
+      if (Sys(SYS_dup3, fd, e.fd, cloexec) < 0) Fail(sc, "cannot put a descriptor back");
+      Sys(SYS_close, fd);
+    } else if (!cloexec) {
+      Sys(SYS_fcntl, fd, F_SETFD, 0);
+    }
+    if (e.offset >= 0) Sys(SYS_lseek, e.fd, e.offset, SEEK_SET);
+  }
+  for (int s = 1; s <= 64; ++s) {
+    if (s == SIGKILL || s == SIGSTOP) continue;
+    Sys(SYS_rt_sigaction, s, reinterpret_cast<long>(&h.actions[s]), 0, 8);
+  }
+  char cwd[kPath];
+  InSandbox(h.cwd, h.sandbox, sc->sandbox, cwd);
+  Sys(SYS_chdir, reinterpret_cast<long>(cwd));
+  Sys(SYS_arch_prctl, ARCH_SET_FS, static_cast<long>(h.fs_base));
+  // This library's memory is the old process's now: say where it came back, and go on from
+  // where the checkpoint's handler was.
+  g_scratch = sc;
+  g_restored = 1;
+  ::setcontext(&g_uc);
+  Sys(SYS_exit_group, 1);
+  __builtin_unreachable();
+}
+
+[[noreturn]] void SwitchStack(void* top, Scratch* sc) {
+  asm volatile(
+      "mov %0, %%rsp\n\t"
+      "mov %1, %%rdi\n\t"
+      "call *%2\n\t"
+      "ud2" ::"r"(top),
+      "r"(sc), "r"(&PutBack)
+      : "memory", "rdi");
+  __builtin_unreachable();
+}
+
+// Reads the image, checks it can be this process, and puts it back (never returns).
+[[noreturn]] void Restore(const char* image) {
+  // A scratch map outside every region of the image: tried at a few addresses far from where
+  // programs and libraries go.
+  int fd = static_cast<int>(
+      Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(image), O_RDONLY | O_CLOEXEC));
+  if (fd < 0) Fail(nullptr, "cannot open the image");
+  Header probe;
+  if (!PreadAll(fd, &probe, sizeof probe, 0)) Fail(nullptr, "the image is too short");
+  for (size_t i = 0; i < 8; ++i)
+    if (probe.magic[i] != kMagic[i]) Fail(nullptr, "not a Kite checkpoint image");
+  if (probe.regions > kMaxRegions || probe.fds > kMaxFds || probe.maps > kMaxMaps)
+    Fail(nullptr, "the image is damaged");
+  Scratch* sc = nullptr;
+  for (uint64_t at = 0x100000000000ULL; at < 0x600000000000ULL; at += 0x40000000000ULL) {
+    auto* p = static_cast<Scratch*>(Map(kScratchBytes, at, MAP_FIXED_NOREPLACE));
+    if (!p) continue;
+    uint64_t lo = reinterpret_cast<uint64_t>(p), hi = lo + kScratchBytes;
+    bool clash = false;
+    // The regions are read below; their table is small enough to read twice.
+    Region r;
+    for (uint64_t i = 0; i < probe.regions && !clash; ++i) {
+      if (!PreadAll(fd, &r, sizeof r, sizeof(Header) + i * sizeof(Region)))
+        Fail(nullptr, "the image is too short");
+      clash = Overlaps(lo, hi, r.start, r.end);
+    }
+    if (!clash) {
+      sc = p;
+      break;
+    }
+    Sys(SYS_munmap, reinterpret_cast<long>(p), kScratchBytes);
+  }
+  if (!sc) Fail(nullptr, "no room for the restore's scratch memory");
+  Copy(sc->image, image, sizeof sc->image);
+  sc->image_fd = fd;
+  Header& h = sc->h;
+  uint64_t off = 0;
+  bool ok = PreadAll(fd, &h, sizeof h, off);
+  off += sizeof h;
+  ok = ok && PreadAll(fd, sc->regions, h.regions * sizeof(Region), off);
+  off += h.regions * sizeof(Region);
+  ok = ok && PreadAll(fd, sc->fds, h.fds * sizeof(FdEntry), off);
+  off += h.fds * sizeof(FdEntry);
+  ok = ok && PreadAll(fd, sc->maps, h.maps * sizeof(MapEntry), off);
+  off += h.maps * sizeof(MapEntry);
+  if (!ok) Fail(sc, "the image is too short");
+  sc->data_at = off;
+  Copy(sc->sandbox, g_sandbox, sizeof sc->sandbox);
+  Copy(sc->state, g_state, sizeof sc->state);
+  const char* sock = ::getenv("KITE_RSC_SOCKET");
+  Copy(sc->socket, sock ? sock : "", sizeof sc->socket);
+  // The same executable and libraries at the same places, and the same kernel-placed maps.
+  char* maps = sc->maps_text;
+  if (!ReadMaps(maps, sizeof sc->maps_text)) Fail(sc, "cannot read /proc/self/maps");
+  uint64_t vdso = 0, stack_top = 0, heap = 0;
+  for (uint64_t i = 0; i < h.maps; ++i) sc->maps[i].pad = 0;  // 1: found
+  char last_path[512] = "";
+  uint64_t last_hash = 0, last_size = 0;
+  for (char* line = maps; *line;) {
+    char* nl = line;
+    while (*nl && *nl != '\n') ++nl;
+    bool more = *nl == '\n';
+    *nl = '\0';
+    MapLine m;
+    if (ParseMapLine(line, &m)) {
+      if (Same(m.path, "[vdso]")) vdso = m.start;
+      if (Same(m.path, "[stack]")) stack_top = m.end;
+      if (m.path[0] == '/') {
+        for (uint64_t i = 0; i < h.maps; ++i) {
+          MapEntry& e = sc->maps[i];
+          if (e.start != m.start) continue;
+          if (e.end != m.end || e.offset != m.offset) {
+            char why[1024] = "a file is mapped differently than at the checkpoint: ";
+            Append(why, m.path, sizeof why);
+            Fail(sc, why);
+          }
+          if (!Same(last_path, m.path)) {
+            if (!HashFile(m.path, sc->buf, sizeof sc->buf, &last_hash, &last_size))
+              Fail(sc, "cannot read a mapped file");
+            Copy(last_path, m.path, sizeof last_path);
+          }
+          if (last_hash != e.hash || last_size != e.size) {
+            char why[1024] = "not the executable or library of the checkpoint: ";
+            Append(why, m.path, sizeof why);
+            Append(why, " differs from ", sizeof why);
+            Append(why, e.path, sizeof why);
+            Fail(sc, why);
+          }
+          e.pad = 1;
+        }
+      }
+    }
+    line = more ? nl + 1 : nl;
+  }
+  for (uint64_t i = 0; i < h.maps; ++i) {
+    if (sc->maps[i].pad) continue;
+    char why[1024] = "a file mapped at the checkpoint is not here: ";
+    Append(why, sc->maps[i].path, sizeof why);
+    Append(why, " (address-space randomisation on, or another build?)", sizeof why);
+    Fail(sc, why);
+  }
+  if (vdso != h.vdso || stack_top != h.stack_top)
+    Fail(sc, "the kernel placed the stack or the vDSO elsewhere (address-space randomisation on?)");
+  heap = StartBrk(sc->buf, sizeof sc->buf);
+  for (uint64_t i = 0; i < h.regions; ++i) {
+    if (sc->regions[i].kind == kHeap && sc->regions[i].start != heap)
+      Fail(sc, "the kernel placed the heap elsewhere (address-space randomisation on?)");
+  }
+  SwitchStack(reinterpret_cast<char*>(sc) + kScratchBytes, sc);
+}
+
+void AfterRestoreHere() {
+  Scratch* sc = g_scratch;
+  g_scratch = nullptr;
+  Copy(g_image, sc->image, sizeof g_image);
+  Copy(g_sandbox, sc->sandbox, sizeof g_sandbox);
+  Copy(g_state, sc->state, sizeof g_state);
+  g_in_call = 0;
+  g_pending = 0;
+  g_socket_fd = -1;
+  kite::rsc::AfterRestore(sc->socket, sc->state, sc->sandbox);
+  Sys(SYS_munmap, reinterpret_cast<long>(sc), kScratchBytes);
+}
+
+}  // namespace
+
+void Init() {
+  const char* image = ::getenv("KITE_CKPT_IMAGE");
+  if (!image || image[0] != '/') return;
+  // Only the job's program: not the wrapper that starts it, nor programs it starts.
+  const char* program = ::getenv("KITE_CKPT_PROGRAM");
+  char exe[kPath];
+  long n = Sys(SYS_readlink, reinterpret_cast<long>("/proc/self/exe"), reinterpret_cast<long>(exe),
+               sizeof exe - 1);
+  if (!program || n <= 0) return;
+  exe[n] = '\0';
+  if (!Same(exe, program)) return;
+  Copy(g_image, image, sizeof g_image);
+  const char* box = ::getenv("KITE_RSC_SANDBOX");
+  Copy(g_sandbox, box ? box : "", sizeof g_sandbox);
+  const char* state = ::getenv("KITE_RSC_STATE");
+  Copy(g_state, state ? state : g_sandbox, sizeof g_state);
+  if (const char* code = ::getenv("KITE_CKPT_EXIT")) g_exit_code = ::atoi(code);
+  struct stat st;
+  if (::stat(image, &st) == 0) Restore(image);
+  struct sigaction sa {};
+  sa.sa_sigaction = OnCheckpointSignal;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  ::sigfillset(&sa.sa_mask);
+  ::sigaction(g_signal, &sa, nullptr);
+}
+
+void EnterCall() {
+  g_in_call = 1;
+}
+
+void LeaveCall() {
+  g_in_call = 0;
+  if (g_pending) {
+    g_pending = 0;
+    ::raise(g_signal);
+  }
+}
+
+}  // namespace kite::rsc::ckpt
