@@ -263,6 +263,7 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
         {"local_preempt", Expression(&o.pool.local_policy.preempt)},
         {"local_kill", Expression(&o.pool.local_policy.kill)},
         {"local_max_job_retirement_time", Expression(&o.pool.local_policy.retirement)},
+        {"local_periodic_checkpoint", Expression(&o.pool.local_policy.periodic_checkpoint)},
         {"listen", String(&o.pool.listen)},
         {"allow_remote", Bool(&o.pool.allow_remote)},
         {"proxy", Checked(&o.pool.proxy, AnyText)},

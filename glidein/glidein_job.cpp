@@ -84,7 +84,8 @@ Status CheckRequest(const GlideinRequest& r) {
                                    {"--continue", &r.policy.cont},
                                    {"--preempt", &r.policy.preempt},
                                    {"--kill", &r.policy.kill},
-                                   {"--max-job-retirement-time", &r.policy.retirement}}) {
+                                   {"--max-job-retirement-time", &r.policy.retirement},
+                                   {"--periodic-checkpoint", &r.policy.periodic_checkpoint}}) {
     if (HasControl(*text)) return Fail(Invalid(std::string(flag) + " must be one line of text"));
     if (Trim(*text).empty()) return Fail(Invalid(std::string(flag) + " must not be empty"));
     if (auto e = classad::ParseExpr(*text); !e) {

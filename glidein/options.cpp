@@ -40,6 +40,8 @@ std::vector<std::string> StartdOptions::ToArgs() const {
           policy.kill,
           "--max-job-retirement-time",
           policy.retirement,
+          "--periodic-checkpoint",
+          policy.periodic_checkpoint,
           "--resource",
           resource,
           "--kill-grace",
@@ -84,6 +86,8 @@ void StartdOptions::AddFlags(CLI::App& app) {
   app.add_option("--kill", policy.kill, "KILL: when true while vacating, SIGKILL at once");
   app.add_option("--max-job-retirement-time", policy.retirement,
                  "MAXJOBRETIREMENTTIME: seconds a preempted job may still run (expression)");
+  app.add_option("--periodic-checkpoint", policy.periodic_checkpoint,
+                 "PERIODIC_CHECKPOINT: when true, a job with transparent checkpoints takes one");
   app.add_option("--resource", resource, "the grid resource of this glide-in (GlideinResource)");
   app.add_option("--kill-grace", kill_grace, "seconds from SIGTERM to SIGKILL when vacating")
       ->check(CLI::NonNegativeNumber);

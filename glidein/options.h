@@ -22,6 +22,9 @@ struct OwnerPolicy {
   std::string preempt = "false";  // true while Busy or Suspended: it is vacated, after retirement
   std::string kill = "false";     // true while it is being vacated: SIGKILL without the grace
   std::string retirement = "0";   // seconds a preempted job may still run to its end
+  // true while Busy: a job with transparent checkpoints takes one (docs/checkpoints.md); the slot
+  // ad's LastPeriodicCheckpoint says when the last was asked (or the job started)
+  std::string periodic_checkpoint = "false";
   bool operator==(const OwnerPolicy&) const = default;
 };
 

@@ -68,7 +68,8 @@ Result<classad::ClassAd> BuildSlotAd(const SlotFacts& f) {
        {Named{"Start", "START", f.start}, Named{"Suspend", "SUSPEND", f.policy.suspend},
         Named{"Continue", "CONTINUE", f.policy.cont}, Named{"Preempt", "PREEMPT", f.policy.preempt},
         Named{"Kill", "KILL", f.policy.kill},
-        Named{"MaxJobRetirementTime", "MAXJOBRETIREMENTTIME", f.policy.retirement}}) {
+        Named{"MaxJobRetirementTime", "MAXJOBRETIREMENTTIME", f.policy.retirement},
+        Named{"PeriodicCheckpoint", "PERIODIC_CHECKPOINT", f.policy.periodic_checkpoint}}) {
     if (auto st = ad.InsertText(e.attr, e.text); !st) {
       return Fail(ErrorCode::kInvalidInput, std::string("the ") + e.knob + " expression '" +
                                                 e.text +
@@ -77,6 +78,8 @@ Result<classad::ClassAd> BuildSlotAd(const SlotFacts& f) {
   }
   if (f.entered_state > 0) ad.Assign("EnteredCurrentState", f.entered_state);
   if (f.entered_activity > 0) ad.Assign("EnteredCurrentActivity", f.entered_activity);
+  if (f.last_periodic_checkpoint > 0)
+    ad.Assign("LastPeriodicCheckpoint", f.last_periodic_checkpoint);
   (void)ad.InsertText("Requirements", "Start");
   ad.Assign("Rank", 0);
   if (!f.resource.empty()) ad.Assign("GlideinResource", f.resource);

@@ -39,6 +39,7 @@ struct SlotFacts {
   std::string resource;          // GlideinResource; "" leaves it out
   int64_t entered_state = 0;     // EnteredCurrentState: when State last changed (Unix seconds)
   int64_t entered_activity = 0;  // EnteredCurrentActivity: when Activity last changed
+  int64_t last_periodic_checkpoint = 0;  // LastPeriodicCheckpoint while Busy (0: left out)
 };
 
 std::string SlotName(int id, const std::string& startd);  // "slot1@name"

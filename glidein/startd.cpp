@@ -376,6 +376,7 @@ void Startd::OnStarterFrame(const std::string& slot_name, pool::Frame f) {
       p.group = static_cast<pid_t>(m.pid);
       if (p.phase == RunPhase::kReceiving || p.phase == RunPhase::kCheckpointing)
         phase(RunPhase::kRunning);
+      p.last_periodic = WallNow();  // a start again comes after a checkpoint
       if (!p.started_sent) {
         p.started_sent = true;
         Send(About(MsgType::kStarted, p.ref));
@@ -546,6 +547,13 @@ void Startd::ApplyPolicy() {
         p.retire_until = now + retire;
         SendSlot(*slot);
       }
+    } else if (p.phase == RunPhase::kRunning && IsTransparent(p.job) &&
+               PolicySays(*ad, p.job, "PeriodicCheckpoint")) {
+      spdlog::info("startd: job {} run {}: checkpoint ({})", p.ref.job, p.ref.run,
+                   PolicyText(*ad, "PeriodicCheckpoint"));
+      p.last_periodic = now;
+      ToStarter(p, About(MsgType::kCheckpoint, p.ref,
+                         "the owner's policy (" + PolicyText(*ad, "PeriodicCheckpoint") + ")"));
     } else if (p.phase == RunPhase::kRunning && PolicySays(*ad, p.job, "Suspend")) {
       spdlog::info("startd: suspending job {} run {}: {}", p.ref.job, p.ref.run,
                    PolicyText(*ad, "Suspend"));
@@ -587,6 +595,8 @@ SlotFacts Startd::Facts(const Slot& s) const {
   auto it = s.run.empty() ? runs_.end() : runs_.find(s.run);
   if (it != runs_.end() && it->second.phase == RunPhase::kRunning) f.condor_load = o_.cpus_per_slot;
   if (it != runs_.end()) f.job = it->second.ref.job;
+  if (it != runs_.end() && it->second.last_periodic > 0)
+    f.last_periodic_checkpoint = static_cast<int64_t>(it->second.last_periodic);
   f.state = s.state;
   f.activity = s.activity;
   f.entered_state = s.state_since;

@@ -75,6 +75,7 @@ class Startd {
     double retire_until = 0;    // preempted: vacated at this time (wall clock) unless it ends
     std::string preempt_reason;
     bool kill_sent = false;
+    double last_periodic = 0;  // PERIODIC_CHECKPOINT: when one was last asked (or the run started)
   };
 
   // Connection.

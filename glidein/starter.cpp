@@ -132,7 +132,7 @@ void Starter::OnFrame(pool::Frame f) {
     case MsgType::kKill:
       return Kill();
     case MsgType::kCheckpoint:
-      return AskCheckpoint("asked by the agent (kite checkpoint)");
+      return AskCheckpoint(m.reason.empty() ? "asked by the agent (kite checkpoint)" : m.reason);
     case MsgType::kRscReply:
       if (rsc_) rsc_->Reply(m.chan, f.body);
       return;

@@ -4,7 +4,8 @@
 //   kite glidein submit --resource "kite HOST:PORT/BATCH" [--count N] [--cpus N] [--memory MiB]
 //                       [--lifetime DUR] [--idle-timeout DUR] [--start EXPR] [--suspend EXPR]
 //                       [--continue EXPR] [--preempt EXPR] [--kill EXPR]
-//                       [--max-job-retirement-time EXPR] [--proxy FILE]
+//                       [--max-job-retirement-time EXPR] [--periodic-checkpoint EXPR]
+//                       [--proxy FILE]
 //                       [--agent HOST:PORT]
 //   kite glidein q
 //   kite glidein rm ID... | -all
@@ -258,6 +259,9 @@ void RegisterGlideinCommands(CLI::App& app) {
                   "KILL: when true while a job is vacated, it is killed at once (default false)");
   sub->add_option("--max-job-retirement-time", s.request.policy.retirement,
                   "seconds a preempted job may still run to its end (default 0)");
+  sub->add_option("--periodic-checkpoint", s.request.policy.periodic_checkpoint,
+                  "PERIODIC_CHECKPOINT: when true, a job with transparent checkpoints takes one, "
+                  "e.g. 'time() - LastPeriodicCheckpoint > 3600' (default false)");
   sub->add_option("--proxy", s.proxy,
                   "the proxy the glide-ins run with and are trusted by (default: X509_USER_PROXY "
                   "or /tmp/x509up_u<uid>)");

@@ -8,8 +8,15 @@ Each figure runs dd inside one job on a local slot (real agent, startd, starter,
 preloaded): large blocks (1 MiB), small blocks (512 bytes: one round trip per 64 KiB block thanks
 to read-ahead, where one per call would be 128 times as many), and writes.
 
+And transparent checkpoints (docs/checkpoints.md): a program holding CKPT_MIB of written memory
+is asked for one with `kite checkpoint`; the figure is the time from the request until the
+checkpoint is committed in the agent's spool (image written and synced in the sandbox, sent over
+the pool connection, synced and renamed at home), beside writing and syncing the same number of
+bytes to a file with dd in the same run, and the time until the restored program writes again.
+
 Usage: bench/rsc/run.py [BIN] [--quick]; writes bench/results/rsc.md.
 """
+import subprocess
 import os
 import re
 import statistics
@@ -76,7 +83,72 @@ def once():
         e.close()
 
 
+CKPT_MIB = 256 if QUICK else 1024
+
+# Holds CKPT_MIB of memory it has written, then appends a line per 20 ms to $1 (a remote file).
+HOLDER = r"""#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char** argv) {
+  size_t n = (size_t)atol(argv[2]) << 20;
+  char* m = malloc(n);
+  for (size_t i = 0; i < n; i += 4096) m[i] = (char)(i >> 12);
+  FILE* f = fopen(argv[1], "a");
+  for (long i = 0; i < 100000; ++i) {
+    fprintf(f, "%ld %d\n", i, m[(i * 4096) % n]);
+    fflush(f);
+    usleep(20000);
+  }
+  return 0;
+}
+"""
+
+
+def checkpoint_once():
+    e = pool_bench.pool_env("ckpt", 1)
+    try:
+        if not pool_bench.wait_for(lambda: pool_bench.slot_count(e) == 1, 30):
+            raise RuntimeError("the local slot did not appear")
+        e.write("holder.c", HOLDER)
+        subprocess.run(["cc", "-O1", "-o", os.path.join(e.dir, "holder"),
+                        os.path.join(e.dir, "holder.c")], check=True)
+        ticks = os.path.join(e.dir, "ticks.txt")
+        e.write("j.sub", "universe = vanilla\ncheckpoint = transparent\nwant_remote_io = true\n"
+                         "executable = holder\narguments = %s %d\nerror = err.txt\nqueue\n"
+                % (ticks, CKPT_MIB))
+        e.kite("submit", "j.sub")
+        size = lambda: os.path.getsize(ticks) if os.path.exists(ticks) else 0  # noqa: E731
+        if not pool_bench.wait_for(lambda: size() > 0, 120, 0.05):
+            raise RuntimeError("the program never ran")
+        committed = os.path.join(e.home, "spool", "checkpoints", "1.0", "ckpt.1")
+        t0 = time.time()
+        e.kite("checkpoint", "1.0")
+        if not pool_bench.wait_for(lambda: os.path.isdir(committed), 300, 0.002):
+            raise RuntimeError("no checkpoint committed: %r" %
+                               open(os.path.join(e.dir, "err.txt")).read())
+        t1 = time.time()
+        at = size()
+        if not pool_bench.wait_for(lambda: size() > at, 120, 0.002):
+            raise RuntimeError("the restored program did not go on")
+        t2 = time.time()
+        image = sum(os.path.getsize(os.path.join(committed, n)) for n in os.listdir(committed))
+        # The same bytes to this disk, synced: the limit a checkpoint of that memory works against.
+        raw = os.path.join(e.dir, "raw.dat")
+        d0 = time.time()
+        subprocess.run(["dd", "if=/dev/zero", "of=" + raw, "bs=1M", "count=%d" % CKPT_MIB,
+                        "conv=fsync"], check=True, capture_output=True)
+        d1 = time.time()
+        os.unlink(raw)
+        e.kite("rm", "1.0")
+        return {"commit": t1 - t0, "resume": t2 - t1, "dd": d1 - d0, "image": image}
+    finally:
+        e.close()
+
+
 def main():
+    ckpts = [checkpoint_once() for _ in range(RUNS)]
+    ck = {k: statistics.median(r[k] for r in ckpts) for k in ckpts[0]}
     runs = [once() for _ in range(RUNS)]
     med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
     mb = lambda s: MIB / s if s > 0 else float("inf")  # noqa: E731
@@ -110,6 +182,25 @@ def main():
                 (runs[-1]["calls"], "; ".join(
                     ", ".join("%s %.3f s" % (k, v) for k, v in sorted(r.items()) if k != "calls")
                     for r in runs)))
+        f.write("\n## Transparent checkpoints\n\n"
+                "A program holding %d MiB of written memory (malloc'd, every page touched), on a "
+                "local slot with `checkpoint = transparent`; `kite checkpoint` until the "
+                "checkpoint is committed in the agent's spool (the image written and synced in "
+                "the sandbox, sent through starter → startd → agent, synced and renamed there); "
+                "beside it, in the same run, dd writing the same number of bytes to a file on this "
+                "disk with fsync — the limit, since the image is written once and synced once "
+                "more at home.\n\n"
+                "| figure | value |\n| --- | --- |\n"
+                "| image size | %.0f MiB |\n"
+                "| request → checkpoint committed at home | %.2f s |\n"
+                "| dd of %d MiB with fsync (same run) | %.2f s |\n"
+                "| checkpoint time / dd time | %.2f |\n"
+                "| committed → the restored program writes again | %.2f s |\n\n"
+                "Runs: %s.\n" %
+                (CKPT_MIB, ck["image"] / (1 << 20), ck["commit"], CKPT_MIB, ck["dd"],
+                 ck["commit"] / ck["dd"], ck["resume"],
+                 "; ".join("commit %.2f s, resume %.2f s, dd %.2f s" %
+                           (r["commit"], r["resume"], r["dd"]) for r in ckpts)))
     print(open(os.path.join(ROOT, "bench", "results", "rsc.md")).read())
 
 

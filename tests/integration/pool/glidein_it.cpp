@@ -197,5 +197,57 @@ TEST_F(GlideinPool, TenJobsInAGlideinOutliveAKilledAgentAndEachResultIsCollected
   EXPECT_EQ(lines(), 10);
 }
 
+// universe = standard in glide-ins: an unmodified C program with its state in memory runs in one
+// glide-in, is vacated there — its transparent checkpoint taken first and sent home over the
+// glide-in's TLS connection — and goes on in a second glide-in (whose START takes only jobs with
+// a checkpoint) from exactly where it was, appending to the user's file through remote I/O.
+TEST_F(GlideinPool, AStandardUniverseJobMovesBetweenGlideinsWithItsMemory) {
+  auto a = env_.Kite({"glidein", "submit", "--resource", resource_, "--count", "1", "--cpus", "1",
+                      "--idle-timeout", "60s", "--start", "TARGET.NumCheckpoints =?= undefined"});
+  ASSERT_EQ(a.exit_code, 0) << a.out << a.err;
+  auto b = env_.Kite({"glidein", "submit", "--resource", resource_, "--count", "1", "--cpus", "1",
+                      "--idle-timeout", "60s", "--start", "TARGET.NumCheckpoints >= 1"});
+  ASSERT_EQ(b.exit_code, 0) << b.out << b.err;
+  ASSERT_TRUE(WaitUntil([&] { return GlideinSlots() == 2; }, 90)) << env_.Kite({"q", "-grid"}).out;
+  env_.Write("tally.c",
+             "#include <stdio.h>\n#include <stdlib.h>\n#include <unistd.h>\n"
+             "int main(int argc, char** argv) {\n"
+             "  long* seen = calloc(100000, sizeof(long)); long total = 0;\n"
+             "  FILE* f = fopen(argv[1], \"a\");\n"
+             "  for (int i = 1; i <= 60; ++i) {\n"
+             "    seen[i] = seen[i - 1] + i * i; total += seen[i];\n"
+             "    fprintf(f, \"%d %ld %ld\\n\", i, seen[i], total); fflush(f); usleep(100000);\n"
+             "  }\n  printf(\"total %ld\\n\", total); return 0;\n}\n");
+  auto cc =
+      RunCommand({"/usr/bin/cc", "-O1", "-o", env_.dir() + "/tally", env_.dir() + "/tally.c"});
+  ASSERT_EQ(cc.exit_code, 0) << cc.err;
+  int c = env_.Submit("universe = standard\nexecutable = tally\narguments = " + env_.dir() +
+                      "/tally.txt\noutput = tally.out\nerror = tally.err\nqueue\n");
+  std::string id = std::to_string(c) + ".0";
+  auto lines = [&] {
+    auto t = ReadFileOr(env_.dir() + "/tally.txt");
+    return std::count(t.begin(), t.end(), '\n');
+  };
+  ASSERT_TRUE(WaitUntil([&] { return lines() >= 15; }, 60)) << env_.Kite({"q", "-nobatch"}).out;
+  std::string first = Attr(id, "RemoteHost", false);
+  ASSERT_EQ(env_.Kite({"vacate", id}).exit_code, 0);
+  auto w = env_.Kite({"wait", "--timeout", "120", std::to_string(c)});
+  ASSERT_EQ(w.exit_code, 0) << w.out << env_.Kite({"q", "-nobatch"}).out;
+  std::string expected;
+  long seen = 0, total = 0;
+  for (int i = 1; i <= 60; ++i) {
+    seen += static_cast<long>(i) * i;
+    total += seen;
+    expected += std::to_string(i) + " " + std::to_string(seen) + " " + std::to_string(total) + "\n";
+  }
+  EXPECT_EQ(ReadFileOr(env_.dir() + "/tally.txt"), expected);
+  EXPECT_EQ(ReadFileOr(env_.dir() + "/tally.out"), "total " + std::to_string(total) + "\n");
+  EXPECT_EQ(Attr(id, "NumCheckpoints", true), "1");
+  EXPECT_EQ(Attr(id, "NumJobStarts", true), "2");
+  std::string last = Attr(id, "LastRemoteHost", true);
+  EXPECT_NE(last, first) << "it went on in the other glide-in";
+  EXPECT_NE(last.find("@glidein-"), std::string::npos) << last;
+}
+
 }  // namespace
 }  // namespace kite::testing

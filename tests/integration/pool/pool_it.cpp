@@ -916,5 +916,72 @@ TEST_F(Pool, TransparentCheckpointsCarryAnUnmodifiedProgramAcrossFourStartds) {
   for (pid_t p : startds) WaitExit(p, 20);
 }
 
+// checkpoint_interval: the starter asks for a checkpoint each interval; each is stored and the
+// program goes on from it in place, and its result is that of a run never interrupted. A restore
+// that cannot be (the executable on the desktop was rebuilt since the checkpoint) holds the job,
+// saying why, rather than starting it over.
+TEST_F(Pool, PeriodicTransparentCheckpointsAndARestoreRefusedHoldsTheJob) {
+  Start();
+  ASSERT_TRUE(WaitSlots(2));
+  const std::string d = env_->dir();
+  env_->Write("counter.c", kMemoryCounter);
+  auto cc = RunCommand({"/usr/bin/cc", "-O1", "-o", d + "/counter", d + "/counter.c"});
+  ASSERT_EQ(cc.exit_code, 0) << cc.err;
+  int c = env_->Submit(
+      "universe = vanilla\ncheckpoint = transparent\nwant_remote_io = true\n"
+      "checkpoint_interval = 1\nexecutable = counter\narguments = " +
+      d + "/steps.txt 35\noutput = out\nlog = periodic.log\nqueue\n");
+  std::string id = std::to_string(c) + ".0";
+  WaitDone(c, 60);
+  EXPECT_EQ(ReadFileOr(d + "/steps.txt"), CounterSteps(35));
+  EXPECT_GE(std::stoi(History(id, "NumCheckpoints")), 2) << "35 steps of 0.1 s, one a second";
+  EXPECT_EQ(History(id, "NumJobStarts"), "1");
+  auto log = ReadFileOr(d + "/periodic.log");
+  EXPECT_NE(log.find("003 ("), std::string::npos) << log;
+
+  int c2 = env_->Submit("universe = standard\nexecutable = counter\narguments = " + d +
+                        "/again.txt 200\noutput = out2\nlog = refused.log\nqueue\n");
+  std::string id2 = std::to_string(c2) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(d + "/again.txt").size() > 100; }, 30));
+  cc = RunCommand({"/usr/bin/cc", "-O2", "-o", d + "/counter", d + "/counter.c"});
+  ASSERT_EQ(cc.exit_code, 0) << cc.err;
+  ASSERT_EQ(env_->Kite({"vacate", id2}).exit_code, 0);
+  ASSERT_TRUE(WaitUntil([&] { return env_->JobStatus(id2) == 5; }, 30))
+      << env_->Kite({"q", "-nobatch"}).out;
+  EXPECT_EQ(Q(id2, "NumCheckpoints"), "1");
+  EXPECT_NE(Q(id2, "HoldReason")
+                .find("cannot restore the checkpoint: not the executable or "
+                      "library of the checkpoint"),
+            std::string::npos)
+      << Q(id2, "HoldReason");
+  env_->Kite({"rm", id2});
+}
+
+// The startd's PERIODIC_CHECKPOINT, as HTCondor's (LastPeriodicCheckpoint in the slot ad): a job
+// with transparent checkpoints takes one each time it is true, and goes on.
+TEST_F(Pool, AStartdsPeriodicCheckpointExpressionCheckpointsTransparentJobs) {
+  Start("[pool]\nlocal_slots = 0\n");
+  const std::string d = env_->dir();
+  env_->Write("counter.c", kMemoryCounter);
+  auto cc = RunCommand({"/usr/bin/cc", "-O1", "-o", d + "/counter", d + "/counter.c"});
+  ASSERT_EQ(cc.exit_code, 0) << cc.err;
+  pid_t sd = SpawnStartd(env_->home(), "p", d + "/wp",
+                         {"--periodic-checkpoint", "time() - LastPeriodicCheckpoint >= 1"});
+  ASSERT_TRUE(WaitSlots(1));
+  int c = env_->Submit("universe = standard\nexecutable = counter\narguments = " + d +
+                       "/steps.txt 35\nlog = p.log\nqueue\n");
+  std::string id = std::to_string(c) + ".0";
+  WaitDone(c, 60);
+  EXPECT_EQ(ReadFileOr(d + "/steps.txt"), CounterSteps(35));
+  EXPECT_GE(std::stoi(History(id, "NumCheckpoints")), 2);
+  EXPECT_NE(ReadFileOr(d + "/wp.log")
+                .find("checkpoint (the owner's policy (PERIODICCHECKPOINT = "
+                      "time() - LastPeriodicCheckpoint >= 1))"),
+            std::string::npos)
+      << ReadFileOr(d + "/wp.log");
+  ::kill(sd, SIGTERM);
+  WaitExit(sd, 20);
+}
+
 }  // namespace
 }  // namespace kite::testing

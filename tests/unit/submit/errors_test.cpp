@@ -25,8 +25,7 @@ const ErrorCase kErrorCases[] = {
     {"executable = prog\nqueue = 3\n", 2, "'queue' is a statement"},
     {"executable = prog\n+ProcId = 3\nqueue\n", 2, "ProcId is set by Kite"},
     // Invalid values.
-    {"universe = standard\nexecutable = prog\nqueue\n", 1,
-     "universe = standard is not supported by Kite"},
+    {"universe = pvm\nexecutable = prog\nqueue\n", 1, "universe = pvm is not supported by Kite"},
     {"universe = sideways\nexecutable = prog\nqueue\n", 1,
      "universe = sideways is not a universe HTCondor knows"},
     {"executable = prog\nhold = maybe\nqueue\n", 2, "hold must be true or false, not 'maybe'"},

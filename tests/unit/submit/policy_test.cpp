@@ -154,5 +154,37 @@ TEST_F(PolicyTest, LocalAndGridJobsGetNoDefaultRequests) {
   EXPECT_EQ(Get(grid, "Requirements"), "true");
 }
 
+// universe = standard is a vanilla job with remote I/O and transparent checkpoints;
+// checkpoint = transparent asks for the checkpoints alone; checkpoint_interval is in seconds.
+TEST_F(PolicyTest, StandardUniverseAndTransparentCheckpoints) {
+  auto std_job = MustParse("universe = standard\nexecutable = prog\nqueue\n");
+  EXPECT_EQ(Get(std_job, "JobUniverse"), "5");
+  EXPECT_EQ(Get(std_job, "TransparentCheckpoint"), "true");
+  EXPECT_EQ(Get(std_job, "WantRemoteIO"), "true");
+  auto no_io = MustParse("universe = standard\nwant_remote_io = false\nexecutable = prog\nqueue\n");
+  EXPECT_EQ(Get(no_io, "WantRemoteIO"), "false");
+  auto t = MustParse(
+      "checkpoint = transparent\ncheckpoint_interval = 30*60\nexecutable = prog\nqueue\n");
+  EXPECT_EQ(Get(t, "TransparentCheckpoint"), "true");
+  EXPECT_EQ(Get(t, "CheckpointInterval"), "1800");
+  EXPECT_EQ(Get(t, "WantRemoteIO"), "<unset>");
+  auto none = MustParse("universe = standard\ncheckpoint = none\nexecutable = prog\nqueue\n");
+  EXPECT_EQ(Get(none, "TransparentCheckpoint"), "<unset>");
+  EXPECT_NE(ErrorOf("checkpoint = sometimes\nexecutable = prog\nqueue\n")
+                .find("checkpoint must be transparent or none, not 'sometimes'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("checkpoint = transparent\ncheckpoint_exit_code = 85\nexecutable = prog\n"
+                    "queue\n")
+                .find("checkpoint_exit_code and transparent checkpoints exclude each other"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("checkpoint_interval = 60\nexecutable = prog\nqueue\n")
+                .find("checkpoint_interval needs checkpoint = transparent"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("checkpoint = transparent\ncheckpoint_interval = 0\nexecutable = prog\n"
+                    "queue\n")
+                .find("checkpoint_interval must be a positive number of seconds"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace kite::submit
