@@ -42,58 +42,13 @@
 
 #include <cerrno>
 
+#include "rsc/ckpt_image.h"
+
 namespace kite::rsc::ckpt {
 
 int g_socket_fd = -1;
 
 namespace {
-
-constexpr char kMagic[8] = {'K', 'I', 'T', 'E', 'C', 'K', 'P', '1'};
-constexpr size_t kPath = 4096;
-constexpr size_t kMaxRegions = 4096;
-constexpr size_t kMaxFds = 256;
-constexpr size_t kMaxMaps = 1024;
-constexpr size_t kStandInBytes = 4200;  // what a stand-in holds: "FLAGS PATH"
-constexpr size_t kPage = 4096;
-
-enum RegionKind : uint32_t { kPlain = 0, kHeap = 1, kStack = 2 };
-enum FdKind : uint32_t { kFile = 0, kDir = 1, kStandIn = 2 };
-
-struct KSigaction {  // the kernel's own struct for rt_sigaction
-  uint64_t handler, flags, restorer, mask;
-};
-
-struct Region {
-  uint64_t start, end;
-  uint32_t prot, kind;
-};
-
-struct FdEntry {
-  int32_t fd;
-  uint32_t kind;
-  int32_t flags, fd_flags;
-  int64_t offset;
-  int64_t size;  // a regular file's, at the checkpoint
-  char path[kPath];
-  char stand_in[kStandInBytes];
-  uint32_t stand_in_len, pad;
-};
-
-struct MapEntry {  // a file-backed map
-  uint64_t start, end, offset;
-  uint32_t prot, pad;
-  uint64_t size, hash;  // of the whole file
-  char path[512];
-};
-
-struct Header {
-  char magic[8];
-  uint64_t regions, fds, maps;
-  uint64_t fs_base, vdso, stack_top;
-  KSigaction actions[65];
-  char cwd[kPath];
-  char sandbox[kPath];
-};
 
 // What a restore works from: in a scratch map of its own, with the stack it runs on.
 struct Scratch {
@@ -733,6 +688,11 @@ void OnCheckpointSignal(int, siginfo_t*, void*) {
   off += h.maps * sizeof(MapEntry);
   if (!ok) Fail(sc, "the image is too short");
   sc->data_at = off;
+  struct stat image_st;
+  if (Sys(SYS_fstat, fd, reinterpret_cast<long>(&image_st)) != 0) Fail(sc, "cannot read the image");
+  if (const char* bad =
+          CheckTables(h, sc->regions, sc->fds, sc->maps, static_cast<uint64_t>(image_st.st_size)))
+    Fail(sc, bad);
   Copy(sc->sandbox, g_sandbox, sizeof sc->sandbox);
   Copy(sc->state, g_state, sizeof sc->state);
   const char* sock = ::getenv("KITE_RSC_SOCKET");

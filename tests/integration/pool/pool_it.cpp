@@ -983,5 +983,53 @@ TEST_F(Pool, AStartdsPeriodicCheckpointExpressionCheckpointsTransparentJobs) {
   WaitExit(sd, 20);
 }
 
+// kill -9 of the starter while a transparent checkpoint (256 MiB of the program's memory) is on
+// its way home: the checkpoint before it stays the one the job resumes from, and the program's
+// result is still that of a run never interrupted.
+TEST_F(Pool, AStarterKilledDuringATransparentCheckpointLeavesThePreviousOne) {
+  Start("[pool]\nlocal_slots = 1\nlocal_start = true\n");
+  ASSERT_TRUE(WaitSlots(1));
+  const std::string d = env_->dir();
+  std::string source = kMemoryCounter;
+  source.replace(source.find("calloc(1 << 16"), 14, "calloc(1 << 25");
+  env_->Write("counter.c", source);
+  auto cc = RunCommand({"/usr/bin/cc", "-O1", "-o", d + "/counter", d + "/counter.c"});
+  ASSERT_EQ(cc.exit_code, 0) << cc.err;
+  int c = env_->Submit("universe = standard\nexecutable = counter\narguments = " + d +
+                       "/steps.txt 60\noutput = out\nqueue\n");
+  std::string id = std::to_string(c) + ".0";
+  auto lines = [&] {
+    auto t = ReadFileOr(d + "/steps.txt");
+    return std::count(t.begin(), t.end(), '\n');
+  };
+  ASSERT_TRUE(WaitUntil([&] { return lines() >= 5; }, 30));
+  ASSERT_EQ(env_->Kite({"checkpoint", id}).exit_code, 0);
+  ASSERT_TRUE(WaitUntil([&] { return Q(id, "NumCheckpoints") == "1"; }, 60));
+  auto at = lines();
+  ASSERT_TRUE(WaitUntil([&] { return lines() >= at + 5; }, 60));
+  std::string store = env_->home() + "/spool/checkpoints/" + id;
+  auto image_on_its_way = [&] {
+    std::error_code ec;
+    for (auto& e : fs::directory_iterator(store, ec)) {
+      if (e.path().filename().string().starts_with("incoming.") &&
+          fs::exists(e.path() / "kite_ckpt.img", ec))
+        return true;
+    }
+    return false;
+  };
+  ASSERT_EQ(env_->Kite({"checkpoint", id}).exit_code, 0);
+  ASSERT_TRUE(WaitUntil(image_on_its_way, 60));
+  pid_t startd = StartdPid();
+  ASSERT_GT(startd, 0);
+  pid_t starter = ChildNamed(startd, "kite-starter");
+  ASSERT_GT(starter, 0);
+  ASSERT_EQ(::kill(starter, SIGKILL), 0);
+  EXPECT_EQ(Q(id, "NumCheckpoints"), "1");
+  WaitDone(c, 120);
+  EXPECT_EQ(ReadFileOr(d + "/steps.txt"), CounterSteps(60));
+  EXPECT_EQ(History(id, "NumJobStarts"), "2");
+  EXPECT_EQ(History(id, "ExitCode"), "0");
+}
+
 }  // namespace
 }  // namespace kite::testing
