@@ -59,7 +59,7 @@ F Real(const char* name) {
 }
 #define REAL(name) static auto real = Real<decltype(&::name)>(#name)
 
-struct File {
+struct File : std::enable_shared_from_this<File> {
   int64_t handle = 0;
   int flags = 0;
   std::string path;
@@ -91,6 +91,19 @@ struct State {
   // Restored from a checkpoint: the shadow knows none of the remote files open; they are opened
   // there again before the next call.
   std::atomic<bool> reopen{false};
+  // Sequential reading: the next read-ahead block, asked for before the program needs it so that
+  // it comes while the program works on the one before. At most one on its way; its reply is
+  // taken before any other call's. Under `mu`.
+  struct Prefetch {
+    bool out = false;   // asked for
+    bool done = false;  // its reply is in `reply`
+    pid_t pid = 0;      // of the process that asked, on its connection
+    std::weak_ptr<File> file;
+    int64_t at = 0;
+    uint64_t writes = 0, seq = 0;
+    Reply reply;
+  } pre;
+  std::atomic<bool> pre_stale{false};  // set after a restore: the connection it came on is gone
   std::map<int, std::shared_ptr<File>> files;
   std::atomic<size_t> count{0};  // files.size(), read without the lock
   // Remote changes this process made to each path (writes, truncations, renames, removals): a
@@ -273,19 +286,52 @@ bool Call(Request& req, Reply* rep) {
   return ok;
 }
 
-bool CallLocked(Request& req, Reply* rep) {
-  State& s = S();
-  if (!Connect(s)) {
-    errno = EIO;
-    return false;
-  }
+bool SendLocked(State& s, Request& req) {
+  if (!Connect(s)) return false;
   req.seq = ++s.seq;
   std::string body = kite::rsc::Encode(req);
   std::string frame;
   kite::rsc::wire::Put(frame, body.size(), 4);
   frame += body;
+  return WriteAll(s.sock, frame);
+}
+
+bool ReceiveLocked(State& s, Reply* rep);
+
+// The prefetch on its way is received (or dropped: another process's, or from before a
+// restore); false when the connection failed.
+bool DrainLocked(State& s) {
+  if (s.pre_stale.exchange(false)) s.pre = State::Prefetch{};
+  if (!s.pre.out || s.pre.done) return true;
+  if (s.pre.pid != ::getpid() || s.sock < 0 || s.pid != s.pre.pid) {
+    s.pre = State::Prefetch{};
+    return true;
+  }
+  if (!ReceiveLocked(s, &s.pre.reply) || s.pre.reply.seq != s.pre.seq) {
+    s.pre = State::Prefetch{};
+    return false;
+  }
+  s.pre.done = true;
+  return true;
+}
+
+bool CallLocked(Request& req, Reply* rep) {
+  State& s = S();
+  if (!DrainLocked(s) || !SendLocked(s, req)) {
+    errno = EIO;
+    return false;
+  }
+  if (!ReceiveLocked(s, rep)) {
+    errno = EIO;
+    return false;
+  }
+  if (rep->result < 0) errno = rep->error ? rep->error : EIO;
+  return rep->result >= 0;
+}
+
+bool ReceiveLocked(State& s, Reply* rep) {
   char len[4];
-  if (!WriteAll(s.sock, frame) || !ReadAll(s.sock, len, 4)) {
+  if (!ReadAll(s.sock, len, 4)) {
     errno = EIO;
     return false;
   }
@@ -305,8 +351,7 @@ bool CallLocked(Request& req, Reply* rep) {
     return false;
   }
   *rep = std::move(*r);
-  if (rep->result < 0) errno = rep->error ? rep->error : EIO;
-  return rep->result >= 0;
+  return true;
 }
 
 int64_t CallSimple(Op op, const std::string& path, int flags = 0, uint32_t mode = 0,
@@ -414,12 +459,68 @@ void Seek(int fd, int64_t offset) {
 // A short read is served from the file's read-ahead block, fetched (64 KiB from the offset) when
 // it does not hold the bytes asked for; so a program reading a line or a record at a time makes a
 // round trip per block, not per call.
+// The block at `at` of `f` if it was prefetched (waiting for it if it is on its way).
+bool TakePrefetch(File& f, int64_t at, uint64_t writes) {
+  State& s = S();
+  kite::rsc::ckpt::EnterCall();
+  bool used = false;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.pre_stale.exchange(false)) s.pre = State::Prefetch{};
+    if (s.pre.out && s.pre.file.lock().get() == &f) {
+      if (s.pre.at == at && s.pre.writes == writes && DrainLocked(s) && s.pre.done &&
+          s.pre.reply.result >= 0) {
+        f.ahead = std::move(s.pre.reply.data);
+        f.ahead_at = at;
+        f.ahead_writes = writes;
+        f.ahead_end = f.ahead.size() < kReadAhead;
+        used = true;
+      }
+      if (s.pre.done || !s.pre.out) s.pre = State::Prefetch{};
+    }
+  }
+  kite::rsc::ckpt::LeaveCall();
+  return used;
+}
+
+// Asks for the block of `f` at `at` without waiting for it.
+void Prefetch(File& f, int64_t at, uint64_t writes) {
+  State& s = S();
+  kite::rsc::ckpt::EnterCall();
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.pre_stale.exchange(false)) s.pre = State::Prefetch{};
+    if (s.pre.out && s.pre.done) s.pre = State::Prefetch{};  // had and never used
+    if (!s.pre.out) {
+      Request req;
+      req.op = Op::kPread;
+      req.handle = f.handle;
+      req.offset = at;
+      req.size = kReadAhead;
+      if (SendLocked(s, req)) {
+        s.pre.out = true;
+        s.pre.done = false;
+        s.pre.pid = ::getpid();
+        s.pre.file = f.weak_from_this();
+        s.pre.at = at;
+        s.pre.writes = writes;
+        s.pre.seq = req.seq;
+      }
+    }
+  }
+  kite::rsc::ckpt::LeaveCall();
+}
+
 ssize_t ReadAhead(File& f, void* buf, size_t n, int64_t* offset) {
   std::lock_guard<std::mutex> lock(f.mu);
   uint64_t writes = Changes(f.path);
   int64_t end = f.ahead_at + static_cast<int64_t>(f.ahead.size());
   bool held = f.ahead_at >= 0 && f.ahead_writes == writes && *offset >= f.ahead_at &&
               (*offset + static_cast<int64_t>(n) <= end || (f.ahead_end && *offset <= end));
+  // Reading on from where the last block ended (or from the start): the next one is asked for as
+  // soon as this one is had.
+  bool sequential = !held && (*offset == 0 || (f.ahead_at >= 0 && *offset == end && !f.ahead_end));
+  if (!held && TakePrefetch(f, *offset, writes)) held = true;
   if (!held) {
     Request req;
     req.op = Op::kPread;
@@ -433,6 +534,8 @@ ssize_t ReadAhead(File& f, void* buf, size_t n, int64_t* offset) {
     f.ahead_writes = writes;
     f.ahead_end = f.ahead.size() < kReadAhead;
   }
+  if (sequential && !f.ahead_end)
+    Prefetch(f, f.ahead_at + static_cast<int64_t>(f.ahead.size()), writes);
   size_t from = static_cast<size_t>(*offset - f.ahead_at);
   size_t got = std::min(n, f.ahead.size() - from);
   std::memcpy(buf, f.ahead.data() + from, got);
@@ -701,6 +804,7 @@ void AfterRestore(const char* socket, const char* state, const char* sandbox) {
   SetText(s.sandbox, sandbox, sizeof s.sandbox);
   s.sock = -1;
   s.pid = 0;
+  s.pre_stale = true;
   if (s.enabled) s.reopen = true;
 }
 

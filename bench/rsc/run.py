@@ -35,13 +35,14 @@ _spec.loader.exec_module(pool_bench)
 ROOT = agent_bench.ROOT
 QUICK = agent_bench.QUICK
 RUNS = 2 if QUICK else 3
-MIB = 16 if QUICK else 64
+MIB = 64 if QUICK else 1024
+CALLS = 2000 if QUICK else 5000  # random 4 KiB reads and stats
 
 # The job: dd over the remote file and over a copy in the sandbox, printing "name seconds" lines.
 JOB = r"""#!/bin/sh
 set -e
 D=$1
-t() { s=$(date +%%s.%%N); "$@" 2>/dev/null; e=$(date +%%s.%%N); echo "$s $e"; }
+t() { s=$(date +%%s.%%N); "$@" >/dev/null 2>&1; e=$(date +%%s.%%N); echo "$s $e"; }
 echo "remote_read_1m $(t dd if=$D/big.dat of=/dev/null bs=1M)"
 echo "local_read_1m $(t dd if=big.local of=/dev/null bs=1M)"
 echo "remote_read_512 $(t dd if=$D/big.dat of=/dev/null bs=512)"
@@ -49,7 +50,65 @@ echo "local_read_512 $(t dd if=big.local of=/dev/null bs=512)"
 echo "remote_write_1m $(t dd if=/dev/zero of=$D/out.dat bs=1M count=%(mib)d)"
 echo "local_write_1m $(t dd if=/dev/zero of=out.local bs=1M count=%(mib)d)"
 rm -f out.local
+echo "remote_sha256 $(t sha256sum $D/big.dat)"
+echo "local_sha256 $(t sha256sum big.local)"
+echo "remote_random4k $(t python3 random4k.py $D/big.dat %(calls)d)"
+echo "local_random4k $(t python3 random4k.py big.local %(calls)d)"
+echo "remote_stat $(t python3 stats.py $D/big.dat %(calls)d)"
 """
+
+# CALLS reads of 4 KiB at random offsets (each one a round trip: read-ahead does not help).
+RANDOM4K = """import os, random, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+size = os.fstat(fd).st_size
+rng = random.Random(7)
+for _ in range(int(sys.argv[2])):
+    os.pread(fd, 4096, rng.randrange(0, size - 4096) & ~4095)
+"""
+STATS = """import os, sys
+for _ in range(int(sys.argv[2])):
+    os.stat(sys.argv[1])
+"""
+
+
+def raw_connection():
+    """What one Unix-socket hop of this machine does, measured here: round trips of a small
+    message between two processes, and MIB MiB streamed through it."""
+    import socket
+    a, b = socket.socketpair()
+    n = CALLS * 4
+    pid = os.fork()
+    if pid == 0:
+        a.close()
+        for _ in range(n):  # the ping-pong: 16 bytes each way
+            got = b""
+            while len(got) < 16:
+                got += b.recv(16 - len(got))
+            b.sendall(got)
+        left = MIB << 20  # then the stream
+        while left > 0:
+            left -= len(b.recv(min(left, 1 << 20)))
+        b.sendall(b"done")
+        os._exit(0)
+    b.close()
+    t0 = time.time()
+    for _ in range(n):
+        a.sendall(b"x" * 16)
+        got = b""
+        while len(got) < 16:
+            got += a.recv(16 - len(got))
+    rtt = (time.time() - t0) / n
+    chunk = b"\0" * (1 << 20)
+    t0 = time.time()
+    for _ in range(MIB):
+        a.sendall(chunk)
+    got = b""
+    while len(got) < 4:
+        got += a.recv(4)
+    stream = time.time() - t0
+    a.close()
+    os.waitpid(pid, 0)
+    return rtt, stream
 
 
 def once():
@@ -62,17 +121,19 @@ def once():
             with open(os.path.join(e.dir, name), "wb") as f:
                 for _ in range(MIB):
                     f.write(block)
-        e.write("job.sh", JOB % {"mib": MIB})
+        e.write("job.sh", JOB % {"mib": MIB, "calls": CALLS})
+        e.write("random4k.py", RANDOM4K)
+        e.write("stats.py", STATS)
         os.chmod(os.path.join(e.dir, "job.sh"), 0o755)
         e.write("j.sub", "universe = vanilla\nexecutable = job.sh\narguments = %s\n"
-                         "transfer_input_files = big.local\nwant_remote_io = true\n"
+                         "transfer_input_files = big.local, random4k.py, stats.py\nwant_remote_io = true\n"
                          "output = out.txt\nerror = err.txt\nqueue\n" % e.dir)
         e.kite("submit", "j.sub")
         e.kite("wait", "1", "--timeout", "600")
         out = open(os.path.join(e.dir, "out.txt")).read()
         got = {m.group(1): float(m.group(3)) - float(m.group(2))
                for m in re.finditer(r"^(\S+) ([0-9.]+) ([0-9.]+)$", out, re.M)}
-        if len(got) != 6:
+        if len(got) != 11:
             raise RuntimeError("the job said: %r %r" % (out, open(os.path.join(e.dir, "err.txt")).read()))
         calls = e.kite("history", "1.0", "-af", "RemoteIOCalls").stdout.strip()
         got["calls"] = int(calls) if calls.isdigit() else -1
@@ -150,6 +211,9 @@ def main():
     ckpts = [checkpoint_once() for _ in range(RUNS)]
     ck = {k: statistics.median(r[k] for r in ckpts) for k in ckpts[0]}
     runs = [once() for _ in range(RUNS)]
+    raws = [raw_connection() for _ in range(RUNS)]
+    rtt = statistics.median(x[0] for x in raws)
+    stream = statistics.median(x[1] for x in raws)
     med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
     mb = lambda s: MIB / s if s > 0 else float("inf")  # noqa: E731
     rows = [
@@ -163,6 +227,14 @@ def main():
         ("write %d MiB, 1 MiB blocks" % MIB, "%.0f MiB/s" % mb(med["remote_write_1m"]),
          "%.0f MiB/s" % mb(med["local_write_1m"]),
          "%.2f" % (med["local_write_1m"] / med["remote_write_1m"])),
+        ("sha256sum of %d MiB (an unmodified read-heavy program; target: remote ≤ 1.5× local "
+         "time)" % MIB, "%.2f s" % med["remote_sha256"], "%.2f s" % med["local_sha256"],
+         "%.2f (time ratio remote/local: %.2f×)" % (med["local_sha256"] / med["remote_sha256"],
+                                                   med["remote_sha256"] / med["local_sha256"])),
+        ("%d reads of 4 KiB at random offsets (python3)" % CALLS,
+         "%.0f calls/s" % (CALLS / med["remote_random4k"]),
+         "%.0f calls/s" % (CALLS / med["local_random4k"]),
+         "%.2f" % (med["local_random4k"] / med["remote_random4k"])),
     ]
     load = open("/proc/loadavg").read().split()
     with open(os.path.join(ROOT, "bench", "results", "rsc.md"), "w") as f:
@@ -182,6 +254,22 @@ def main():
                 (runs[-1]["calls"], "; ".join(
                     ", ".join("%s %.3f s" % (k, v) for k, v in sorted(r.items()) if k != "calls")
                     for r in runs)))
+        f.write("\n### Against the connection itself\n\n"
+                "Measured in the same run by this script: one Unix-socket hop between two "
+                "processes (a remote call crosses three: library → starter → startd → agent, and "
+                "back).\n\n| figure | remote I/O | the raw connection | fraction |\n"
+                "| --- | --- | --- | --- |\n"
+                "| round trips/s (remote: `stat` of a remote file, python3; raw: 16-byte "
+                "ping-pong) | %.0f/s | %.0f/s | %.2f |\n"
+                "| random 4 KiB reads/s vs raw round trips/s | %.0f/s | %.0f/s | %.2f |\n"
+                "| %d MiB sequential read (1 MiB blocks) vs streamed raw | %.0f MiB/s | %.0f MiB/s "
+                "| %.2f |\n"
+                "| %d MiB sequential write (1 MiB blocks) vs streamed raw | %.0f MiB/s | %.0f "
+                "MiB/s | %.2f |\n" %
+                (CALLS / med["remote_stat"], 1 / rtt, (CALLS / med["remote_stat"]) * rtt,
+                 CALLS / med["remote_random4k"], 1 / rtt, (CALLS / med["remote_random4k"]) * rtt,
+                 MIB, mb(med["remote_read_1m"]), mb(stream), stream / med["remote_read_1m"],
+                 MIB, mb(med["remote_write_1m"]), mb(stream), stream / med["remote_write_1m"]))
         f.write("\n## Transparent checkpoints\n\n"
                 "A program holding %d MiB of written memory (malloc'd, every page touched), on a "
                 "local slot with `checkpoint = transparent`; `kite checkpoint` until the "
