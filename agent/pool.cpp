@@ -517,12 +517,22 @@ uint64_t TreeBytes(const std::string& dir) {
 
 void Pool::OnCheckpointed(const Message& m) {
   Run* run = FindRun(m);
-  Job* j = run && IsCurrent(*run) ? queue_.Find(run->job) : nullptr;
-  if (!j || !RunUnderWay(j->status)) return;  // held or removed meanwhile: it is being stopped
+  if (!run || !IsCurrent(*run)) return;
+  Job* j = queue_.Find(run->job);
   std::string dir = CheckpointDir(run->job), incoming = dir + "/incoming." + run->id;
+  std::error_code ec;
+  if (!j || (!RunUnderWay(j->status) && j->status != kHeld)) {
+    // Removed meanwhile: nobody needs it, but the starter hears back so that it can end the run
+    // (a transparent checkpoint taken for a vacate waits for this answer). A held job keeps it:
+    // its release goes on from it.
+    fs::remove_all(incoming, ec);
+    int kept = j ? static_cast<int>(j->ad.EvaluateInt("NumCheckpoints").value_or(0)) : 0;
+    checkpoint_acks_.push_back({run->startd, m.job, m.run, run->job, kept});
+    hooks_.commit_soon();
+    return;
+  }
   int n = static_cast<int>(j->ad.EvaluateInt("NumCheckpoints").value_or(0)) + 1;
   std::string committed = dir + "/ckpt." + std::to_string(n);
-  std::error_code ec;
   Status st =
       run->checkpoint_error.empty()
           ? MakeDirs(incoming, 0700)

@@ -64,6 +64,7 @@ struct Run {
   // Transparent checkpoints (docs/checkpoints.md): when the checkpoint signal was sent (0: not
   // since the launch), and whether the run is vacated once that checkpoint is stored.
   double checkpoint_asked = 0;
+  double checkpoint_clock = 0;  // CheckpointInterval counts from here (the launch, or a refusal)
   bool vacate_after_checkpoint = false;
   pool::RunExit exit;
   pool::RunUsage usage;

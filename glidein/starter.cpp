@@ -232,6 +232,7 @@ void Starter::Launch(bool again) {
   r.pid = *pid;
   r.launched_at = WallNow();
   r.checkpoint_asked = 0;
+  r.checkpoint_clock = r.launched_at;
   if (!again) r.first_launch = r.launched_at;
   r.phase = RunPhase::kRunning;
   spdlog::info("starter: job {} run {} {} on {} (pid {})", r.ref.job, r.ref.run,
@@ -485,7 +486,7 @@ void Starter::Tick() {
       } else if (WallNow() - r.checkpoint_asked > kCheckpointGrace) {
         CheckpointNotTaken("no checkpoint after " + std::to_string(int(kCheckpointGrace)) + " s");
       }
-    } else if (interval > 0 && WallNow() - r.launched_at >= interval) {
+    } else if (interval > 0 && WallNow() - r.checkpoint_clock >= interval) {
       AskCheckpoint("its checkpoint_interval (" + std::to_string(int(interval)) + " s) passed");
     }
   }
@@ -531,7 +532,7 @@ void Starter::CheckpointNotTaken(const std::string& why) {
   Run& r = *run_;
   spdlog::warn("starter: job {} run {}: checkpoint not taken: {}", r.ref.job, r.ref.run, why);
   r.checkpoint_asked = 0;
-  r.launched_at = WallNow();  // the next periodic one is an interval away
+  r.checkpoint_clock = WallNow();  // the next periodic one is an interval away
   if (r.vacate_after_checkpoint) {
     // Vacated all the same: the job resumes from its last stored checkpoint.
     r.phase = RunPhase::kStopping;

@@ -726,13 +726,45 @@ int CookieSeek(void* c, off64_t* pos, int whence) {
   *pos = r;
   return 0;
 }
+// The descriptor under each stream made here: fileno() of a fopencookie stream is -1, and
+// programs fstat it (coreutils' sort sizes its buffer so).
+std::mutex& CookieMu() {
+  static std::mutex* m = new std::mutex;
+  return *m;
+}
+std::map<FILE*, int>& CookieFds() {
+  static auto* m = new std::map<FILE*, int>;
+  return *m;
+}
+std::atomic<size_t> g_cookies{0};
+
 int CookieClose(void* c) {
-  return ::close(static_cast<int>(reinterpret_cast<intptr_t>(c)));
+  int fd = static_cast<int>(reinterpret_cast<intptr_t>(c));
+  {
+    std::lock_guard<std::mutex> lock(CookieMu());
+    std::erase_if(CookieFds(), [fd](const auto& e) { return e.second == fd; });
+    g_cookies = CookieFds().size();
+  }
+  return ::close(fd);
 }
 
 FILE* CookieFile(int fd, const char* mode) {
   cookie_io_functions_t io{CookieRead, CookieWrite, CookieSeek, CookieClose};
-  return ::fopencookie(reinterpret_cast<void*>(static_cast<intptr_t>(fd)), mode, io);
+  FILE* f = ::fopencookie(reinterpret_cast<void*>(static_cast<intptr_t>(fd)), mode, io);
+  if (f) {
+    std::lock_guard<std::mutex> lock(CookieMu());
+    CookieFds()[f] = fd;
+    g_cookies = CookieFds().size();
+  }
+  return f;
+}
+
+// The descriptor of a stream made here, or -1.
+int CookieFd(FILE* f) {
+  if (g_cookies.load(std::memory_order_relaxed) == 0) return -1;
+  std::lock_guard<std::mutex> lock(CookieMu());
+  auto it = CookieFds().find(f);
+  return it == CookieFds().end() ? -1 : it->second;
 }
 
 int ModeFlags(const char* mode) {
@@ -1108,6 +1140,17 @@ int faccessat(int dirfd, const char* path, int mode, int flags) {
   REAL(faccessat);
   return real(dirfd, path, mode, flags);
 }
+// glibc's own (coreutils' sort asks it of every input) reaches the kernel by internal calls.
+int euidaccess(const char* path, int mode) {
+  std::string n;
+  if (Remote(path, &n))
+    return CallSimple(Op::kAccess, n, 0, static_cast<uint32_t>(mode)) < 0 ? -1 : 0;
+  REAL(euidaccess);
+  return real(path, mode);
+}
+int eaccess(const char* path, int mode) {
+  return euidaccess(path, mode);
+}
 
 // ---- changing the file system ----
 
@@ -1312,6 +1355,16 @@ FILE* fopen(const char* path, const char* mode) {
 }
 FILE* fopen64(const char* path, const char* mode) {
   return fopen(path, mode);
+}
+int fileno(FILE* f) {
+  if (int fd = CookieFd(f); fd >= 0) return fd;
+  REAL(fileno);
+  return real(f);
+}
+int fileno_unlocked(FILE* f) {
+  if (int fd = CookieFd(f); fd >= 0) return fd;
+  REAL(fileno_unlocked);
+  return real(f);
 }
 FILE* fdopen(int fd, const char* mode) {
   if (Find(fd)) return CookieFile(fd, mode);

@@ -1031,5 +1031,41 @@ TEST_F(Pool, AStarterKilledDuringATransparentCheckpointLeavesThePreviousOne) {
   EXPECT_EQ(History(id, "ExitCode"), "0");
 }
 
+// kite hold of a running job with transparent checkpoints takes one as it stops it (as the
+// standard universe did), so `kite release` goes on from there; kite rm of one ends at once.
+TEST_F(Pool, AHeldTransparentJobGoesOnFromItsCheckpointWhenReleasedAndARemovedOneEnds) {
+  Start();
+  ASSERT_TRUE(WaitSlots(2));
+  const std::string d = env_->dir();
+  env_->Write("counter.c", kMemoryCounter);
+  auto cc = RunCommand({"/usr/bin/cc", "-O1", "-o", d + "/counter", d + "/counter.c"});
+  ASSERT_EQ(cc.exit_code, 0) << cc.err;
+  int c = env_->Submit("universe = standard\nexecutable = counter\narguments = " + d +
+                       "/held.txt 40\nqueue\n");
+  int r = env_->Submit("universe = standard\nexecutable = counter\narguments = " + d +
+                       "/removed.txt 400\nqueue\n");
+  std::string id = std::to_string(c) + ".0", rid = std::to_string(r) + ".0";
+  auto lines = [&](const std::string& f) {
+    auto t = ReadFileOr(d + "/" + f);
+    return std::count(t.begin(), t.end(), '\n');
+  };
+  ASSERT_TRUE(WaitUntil([&] { return lines("held.txt") >= 10 && lines("removed.txt") >= 5; }, 30));
+  ASSERT_EQ(env_->Kite({"hold", id}).exit_code, 0);
+  ASSERT_EQ(env_->Kite({"rm", rid}).exit_code, 0);
+  ASSERT_TRUE(WaitUntil([&] { return Q(id, "NumCheckpoints") == "1"; }, 30))
+      << env_->Kite({"q", "-nobatch"}).out;
+  EXPECT_EQ(env_->JobStatus(id), 5);
+  // The removed one leaves the queue (its slot free again), its checkpoint never stored.
+  ASSERT_TRUE(WaitUntil([&] { return History(rid, "JobStatus") == "3"; }, 30))
+      << env_->Kite({"q", "-nobatch"}).out;
+  auto held_at = lines("held.txt");
+  ::usleep(500 * 1000);
+  EXPECT_EQ(lines("held.txt"), held_at) << "a held job does not run";
+  ASSERT_TRUE(WaitUntil([&] { return env_->Kite({"release", id}).exit_code == 0; }, 20));
+  WaitDone(c, 60);
+  EXPECT_EQ(ReadFileOr(d + "/held.txt"), CounterSteps(40));
+  EXPECT_EQ(History(id, "NumJobStarts"), "2");
+}
+
 }  // namespace
 }  // namespace kite::testing

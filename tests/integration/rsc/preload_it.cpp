@@ -147,6 +147,39 @@ TEST_F(Preload, AProgramThatCannotSeeTheUsersFilesStillWorksOnThem) {
   EXPECT_EQ(r.out, std::to_string(std::count(data_.begin(), data_.end(), '\n')) +
                        "\ndata.txt\nescape\nsub\n");
   EXPECT_EQ(ReadFileOr(dir_ + "/remote/sub/result.txt"), "written\n");
+  // The programs, where only the shadow can read the data: coreutils, python3, and two
+  // unmodified C programs (one on POSIX calls, one on stdio), built here into the sandbox.
+  WriteFile(dir_ + "/sandbox/posix.c",
+            "#include <fcntl.h>\n#include <unistd.h>\nint main(int c, char** v) {\n"
+            "  (void)c; char b[4096]; long n, t = 0; int in = open(v[1], O_RDONLY);\n"
+            "  int out = open(v[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);\n"
+            "  while ((n = read(in, b, sizeof b)) > 0) { write(out, b, n); t += n; }\n"
+            "  close(out); return t > 0 ? 0 : 1; }\n");
+  WriteFile(dir_ + "/sandbox/stdio.c",
+            "#include <stdio.h>\nint main(int c, char** v) {\n"
+            "  (void)c; char line[256]; long lines = 0; FILE* in = fopen(v[1], \"r\");\n"
+            "  FILE* out = fopen(v[2], \"w\");\n"
+            "  while (fgets(line, sizeof line, in)) ++lines;\n"
+            "  fprintf(out, \"%ld lines\\n\", lines); fclose(out); fclose(in); return 0; }\n");
+  for (const char* p : {"posix", "stdio"}) {
+    auto cc = RunCommand(
+        {"/usr/bin/cc", "-O1", "-o", dir_ + "/sandbox/" + p, dir_ + "/sandbox/" + p + ".c"});
+    ASSERT_EQ(cc.exit_code, 0) << cc.err;
+  }
+  auto want_sha = RunCommand({"/usr/bin/sha256sum", dir_ + "/remote/data.txt"});
+  r = Run(
+      "sha256sum $R/data.txt && sort -r $R/data.txt | head -n 1 && cat $R/data.txt | tail -n 1 "
+      "&& ./posix $R/data.txt $R/copy.txt && ./stdio $R/data.txt $R/count.txt && "
+      "/usr/bin/python3 -c \"import os; print(len(open(os.environ['R'] + '/copy.txt').read()))\"",
+      true);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  size_t lines = std::count(data_.begin(), data_.end(), '\n');
+  std::string last = "line " + std::to_string(lines - 1);
+  EXPECT_EQ(r.out,
+            want_sha.out + "line 99999\n" + last + "\n" + std::to_string(data_.size()) + "\n")
+      << r.err;
+  EXPECT_EQ(ReadFileOr(dir_ + "/remote/copy.txt"), data_);
+  EXPECT_EQ(ReadFileOr(dir_ + "/remote/count.txt"), std::to_string(lines) + " lines\n");
 }
 
 }  // namespace
