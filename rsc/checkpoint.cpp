@@ -217,6 +217,20 @@ bool ReadMaps(char* buf, size_t cap) {
   return n + 1 < cap;
 }
 
+// Calls f(MapLine&) for each line of the maps text `text` (cut up in place).
+template <typename F>
+void ForEachMap(char* text, F&& f) {
+  for (char* line = text; *line;) {
+    char* nl = line;
+    while (*nl && *nl != '\n') ++nl;
+    bool more = *nl == '\n';
+    *nl = '\0';
+    MapLine m;
+    if (ParseMapLine(line, &m)) f(m);
+    line = more ? nl + 1 : nl;
+  }
+}
+
 // The FNV-1a hash and size of a whole file.
 bool HashFile(const char* path, char* buf, size_t cap, uint64_t* hash, uint64_t* size) {
   int fd = static_cast<int>(
@@ -235,6 +249,21 @@ bool HashFile(const char* path, char* buf, size_t cap, uint64_t* hash, uint64_t*
   *size = n;
   return true;
 }
+
+// The hash and size of the file last asked for, kept: a file's maps come one after another.
+struct FileHashes {
+  char path[512] = "";
+  uint64_t hash = 0, size = 0;
+  bool Of(const char* p, char* buf, size_t cap, uint64_t* h, uint64_t* n) {
+    if (!Same(path, p)) {
+      if (!HashFile(p, buf, cap, &hash, &size)) return false;
+      Copy(path, p, sizeof path);
+    }
+    *h = hash;
+    *n = size;
+    return true;
+  }
+};
 
 // The path `p` names in the new sandbox when it was in the old one.
 void InSandbox(const char* p, const char* old_box, const char* new_box, char* out) {
@@ -307,54 +336,45 @@ bool Gather(Scratch* sc, const char** why) {
     sc->regions[h.regions++] = Region{start, end, prot, kind};
     return true;
   };
-  char last_path[512] = "";
-  uint64_t last_hash = 0, last_size = 0;
-  for (char* line = maps; *line;) {
-    char* nl = line;
-    while (*nl && *nl != '\n') ++nl;
-    bool more = *nl == '\n';
-    *nl = '\0';
-    MapLine m;
-    if (ParseMapLine(line, &m)) {
-      bool special = m.path[0] == '[' && !Same(m.path, "[heap]") && !Same(m.path, "[stack]");
-      if (Same(m.path, "[vdso]")) h.vdso = m.start;
-      if (Same(m.path, "[stack]")) h.stack_top = m.end;
-      if (m.shared && (m.prot & PROT_WRITE)) {
-        return *why = "the program has a shared writable memory map", false;
-      } else if ((m.prot & PROT_WRITE) && !special) {
-        if (!(m.prot & PROT_READ)) return *why = "a writable memory region cannot be read", false;
-        uint32_t kind = Same(m.path, "[heap]") ? kHeap : Same(m.path, "[stack]") ? kStack : kPlain;
-        // After a restore the program's data may have merged with the heap that follows it.
-        if (kind == kHeap && start_brk > m.start && start_brk < m.end) {
-          if (!add(m.start, start_brk, m.prot, kPlain))
-            return *why = "too many memory regions", false;
-          m.start = start_brk;
-        }
-        bool fits = Overlaps(m.start, m.end, scratch_lo, scratch_hi)
-                        ? add(m.start, scratch_lo > m.start ? scratch_lo : m.start, m.prot, kind) &&
-                              add(scratch_hi < m.end ? scratch_hi : m.end, m.end, m.prot, kind)
-                        : add(m.start, m.end, m.prot, kind);
-        if (!fits) return *why = "too many memory regions", false;
+  FileHashes hashes;
+  // Each line: its region (when private and writable) and what it maps (when a file); the
+  // first thing that cannot be saved, or nullptr.
+  auto take = [&](MapLine& m) -> const char* {
+    bool special = m.path[0] == '[' && !Same(m.path, "[heap]") && !Same(m.path, "[stack]");
+    if (Same(m.path, "[vdso]")) h.vdso = m.start;
+    if (Same(m.path, "[stack]")) h.stack_top = m.end;
+    if (m.shared && (m.prot & PROT_WRITE)) return "the program has a shared writable memory map";
+    if ((m.prot & PROT_WRITE) && !special) {
+      if (!(m.prot & PROT_READ)) return "a writable memory region cannot be read";
+      uint32_t kind = Same(m.path, "[heap]") ? kHeap : Same(m.path, "[stack]") ? kStack : kPlain;
+      // After a restore the program's data may have merged with the heap that follows it.
+      if (kind == kHeap && start_brk > m.start && start_brk < m.end) {
+        if (!add(m.start, start_brk, m.prot, kPlain)) return "too many memory regions";
+        m.start = start_brk;
       }
-      if (m.path[0] == '/') {
-        if (h.maps >= kMaxMaps) return *why = "too many mapped files", false;
-        MapEntry& e = sc->maps[h.maps++];
-        e.start = m.start;
-        e.end = m.end;
-        e.offset = m.offset;
-        e.prot = m.prot;
-        Copy(e.path, m.path, sizeof e.path);
-        if (!Same(last_path, e.path)) {
-          if (!HashFile(m.path, sc->buf, sizeof sc->buf, &last_hash, &last_size))
-            return *why = "cannot read a mapped file (removed since it was mapped?)", false;
-          Copy(last_path, e.path, sizeof last_path);
-        }
-        e.hash = last_hash;
-        e.size = last_size;
-      }
+      bool fits = Overlaps(m.start, m.end, scratch_lo, scratch_hi)
+                      ? add(m.start, scratch_lo > m.start ? scratch_lo : m.start, m.prot, kind) &&
+                            add(scratch_hi < m.end ? scratch_hi : m.end, m.end, m.prot, kind)
+                      : add(m.start, m.end, m.prot, kind);
+      if (!fits) return "too many memory regions";
     }
-    line = more ? nl + 1 : nl;
-  }
+    if (m.path[0] != '/') return nullptr;
+    if (h.maps >= kMaxMaps) return "too many mapped files";
+    MapEntry& e = sc->maps[h.maps++];
+    e.start = m.start;
+    e.end = m.end;
+    e.offset = m.offset;
+    e.prot = m.prot;
+    Copy(e.path, m.path, sizeof e.path);
+    if (!hashes.Of(m.path, sc->buf, sizeof sc->buf, &e.hash, &e.size))
+      return "cannot read a mapped file (removed since it was mapped?)";
+    return nullptr;
+  };
+  const char* bad = nullptr;
+  ForEachMap(maps, [&](MapLine& m) {
+    if (!bad) bad = take(m);
+  });
+  if (bad) return *why = bad, false;
   // Signal dispositions, the thread pointer, the working folder.
   for (int s = 1; s <= 64; ++s) {
     if (s == SIGKILL || s == SIGSTOP) continue;
@@ -702,44 +722,32 @@ void OnCheckpointSignal(int, siginfo_t*, void*) {
   if (!ReadMaps(maps, sizeof sc->maps_text)) Fail(sc, "cannot read /proc/self/maps");
   uint64_t vdso = 0, stack_top = 0, heap = 0;
   for (uint64_t i = 0; i < h.maps; ++i) sc->maps[i].pad = 0;  // 1: found
-  char last_path[512] = "";
-  uint64_t last_hash = 0, last_size = 0;
-  for (char* line = maps; *line;) {
-    char* nl = line;
-    while (*nl && *nl != '\n') ++nl;
-    bool more = *nl == '\n';
-    *nl = '\0';
-    MapLine m;
-    if (ParseMapLine(line, &m)) {
-      if (Same(m.path, "[vdso]")) vdso = m.start;
-      if (Same(m.path, "[stack]")) stack_top = m.end;
-      if (m.path[0] == '/') {
-        for (uint64_t i = 0; i < h.maps; ++i) {
-          MapEntry& e = sc->maps[i];
-          if (e.start != m.start) continue;
-          if (e.end != m.end || e.offset != m.offset) {
-            char why[1024] = "a file is mapped differently than at the checkpoint: ";
-            Append(why, m.path, sizeof why);
-            Fail(sc, why);
-          }
-          if (!Same(last_path, m.path)) {
-            if (!HashFile(m.path, sc->buf, sizeof sc->buf, &last_hash, &last_size))
-              Fail(sc, "cannot read a mapped file");
-            Copy(last_path, m.path, sizeof last_path);
-          }
-          if (last_hash != e.hash || last_size != e.size) {
-            char why[1024] = "not the executable or library of the checkpoint: ";
-            Append(why, m.path, sizeof why);
-            Append(why, " differs from ", sizeof why);
-            Append(why, e.path, sizeof why);
-            Fail(sc, why);
-          }
-          e.pad = 1;
-        }
+  FileHashes hashes;
+  ForEachMap(maps, [&](MapLine& m) {
+    if (Same(m.path, "[vdso]")) vdso = m.start;
+    if (Same(m.path, "[stack]")) stack_top = m.end;
+    if (m.path[0] != '/') return;
+    for (uint64_t i = 0; i < h.maps; ++i) {
+      MapEntry& e = sc->maps[i];
+      if (e.start != m.start) continue;
+      if (e.end != m.end || e.offset != m.offset) {
+        char why[1024] = "a file is mapped differently than at the checkpoint: ";
+        Append(why, m.path, sizeof why);
+        Fail(sc, why);
       }
+      uint64_t hash = 0, size = 0;
+      if (!hashes.Of(m.path, sc->buf, sizeof sc->buf, &hash, &size))
+        Fail(sc, "cannot read a mapped file");
+      if (hash != e.hash || size != e.size) {
+        char why[1024] = "not the executable or library of the checkpoint: ";
+        Append(why, m.path, sizeof why);
+        Append(why, " differs from ", sizeof why);
+        Append(why, e.path, sizeof why);
+        Fail(sc, why);
+      }
+      e.pad = 1;
     }
-    line = more ? nl + 1 : nl;
-  }
+  });
   for (uint64_t i = 0; i < h.maps; ++i) {
     if (sc->maps[i].pad) continue;
     char why[1024] = "a file mapped at the checkpoint is not here: ";

@@ -382,6 +382,16 @@ TEST_F(Pool, RemoteIoWithAStaticProgramHoldsTheJobWithTheReason) {
       << Q(id, "HoldReason");
 }
 
+// Whether a piece of a checkpoint named `file` is being received in the job's store.
+bool OnItsWay(const std::string& store, const std::string& file) {
+  std::error_code ec;
+  for (auto& e : fs::directory_iterator(store, ec)) {
+    if (e.path().filename().string().starts_with("incoming.") && fs::exists(e.path() / file, ec))
+      return true;
+  }
+  return false;
+}
+
 // The startd killed while a checkpoint is on its way: the one before it stays the one the job
 // resumes from, whole.
 TEST_F(Pool, AStartdKilledDuringACheckpointLeavesThePreviousOneToResumeFrom) {
@@ -396,16 +406,7 @@ TEST_F(Pool, AStartdKilledDuringACheckpointLeavesThePreviousOneToResumeFrom) {
       "transfer_output_files = steps.txt\noutput = out\nqueue\n");
   std::string id = std::to_string(c) + ".0";
   std::string store = env_->home() + "/spool/checkpoints/" + id;
-  auto blob_on_its_way = [&] {
-    std::error_code ec;
-    for (auto& e : fs::directory_iterator(store, ec)) {
-      if (e.path().filename().string().starts_with("incoming.") &&
-          fs::exists(e.path() / "blob", ec))
-        return true;
-    }
-    return false;
-  };
-  ASSERT_TRUE(WaitUntil(blob_on_its_way, 30)) << ReadFileOr(marks);
+  ASSERT_TRUE(WaitUntil([&] { return OnItsWay(store, "blob"); }, 30)) << ReadFileOr(marks);
   pid_t startd = StartdPid();
   ASSERT_GT(startd, 0);
   ASSERT_EQ(::kill(startd, SIGSTOP), 0);  // the transfer stops where it is
@@ -834,6 +835,16 @@ int main(int argc, char** argv) {
 }
 )";
 
+// Builds the counter (or `source`) as `counter` in the test's folder, with `opt`.
+bool BuildCounter(KiteEnv& env, const std::string& source = kMemoryCounter,
+                  const std::string& opt = "-O1") {
+  env.Write("counter.c", source);
+  auto cc =
+      RunCommand({"/usr/bin/cc", opt, "-o", env.dir() + "/counter", env.dir() + "/counter.c"});
+  EXPECT_EQ(cc.exit_code, 0) << cc.err;
+  return cc.exit_code == 0;
+}
+
 // What the counter writes when nothing stops it.
 std::string CounterSteps(int steps) {
   std::string out;
@@ -856,9 +867,7 @@ std::string CounterSteps(int steps) {
 TEST_F(Pool, TransparentCheckpointsCarryAnUnmodifiedProgramAcrossFourStartds) {
   Start("[pool]\nlocal_slots = 0\n");
   const std::string d = env_->dir();
-  env_->Write("counter.c", kMemoryCounter);
-  auto cc = RunCommand({"/usr/bin/cc", "-O1", "-o", d + "/counter", d + "/counter.c"});
-  ASSERT_EQ(cc.exit_code, 0) << cc.err;
+  ASSERT_TRUE(BuildCounter(*env_));
   const int kSteps = 80;
   std::string work = d + "/w";
   std::vector<pid_t> startds;
@@ -924,9 +933,7 @@ TEST_F(Pool, PeriodicTransparentCheckpointsAndARestoreRefusedHoldsTheJob) {
   Start();
   ASSERT_TRUE(WaitSlots(2));
   const std::string d = env_->dir();
-  env_->Write("counter.c", kMemoryCounter);
-  auto cc = RunCommand({"/usr/bin/cc", "-O1", "-o", d + "/counter", d + "/counter.c"});
-  ASSERT_EQ(cc.exit_code, 0) << cc.err;
+  ASSERT_TRUE(BuildCounter(*env_));
   int c = env_->Submit(
       "universe = vanilla\ncheckpoint = transparent\nwant_remote_io = true\n"
       "checkpoint_interval = 1\nexecutable = counter\narguments = " +
@@ -943,8 +950,7 @@ TEST_F(Pool, PeriodicTransparentCheckpointsAndARestoreRefusedHoldsTheJob) {
                         "/again.txt 200\noutput = out2\nlog = refused.log\nqueue\n");
   std::string id2 = std::to_string(c2) + ".0";
   ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(d + "/again.txt").size() > 100; }, 30));
-  cc = RunCommand({"/usr/bin/cc", "-O2", "-o", d + "/counter", d + "/counter.c"});
-  ASSERT_EQ(cc.exit_code, 0) << cc.err;
+  ASSERT_TRUE(BuildCounter(*env_, kMemoryCounter, "-O2"));
   ASSERT_EQ(env_->Kite({"vacate", id2}).exit_code, 0);
   ASSERT_TRUE(WaitUntil([&] { return env_->JobStatus(id2) == 5; }, 30))
       << env_->Kite({"q", "-nobatch"}).out;
@@ -962,9 +968,7 @@ TEST_F(Pool, PeriodicTransparentCheckpointsAndARestoreRefusedHoldsTheJob) {
 TEST_F(Pool, AStartdsPeriodicCheckpointExpressionCheckpointsTransparentJobs) {
   Start("[pool]\nlocal_slots = 0\n");
   const std::string d = env_->dir();
-  env_->Write("counter.c", kMemoryCounter);
-  auto cc = RunCommand({"/usr/bin/cc", "-O1", "-o", d + "/counter", d + "/counter.c"});
-  ASSERT_EQ(cc.exit_code, 0) << cc.err;
+  ASSERT_TRUE(BuildCounter(*env_));
   pid_t sd = SpawnStartd(env_->home(), "p", d + "/wp",
                          {"--periodic-checkpoint", "time() - LastPeriodicCheckpoint >= 1"});
   ASSERT_TRUE(WaitSlots(1));
@@ -992,9 +996,7 @@ TEST_F(Pool, AStarterKilledDuringATransparentCheckpointLeavesThePreviousOne) {
   const std::string d = env_->dir();
   std::string source = kMemoryCounter;
   source.replace(source.find("calloc(1 << 16"), 14, "calloc(1 << 25");
-  env_->Write("counter.c", source);
-  auto cc = RunCommand({"/usr/bin/cc", "-O1", "-o", d + "/counter", d + "/counter.c"});
-  ASSERT_EQ(cc.exit_code, 0) << cc.err;
+  ASSERT_TRUE(BuildCounter(*env_, source));
   int c = env_->Submit("universe = standard\nexecutable = counter\narguments = " + d +
                        "/steps.txt 60\noutput = out\nqueue\n");
   std::string id = std::to_string(c) + ".0";
@@ -1008,17 +1010,8 @@ TEST_F(Pool, AStarterKilledDuringATransparentCheckpointLeavesThePreviousOne) {
   auto at = lines();
   ASSERT_TRUE(WaitUntil([&] { return lines() >= at + 5; }, 60));
   std::string store = env_->home() + "/spool/checkpoints/" + id;
-  auto image_on_its_way = [&] {
-    std::error_code ec;
-    for (auto& e : fs::directory_iterator(store, ec)) {
-      if (e.path().filename().string().starts_with("incoming.") &&
-          fs::exists(e.path() / "kite_ckpt.img", ec))
-        return true;
-    }
-    return false;
-  };
   ASSERT_EQ(env_->Kite({"checkpoint", id}).exit_code, 0);
-  ASSERT_TRUE(WaitUntil(image_on_its_way, 60));
+  ASSERT_TRUE(WaitUntil([&] { return OnItsWay(store, "kite_ckpt.img"); }, 60));
   pid_t startd = StartdPid();
   ASSERT_GT(startd, 0);
   pid_t starter = ChildNamed(startd, "kite-starter");
@@ -1037,9 +1030,7 @@ TEST_F(Pool, AHeldTransparentJobGoesOnFromItsCheckpointWhenReleasedAndARemovedOn
   Start();
   ASSERT_TRUE(WaitSlots(2));
   const std::string d = env_->dir();
-  env_->Write("counter.c", kMemoryCounter);
-  auto cc = RunCommand({"/usr/bin/cc", "-O1", "-o", d + "/counter", d + "/counter.c"});
-  ASSERT_EQ(cc.exit_code, 0) << cc.err;
+  ASSERT_TRUE(BuildCounter(*env_));
   int c = env_->Submit("universe = standard\nexecutable = counter\narguments = " + d +
                        "/held.txt 40\nqueue\n");
   int r = env_->Submit("universe = standard\nexecutable = counter\narguments = " + d +
