@@ -497,6 +497,19 @@ bool WriteImage(Scratch* sc, const char** why) {
 
 void AfterRestoreHere();
 
+// IMAGE + `suffix` holding `why`: what the starter reads of a checkpoint or a restore that failed.
+void Note(const char* image, const char* suffix, const char* why) {
+  char path[kPath];
+  Copy(path, image, sizeof path);
+  Append(path, suffix, sizeof path);
+  int fd = static_cast<int>(Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
+                                O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (fd >= 0) {
+    WriteAll(fd, why, Len(why));
+    Sys(SYS_close, fd);
+  }
+}
+
 __attribute__((noinline)) void TakeCheckpoint() {
   Scratch* sc = nullptr;
   for (uint64_t at = 0x100000000000ULL; !sc && at < 0x600000000000ULL; at += 0x40000000000ULL)
@@ -506,15 +519,7 @@ __attribute__((noinline)) void TakeCheckpoint() {
   if (!Gather(sc, &why) || !WriteImage(sc, &why)) {
     // Said on standard error and, for the starter, in IMAGE.refused; the program goes on.
     Say("checkpoint not taken", why);
-    char path[kPath];
-    Copy(path, g_image, sizeof path);
-    Append(path, ".refused", sizeof path);
-    int fd = static_cast<int>(Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
-                                  O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-    if (fd >= 0) {
-      WriteAll(fd, why, Len(why));
-      Sys(SYS_close, fd);
-    }
+    Note(g_image, ".refused", why);
     Sys(SYS_munmap, reinterpret_cast<long>(sc), kScratchBytes);
     return;
   }
@@ -540,19 +545,12 @@ void OnCheckpointSignal(int, siginfo_t*, void*) {
 
 // ---- restoring one ----
 
+// Said on standard error and, for the starter, in IMAGE.failed (the job is held with it). Before
+// the scratch map exists the image's path is this library's own; after the old memory is back,
+// only the scratch map's is the new one.
 [[noreturn]] void Fail(Scratch* sc, const char* why) {
   Say("cannot restore the checkpoint", why);
-  if (sc) {
-    char path[kPath];
-    Copy(path, sc->image, sizeof path);
-    Append(path, ".failed", sizeof path);
-    int fd = static_cast<int>(Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
-                                  O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-    if (fd >= 0) {
-      WriteAll(fd, why, Len(why));
-      Sys(SYS_close, fd);
-    }
-  }
+  Note(sc ? sc->image : g_image, ".failed", why);
   Sys(SYS_exit_group, 1);
   __builtin_unreachable();
 }

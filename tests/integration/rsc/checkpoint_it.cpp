@@ -233,6 +233,12 @@ TEST_F(Checkpoint, ARestoreRefusesAnotherExecutableOrRandomisedAddresses) {
   EXPECT_EQ(Wait(Launch(c, 100, /*aslr=*/true)), 1);
   EXPECT_NE(ReadFileOr(c + "/err").find("address-space randomisation"), std::string::npos)
       << ReadFileOr(c + "/err");
+  // An image cut short (a disk that filled, a copy that broke off) is refused whole.
+  std::string d = Sandbox("d", "counter", a);
+  fs::resize_file(d + "/kite_ckpt.img", fs::file_size(d + "/kite_ckpt.img") - 1);
+  EXPECT_EQ(Wait(Launch(d, 100)), 1);
+  EXPECT_EQ(ReadFileOr(d + "/kite_ckpt.img.failed"),
+            "the image is damaged (it is not as long as its tables say)");
 }
 
 // What a checkpoint cannot hold is refused, the reason said, and the program goes on: here a
