@@ -59,6 +59,10 @@ Result<classad::ClassAd> BuildSlotAd(const SlotFacts& f) {
   ad.Assign("TimeToLive", f.time_to_live);
   ad.Assign("HasFileTransfer", true);
   ad.Assign("HasSelfCheckpointTransfers", true);  // checkpoint_exit_code (docs/pool.md)
+  // The HTCondor release whose slot features these slots offer: condor_submit's Requirements
+  // test it (`versioncmp(split(TARGET.CondorVersion)[1], "8.9.7") >= 0` for a job with
+  // transfer_checkpoint_files), and without it such a job matched no slot of another file system.
+  ad.Assign("CondorVersion", std::string(kSlotCondorVersion));
   struct Named {
     const char* attr;
     const char* knob;

@@ -42,6 +42,10 @@ struct SlotFacts {
   int64_t last_periodic_checkpoint = 0;  // LastPeriodicCheckpoint while Busy (0: left out)
 };
 
+// CondorVersion in every slot ad: HTCondor's form; the release whose slot features Kite's offer.
+inline constexpr const char* kSlotCondorVersion =
+    "$CondorVersion: 25.0.0 2025-06-01 BuildID: Kite $";
+
 std::string SlotName(int id, const std::string& startd);  // "slot1@name"
 // The host part of a startd name ("glidein_7@node3" -> "node3"; "node3" -> "node3").
 std::string HostPart(const std::string& startd);

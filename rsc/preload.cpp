@@ -12,9 +12,9 @@
 // may safely be sent again. A remote handle is closed when the process that opened it closes it
 // before any fork; ones that were shared are closed by the shadow when the run ends.
 // stdio: fopen/fdopen of a remote file give a FILE whose reads and writes come back here
-// (fopencookie); glibc's own stdio never calls the wrapped functions. Not remote: memory mapping
-// of a remote file, locks (accepted, not forwarded), freopen onto a remote file (refused with
-// ENOTSUP).
+// (fopencookie); glibc's own stdio never calls the wrapped functions; freopen of a remote file
+// onto stdin, stdout or stderr replaces that stream. Not remote: memory mapping of a remote file,
+// locks (accepted, not forwarded), freopen onto any other stream (refused with ENOTSUP).
 //
 // Everything the library needs for itself goes to the real functions (dlsym(RTLD_NEXT)) or the
 // raw system calls, never to its own wrappers.
@@ -1371,13 +1371,45 @@ FILE* fdopen(int fd, const char* mode) {
   REAL(fdopen);
   return real(fd, mode);
 }
+// freopen onto a remote file: for the standard streams (what it is nearly always used for), the
+// remote file takes descriptor 0, 1 or 2 and `stdin`/`stdout`/`stderr` become a stream over it,
+// which is what is returned; the old stream is left open on nothing the program sees. Another
+// stream cannot be made remote in place (glibc's stream would go on writing with its internal
+// calls): refused with ENOTSUP, said on standard error.
 FILE* freopen(const char* path, const char* mode, FILE* stream) {
   std::string n;
   if (Remote(path, &n)) {
-    static const char kMsg[] = "kite-rsc: freopen onto a remote file is not supported\n";
-    ::syscall(SYS_write, 2, kMsg, sizeof kMsg - 1);
-    errno = ENOTSUP;
-    return nullptr;
+    FILE** std_stream = stream == stdin    ? &stdin
+                        : stream == stdout ? &stdout
+                        : stream == stderr ? &stderr
+                                           : nullptr;
+    int flags = ModeFlags(mode);
+    if (!std_stream || flags < 0) {
+      static const char kMsg[] =
+          "kite-rsc: freopen of a remote file onto a stream other than stdin, stdout or stderr is "
+          "not supported\n";
+      ::syscall(SYS_write, 2, kMsg, sizeof kMsg - 1);
+      errno = flags < 0 ? EINVAL : ENOTSUP;
+      return nullptr;
+    }
+    int target = std_stream == &stdin ? 0 : std_stream == &stdout ? 1 : 2;
+    ::fflush(stream);
+    int fd = RemoteOpen(n, flags, 0666);
+    if (fd < 0) return nullptr;
+    if (fd != target) {
+      if (dup2(fd, target) < 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return nullptr;
+      }
+      close(fd);
+    }
+    FILE* f = CookieFile(target, mode);
+    if (!f) return nullptr;
+    if (target == 2) ::setvbuf(f, nullptr, _IONBF, 0);
+    *std_stream = f;
+    return f;
   }
   REAL(freopen);
   return real(path, mode, stream);

@@ -1058,5 +1058,62 @@ TEST_F(Pool, AHeldTransparentJobGoesOnFromItsCheckpointWhenReleasedAndARemovedOn
   EXPECT_EQ(History(id, "NumJobStarts"), "2");
 }
 
+// checkpoint_exit_code across startds: a counting job that saves its state every fourth step is
+// vacated three times, each time going on at the next startd (each one's START takes the job only
+// from the one before), and finishes with the output of a run never interrupted, having
+// redone at most one checkpoint interval (four steps) per vacate.
+TEST_F(Pool, AnApplicationCheckpointingJobVacatedThreeTimesOnFourStartdsRedoesAtMostAnInterval) {
+  Start("[pool]\nlocal_slots = 0\n");
+  const std::string d = env_->dir();
+  std::vector<pid_t> startds;
+  for (int i = 0; i < 4; ++i) {
+    // (NumJobStarts would not do: it counts the start being made by the time the startd looks.)
+    std::string start = i == 0
+                            ? "TARGET.LastRemoteHost =?= undefined"
+                            : "TARGET.LastRemoteHost =?= \"slot1@a" + std::to_string(i - 1) + "\"";
+    startds.push_back(SpawnStartd(env_->home(), "a" + std::to_string(i),
+                                  d + "/w" + std::to_string(i), {"--start", start}));
+  }
+  ASSERT_TRUE(WaitSlots(4));
+  // 16 steps of 0.2 s; every fourth saves `n` and exits 85. Each step done is also noted on the
+  // desktop ($1), checkpoints or not: that count is the work done.
+  env_->Write(
+      "count16.sh",
+      "#!/bin/sh\nn=0\n[ -f state ] && n=$(cat state)\n"
+      "while [ \"$n\" -lt 16 ]; do\n  n=$((n + 1))\n  echo \"step $n\" >> steps.txt\n"
+      "  echo \"did $n\" >> \"$1\"\n  sleep 0.2\n"
+      "  if [ $((n % 4)) -eq 0 ] && [ \"$n\" -lt 16 ]; then echo \"$n\" > state; exit 85; fi\n"
+      "done\necho \"counted to $n\"\n",
+      0755);
+  int c = env_->Submit("universe = vanilla\nexecutable = count16.sh\narguments = " + d +
+                       "/did\ncheckpoint_exit_code = 85\ntransfer_checkpoint_files = state, "
+                       "steps.txt\ntransfer_output_files = steps.txt\noutput = out\nqueue\n");
+  std::string id = std::to_string(c) + ".0";
+  auto did = [&] {
+    auto t = ReadFileOr(d + "/did");
+    return static_cast<int>(std::count(t.begin(), t.end(), '\n'));
+  };
+  for (int hop = 1; hop <= 3; ++hop) {
+    int at = did();
+    // A few steps into this start (past a checkpoint or not), vacated; it goes on at the next.
+    ASSERT_TRUE(WaitUntil([&] { return did() >= at + 3; }, 30)) << ReadFileOr(d + "/did");
+    ASSERT_EQ(env_->Kite({"vacate", id}).exit_code, 0);
+    ASSERT_TRUE(
+        WaitUntil([&] { return Q(id, "RemoteHost") == "slot1@a" + std::to_string(hop); }, 30))
+        << Q(id, "RemoteHost") << " " << Q(id, "NumCheckpoints");
+  }
+  WaitDone(c, 90);
+  std::string steps;
+  for (int i = 1; i <= 16; ++i) steps += "step " + std::to_string(i) + "\n";
+  EXPECT_EQ(ReadFileOr(d + "/steps.txt"), steps);
+  EXPECT_EQ(ReadFileOr(d + "/out"), "counted to 16\n");
+  EXPECT_EQ(History(id, "NumJobStarts"), "4");
+  EXPECT_EQ(History(id, "LastRemoteHost"), "slot1@a3");
+  EXPECT_GE(did(), 16);
+  EXPECT_LE(did(), 16 + 3 * 4) << ReadFileOr(d + "/did");
+  for (pid_t p : startds) ::kill(p, SIGTERM);
+  for (pid_t p : startds) WaitExit(p, 20);
+}
+
 }  // namespace
 }  // namespace kite::testing

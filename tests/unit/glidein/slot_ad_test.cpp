@@ -43,6 +43,10 @@ TEST(SlotAd, HasHTCondorsAttributes) {
   EXPECT_EQ(ad->EvaluateInt("KeyboardIdle"), 600);
   EXPECT_EQ(ad->EvaluateInt("TimeToLive"), 3600);
   EXPECT_EQ(ad->EvaluateBool("HasFileTransfer"), true);
+  // condor_submit's clause for jobs with transfer_checkpoint_files holds for it.
+  classad::ClassAd probe = *ad;
+  ASSERT_TRUE(probe.InsertText("VersionOk", "versioncmp(split(CondorVersion)[1], \"8.9.7\") >= 0"));
+  EXPECT_EQ(probe.EvaluateBool("VersionOk"), true);
   EXPECT_EQ(ad->EvaluateInt("Rank"), 0);
   EXPECT_EQ(ad->EvaluateString("GlideinResource"), "kite host:2119/slurm");
   EXPECT_EQ(ad->Lookup("JobId"), nullptr);
