@@ -156,7 +156,7 @@ TEST_F(Queue, MalformedApiRequestsGetErrors) {
       {Post("/v1/query", "[1,2]"), "400", "JSON object"},
       {Post("/v1/query", "{\"ids\": 5}"), "400", "ids must be an array"},
       {Post("/v1/act", "{\"action\": \"explode\", \"ids\": [\"1\"]}"), "400",
-       "rm, forcex, hold, release or vacate"},
+       "rm, forcex, hold, release, vacate or checkpoint"},
       {Post("/v1/submit", "{\"cluster\": 77, \"common\": [], \"procs\": [[]]}"), "409",
        "not a fresh cluster id"},
       {Post("/v1/submit", "{\"cluster\": \"x\"}"), "400", "cluster must be an integer"},
