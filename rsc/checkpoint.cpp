@@ -340,7 +340,11 @@ bool Gather(Scratch* sc, const char** why) {
   // Each line: its region (when private and writable) and what it maps (when a file); the
   // first thing that cannot be saved, or nullptr.
   auto take = [&](MapLine& m) -> const char* {
-    bool special = m.path[0] == '[' && !Same(m.path, "[heap]") && !Same(m.path, "[stack]");
+    // The kernel's own maps are not the program's; every other one is (named anonymous maps,
+    // "[anon:...]", included).
+    bool special = Same(m.path, "[vdso]") || Same(m.path, "[vvar]") ||
+                   Same(m.path, "[vvar_vclock]") || Same(m.path, "[vsyscall]") ||
+                   Same(m.path, "[uprobes]");
     if (Same(m.path, "[vdso]")) h.vdso = m.start;
     if (Same(m.path, "[stack]")) h.stack_top = m.end;
     if (m.shared && (m.prot & PROT_WRITE)) return "the program has a shared writable memory map";

@@ -25,15 +25,21 @@ namespace fs = std::filesystem;
 
 // Keeps its state in memory (heap, stack, bss), appends a line per step to a remote file ($1)
 // with write(2) and to a file in its sandbox with stdio; prints its total at the end.
-const char* kCounter = R"(#include <fcntl.h>
+const char* kCounter = R"C(#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 static long in_bss = VARIANT;
 int main(int argc, char** argv) {
   int steps = atoi(argv[2]);
   long* heap = calloc(1 << 18, sizeof(long));  /* 2 MiB */
+  /* An anonymous map of its own keeps a tally too; named "[anon:tally]" where the kernel
+     allows naming maps (CONFIG_ANON_VMA_NAME; not this test machine's). */
+  long* named = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  prctl(0x53564d41, 0, (unsigned long)named, 4096, (unsigned long)"tally");
   char on_stack[256];
   long sum = 0;
   int fd = open(argv[1], O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -41,6 +47,7 @@ int main(int argc, char** argv) {
   if (fd < 0 || !local) { perror("open"); return 2; }
   for (int i = 1; i <= steps; ++i) {
     heap[i * 997 % (1 << 18)] = i;
+    named[0] += i;
     sum += heap[i * 997 % (1 << 18)];
     in_bss += 3;
     snprintf(on_stack, sizeof on_stack, "step %d sum %ld bss %ld\n", i, sum, in_bss);
@@ -49,10 +56,10 @@ int main(int argc, char** argv) {
     fflush(local);
     usleep(40000);
   }
-  printf("done: sum %ld\n", sum);
+  printf("done: sum %ld named %ld\n", sum, named[0]);
   return 0;
 }
-)";
+)C";
 
 std::string Expected(int steps) {
   std::string out;
@@ -193,7 +200,8 @@ TEST_F(Checkpoint, MemoryAndFileOffsetsContinueExactlyAfterEachRestore) {
   EXPECT_EQ(ReadFileOr(steps()), Expected(kSteps));
   EXPECT_EQ(ReadFileOr(c + "/local.txt"), Expected(kSteps));
   long sum = static_cast<long>(kSteps) * (kSteps + 1) / 2;
-  EXPECT_EQ(ReadFileOr(c + "/out"), "done: sum " + std::to_string(sum) + "\n");
+  EXPECT_EQ(ReadFileOr(c + "/out"),
+            "done: sum " + std::to_string(sum) + " named " + std::to_string(sum) + "\n");
   EXPECT_EQ(ReadFileOr(c + "/err"), "");
 }
 
