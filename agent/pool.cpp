@@ -525,10 +525,10 @@ void Pool::OnCheckpointed(const Message& m) {
     // Removed meanwhile: nobody needs it, but the starter hears back so that it can end the run
     // (a transparent checkpoint taken for a vacate waits for this answer). A held job keeps it:
     // its release goes on from it.
+    // Nothing is stored, so nothing waits for a commit (and none may come): answered now.
     fs::remove_all(incoming, ec);
-    int kept = j ? static_cast<int>(j->ad.EvaluateInt("NumCheckpoints").value_or(0)) : 0;
-    checkpoint_acks_.push_back({run->startd, m.job, m.run, run->job, kept});
-    hooks_.commit_soon();
+    if (auto sd = run->startd.lock())
+      Send(sd, Message{.type = MsgType::kAck, .job = m.job, .run = m.run, .checkpoint = true});
     return;
   }
   int n = static_cast<int>(j->ad.EvaluateInt("NumCheckpoints").value_or(0)) + 1;
