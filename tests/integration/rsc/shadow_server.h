@@ -84,7 +84,9 @@ class Shadow {
       std::string frame;
       rsc::wire::Put(frame, reply.size(), 4);
       frame += reply;
-      if (::write(c, frame.data(), frame.size()) != static_cast<ssize_t>(frame.size())) return;
+      // A program may exit without reading an answer (a read-ahead block asked for early).
+      if (::send(c, frame.data(), frame.size(), MSG_NOSIGNAL) != static_cast<ssize_t>(frame.size()))
+        return;
     }
   }
 
