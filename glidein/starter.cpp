@@ -210,11 +210,12 @@ void Starter::Launch(bool again) {
   if (!launch) return Finish(About(MsgType::kRefused, r.ref, launch.error().message()));
   launch->append = again;
   if (!again) r.before = TopLevelFiles(r.box.fd());
-  if (r.job.EvaluateBool("WantRemoteIO").value_or(false) || IsTransparent(r.job)) {
+  bool remote_io = r.job.EvaluateBool("WantRemoteIO").value_or(false);
+  bool transparent = IsTransparent(r.job);
+  if (remote_io || transparent) {
     std::string why;
-    bool ok =
-        (!r.job.EvaluateBool("WantRemoteIO").value_or(false) || StartRemoteIo(*launch, &why)) &&
-        (!IsTransparent(r.job) || StartTransparent(*launch, &why));
+    bool ok = (!remote_io || StartRemoteIo(*launch, &why)) &&
+              (!transparent || StartTransparent(*launch, &why));
     if (!ok) {
       // Said as the run's end, so the job is held with the reason rather than tried elsewhere.
       spdlog::warn("starter: job {} run {}: {}", r.ref.job, r.ref.run, why);
@@ -541,8 +542,15 @@ void Starter::CheckpointNotTaken(const std::string& why) {
   }
 }
 
-// libkite_rsc.so next to kite-exec, for a program that is dynamically linked; "" with `why`.
-std::string Starter::PreloadLibrary(const std::string& feature, std::string* why) const {
+// libkite_rsc.so next to kite-exec, for a program that is dynamically linked; "" with `why`
+// (`feature`: the submit command asking for it; `needs`: what it is and "needs"/"need").
+std::string Starter::PreloadLibrary(const ExecLaunch& launch, const std::string& feature,
+                                    const std::string& needs, std::string* why) const {
+  if (IsStaticExecutable(launch.program)) {
+    *why = feature + ": " + launch.program + " is statically linked; " + needs +
+           " a dynamically linked program (it works by preloading libkite_rsc.so)";
+    return "";
+  }
   std::string bin = world_.exec_path.substr(0, world_.exec_path.rfind('/'));
   std::string lib = bin + "/libkite_rsc.so";
   if (::access(lib.c_str(), R_OK) != 0) {
@@ -554,13 +562,8 @@ std::string Starter::PreloadLibrary(const std::string& feature, std::string* why
 
 bool Starter::StartTransparent(ExecLaunch& launch, std::string* why) {
   Run& r = *run_;
-  if (IsStaticExecutable(launch.program)) {
-    *why = "checkpoint = transparent: " + launch.program +
-           " is statically linked; transparent checkpoints need a dynamically linked program (they "
-           "work by preloading libkite_rsc.so)";
-    return false;
-  }
-  std::string lib = PreloadLibrary("checkpoint = transparent", why);
+  std::string lib =
+      PreloadLibrary(launch, "checkpoint = transparent", "transparent checkpoints need", why);
   if (lib.empty()) return false;
   char real[PATH_MAX];
   std::string program = ::realpath(launch.program.c_str(), real) ? real : launch.program;
@@ -576,13 +579,7 @@ bool Starter::StartTransparent(ExecLaunch& launch, std::string* why) {
 
 bool Starter::StartRemoteIo(ExecLaunch& launch, std::string* why) {
   Run& r = *run_;
-  if (IsStaticExecutable(launch.program)) {
-    *why = "want_remote_io: " + launch.program +
-           " is statically linked; remote I/O needs a dynamically linked program (it works by "
-           "preloading libkite_rsc.so)";
-    return false;
-  }
-  std::string lib = PreloadLibrary("want_remote_io", why);
+  std::string lib = PreloadLibrary(launch, "want_remote_io", "remote I/O needs", why);
   if (lib.empty()) return false;
   if (!rsc_) {
     rsc_ = std::make_unique<RscRelay>(io_, [this](int64_t chan, const std::string& request) {

@@ -101,7 +101,8 @@ class Starter {
   // Sets up a program with `checkpoint = transparent`: the library preloaded, its image's place,
   // no address-space randomisation. False (with the reason) when the program cannot have it.
   bool StartTransparent(ExecLaunch& launch, std::string* why);
-  std::string PreloadLibrary(const std::string& feature, std::string* why) const;
+  std::string PreloadLibrary(const ExecLaunch& launch, const std::string& feature,
+                             const std::string& needs, std::string* why) const;
   bool exited_ = false;
   boost::asio::steady_timer tick_;
   boost::asio::signal_set children_;
