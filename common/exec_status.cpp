@@ -31,15 +31,24 @@ const char* KindName(ExecStatus::Kind k) {
 }
 }  // namespace
 
+namespace {
+// printf into a string of whatever length it needs: a parsed record may carry any double, and
+// "%.6f" of 1e300 is over 300 characters.
+template <typename... Args>
+std::string Printf(const char* fmt, Args... args) {
+  int n = std::snprintf(nullptr, 0, fmt, args...);
+  std::string out(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+  if (n > 0) std::snprintf(out.data(), out.size() + 1, fmt, args...);
+  return out;
+}
+}  // namespace
+
 // One "key value" per line; the message comes last and may hold spaces.
 std::string FormatExecStatus(const ExecStatus& s) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "kind %s\ncode %d\ncore %d\nutime %.6f\nstime %.6f\nstart %.6f\nend %.6f\n"
-                "maxrss %lld\n",
-                KindName(s.kind), s.code, s.core ? 1 : 0, s.utime, s.stime, s.start, s.end,
-                static_cast<long long>(s.max_rss_kb));
-  std::string out = buf;
+  std::string out = Printf("kind %s\ncode %d\ncore %d\n", KindName(s.kind), s.code, s.core ? 1 : 0);
+  out += Printf("utime %.6f\nstime %.6f\n", s.utime, s.stime);
+  out += Printf("start %.6f\nend %.6f\n", s.start, s.end);
+  out += Printf("maxrss %lld\n", static_cast<long long>(s.max_rss_kb));
   std::string msg = s.message;
   for (auto& c : msg) {
     if (c == '\n') c = ' ';

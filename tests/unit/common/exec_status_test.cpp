@@ -132,5 +132,23 @@ TEST(ExecStatus, AReusedDirectoryNeverShowsTheEarlierRunsEnd) {
   EXPECT_EQ(st->code, SIGTERM);
 }
 
+// A record may carry any double it parses (found by the fuzz target: "%.6f" of 1e300 is over 300
+// characters and was cut short by a fixed buffer, so it did not read back the same).
+TEST(ExecStatus, HugeValuesAreWrittenWhole) {
+  ExecStatus s;
+  s.utime = 1e300;
+  s.end = -1e300;
+  s.max_rss_kb = INT64_MIN;
+  s.message = "still here";
+  std::string text = FormatExecStatus(s);
+  auto back = ParseExecStatus(text);
+  ASSERT_TRUE(back) << back.error().ToString();
+  EXPECT_EQ(back->utime, s.utime);
+  EXPECT_EQ(back->end, s.end);
+  EXPECT_EQ(back->max_rss_kb, INT64_MIN);
+  EXPECT_EQ(back->message, "still here");
+  EXPECT_EQ(FormatExecStatus(*back), text);
+}
+
 }  // namespace
 }  // namespace kite
