@@ -90,6 +90,10 @@ Status Agent::Start() {
   local_ = std::make_unique<LocalJobs>(io_, *queue_, options_,
                                        LocalJobs::Hooks{[this] { CommitSoon(); }, retire});
   grid_ = std::make_unique<GridHub>(io_, *queue_, GridHub::Hooks{retire});
+  broker_ = std::make_unique<Broker>(io_, *queue_, options_.broker, Broker::Hooks{[this](Job& j) {
+                                       grid_->OnStatus(j, false);  // the gridmanager hears of it
+                                       CommitSoon();
+                                     }});
   pool_ =
       std::make_unique<Pool>(io_, *queue_, options_, Pool::Hooks{[this] { CommitSoon(); }, retire});
   supervisor_ = std::make_unique<GridManagerSupervisor>(io_, options_, [this] {
@@ -144,6 +148,7 @@ Status Agent::Start() {
   local_->Schedule();
   OnChildSignal();  // reap anything that ended before the handler was installed
   supervisor_->Ensure();
+  broker_->Start();
   spdlog::info("agent: serving {} with {} jobs queued", options_.socket_path(),
                queue_->jobs().size());
   return {};
@@ -157,6 +162,7 @@ void Agent::OnStatusChange(Job& j, bool leaving) {
       j.ad.Lookup("x509userproxy"))
     CheckCredentialsSoon();
   if (j.universe == kUniverseGrid) {
+    broker_->OnStatus(j, leaving);
     grid_->OnStatus(j, leaving);
   } else if (j.universe == kUniverseLocal) {
     local_->OnStatus(j, leaving);
@@ -257,6 +263,7 @@ void Agent::Stop() {
   if (local_startd_) local_startd_->Stop();
   if (pool_tls_) pool_tls_->Stop();
   if (pool_) pool_->Close();
+  if (broker_) broker_->Stop();
   if (rest_) {
     rest_->Close();
     ::unlink(options_.rest_address_path().c_str());

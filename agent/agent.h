@@ -25,6 +25,7 @@
 
 #include "agent/api.h"
 #include "agent/config.h"
+#include "agent/broker.h"
 #include "agent/grid_hub.h"
 #include "agent/queue.h"
 #include "agent/waiters.h"
@@ -104,6 +105,8 @@ class Agent {
   const std::map<std::string, GridResourceReport>& grid_resources() const {
     return grid_->resources();
   }
+  // The broker (agent/broker.h): the grid sites of config.toml and their ads.
+  Broker& broker() { return *broker_; }
   // The personal pool: its slots (kite status) and the negotiator's queue.
   const Pool& pool() const { return *pool_; }
   // The DAG runner (agent/dags.h): kite dag submit / status.
@@ -135,6 +138,7 @@ class Agent {
   std::unique_ptr<JobQueue> queue_;
   std::unique_ptr<LocalJobs> local_;
   std::unique_ptr<GridHub> grid_;
+  std::unique_ptr<Broker> broker_;
   std::unique_ptr<GridManagerSupervisor> supervisor_;
   std::unique_ptr<Pool> pool_;                 // the personal pool (agent/pool.h)
   std::unique_ptr<PoolTlsListener> pool_tls_;  // glide-ins dial in here (agent/pool_tls.h)

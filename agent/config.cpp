@@ -5,16 +5,21 @@
 
 #include <boost/asio/ip/address.hpp>
 
+#include <cmath>
 #include <functional>
 #include <map>
 #include <string>
 
 #include "agent/listen_address.h"
 #include "agent/myproxy_renewal.h"
+#include "agent/site_ads.h"
 #include "classad/expr.h"
+#include "classad/parser.h"
 #include "common/files.h"
+#include "common/strings.h"
 #include "credentials/certificate.h"
 #include "credentials/proxy.h"
+#include "grid/resource.h"
 
 namespace kite::agent {
 namespace {
@@ -218,6 +223,61 @@ Setter DistinguishedNames(std::vector<std::string>* out) {
   };
 }
 
+// [[resource]]: the user's grid sites, each a grid_resource and any attributes to rank by.
+Status ParseResources(const toml::node& node, const std::string& filename,
+                      std::vector<ResourceSetting>* out) {
+  auto* arr = node.as_array();
+  if (!arr || !arr->is_array_of_tables()) {
+    return Fail(ErrorCode::kInvalidInput,
+                Where(filename, node, "resource") + ": write each site as a [[resource]] table");
+  }
+  for (auto&& item : *arr) {
+    auto& tbl = *item.as_table();
+    ResourceSetting r;
+    for (auto&& [key, value] : tbl) {
+      std::string k(key.str());
+      std::string where = Where(filename, value, "resource." + k);
+      if (k == "grid_resource") {
+        auto v = value.value_exact<std::string>();
+        if (!v) return Fail(ErrorCode::kInvalidInput, where + ": expected a string");
+        if (auto g = grid::ParseGridResource(*v); !g)
+          return Fail(ErrorCode::kInvalidInput, where + ": " + g.error().message());
+        r.grid_resource = std::string(Trim(*v));
+        continue;
+      }
+      if (auto st = classad::CheckAttributeName(k); !st)
+        return Fail(ErrorCode::kInvalidInput, where + ": not an attribute name");
+      if (IsAgentSiteAttribute(k))
+        return Fail(ErrorCode::kInvalidInput, where + ": the broker sets " + k + " itself");
+      std::string literal;
+      if (auto s = value.value_exact<std::string>()) {
+        literal = classad::Unparse(*classad::MakeString(*s));
+      } else if (auto i = value.value_exact<int64_t>()) {
+        literal = std::to_string(*i);
+      } else if (auto d = value.value_exact<double>(); d && std::isfinite(*d)) {
+        literal = classad::Unparse(*classad::MakeReal(*d));
+      } else if (auto b = value.value_exact<bool>()) {
+        literal = *b ? "true" : "false";
+      } else {
+        return Fail(ErrorCode::kInvalidInput,
+                    where + ": expected a string, a number or true/false");
+      }
+      r.attributes.emplace_back(k, literal);
+    }
+    if (r.grid_resource.empty()) {
+      return Fail(ErrorCode::kInvalidInput,
+                  Where(filename, tbl, "resource") + ": grid_resource is required");
+    }
+    for (const auto& other : *out) {
+      if (other.grid_resource == r.grid_resource)
+        return Fail(ErrorCode::kInvalidInput, Where(filename, tbl, "resource") + ": " +
+                                                  r.grid_resource + " is listed twice");
+    }
+    out->push_back(std::move(r));
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view text,
@@ -302,6 +362,11 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
         {"ca_file", Checked(&o.mail.ca_file, AnyText)},
         {"retry_interval", Seconds(&o.mail.retry_interval, 0.1)},
         {"timeout", Seconds(&o.mail.timeout, 1)}}},
+      {"broker",
+       {{"refresh_interval", Seconds(&o.broker.refresh_interval, 0.1)},
+        {"max_pending_per_site", Integer(&o.broker.max_pending_per_site, 1, 1000000)},
+        {"max_queue_wait", Seconds(&o.broker.max_queue_wait, 0)},
+        {"info_timeout", Seconds(&o.broker.info_timeout, 1)}}},
       {"credentials",
        {{"check_interval", Seconds(&o.credentials.check_interval, 0.1)},
         {"min_lifetime", Seconds(&o.credentials.min_lifetime, 0)},
@@ -309,6 +374,10 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
   };
   for (auto&& [section, node] : root) {
     std::string sec(section.str());
+    if (sec == "resource") {
+      if (auto st = ParseResources(node, filename, &o.broker.resources); !st) return Fail(st.error());
+      continue;
+    }
     auto it = known.find(sec);
     auto* tbl = node.as_table();
     if (it == known.end() || !tbl) {

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/broker.h"
 #include "agent/mail_options.h"
 #include "common/error.h"
 #include "glidein/options.h"
@@ -83,6 +84,8 @@ struct AgentOptions {
 
   // [pool]: the personal pool.
   PoolSettings pool;
+  // [[resource]] and [broker]: the user's grid sites and the broker (agent/broker.h).
+  BrokerSettings broker;
 
   // [rest] listen: "HOST:PORT" of the read-only REST status endpoint; "" = none. `--rest` of
   // kite-agent (and of `kite agent start`) overrides it.

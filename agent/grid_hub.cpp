@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "agent/broker.h"
 #include "agent/policy.h"
 #include "agent/userlog.h"
 #include "classad/expr.h"
@@ -53,6 +54,7 @@ std::string GridHub::ProxyOf(const Job& j) {
 }
 
 bool GridHub::NeedsManager(const Job& j) {
+  if (Broker::AwaitsMatch(j)) return false;  // no site yet: the broker's, not a gridmanager's
   switch (j.status) {
     case kIdle:
     case kRunning:

@@ -29,6 +29,16 @@ ApiResponse HandlePoolStatus(Agent& agent, const json::object& body) {
   }
   std::string out = "[";
   bool first = true;
+  if (auto* g = body.if_contains("grid"); g && g->is_bool() && g->as_bool()) {
+    for (const auto& site : agent.broker().Sites()) {
+      if (constraint && !classad::EvaluateExpr(*constraint, &site.ad).IsTrue()) continue;
+      if (!first) out += ",\n";
+      first = false;
+      classad::AppendJson(out, site.ad);
+    }
+    out += "]\n";
+    return Reply(http::status::ok, std::move(out));
+  }
   for (const auto& slot : agent.pool().Slots()) {
     classad::ClassAd ad = *slot.ad;
     if (slot.job) ad.Assign("JobId", JobIdString(*slot.job));

@@ -111,6 +111,14 @@ Result<std::string> Client::Ping() {
   return body->substr(pos, body->find('"', pos) - pos);
 }
 
+Result<std::string> Client::Info() {
+  auto body = Call("GET", "/info", "");
+  if (!body) return Fail(body.error());
+  auto ad = ParseInfoReply(*body);
+  if (!ad) return Fail(ErrorCode::kProtocol, "info reply: " + ad.error().message());
+  return ad;
+}
+
 Result<Delegation> Client::Delegate(const std::string& request_id, const std::string& existing_id,
                                     std::chrono::seconds lifetime) {
   auto start =

@@ -50,6 +50,8 @@ class Client {
 
   // Checks that the gatekeeper answers and maps us (GET /ping); returns the mapped account.
   Result<std::string> Ping();
+  // The site's ad (GET /info; docs/protocol.md, "Site information"): its ClassAd text.
+  Result<std::string> Info();
 
   // Delegates a proxy signed by our credential (keys never travel). With `existing_id`, refreshes
   // that delegation in place (same id; jobs use the new proxy from then on). Uses `request_id`

@@ -446,6 +446,8 @@ Result<pid_t> Gatekeeper::Impl::SpawnJobManager(const std::string& account) {
   jm.account = account;
   jm.commit_timeout = options.commit_timeout;
   jm.batch_poll_interval = options.batch_poll_interval;
+  jm.fork_limits = options.fork_limits;
+  jm.site_attributes = options.site_attributes;
   jm.log_file = dir + "/jobmanager.log";
   jm.log_level = options.jobmanager_log_level;
   std::vector<std::string> argv = {options.jobmanager_path};

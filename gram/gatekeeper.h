@@ -35,6 +35,10 @@ struct GatekeeperOptions {
   std::string jobmanager_log_level = "info";
   // Passed to job managers: how often they ask the batch system's daemons about jobs.
   std::chrono::milliseconds batch_poll_interval{1000};
+  // Passed to job managers (absolute paths): the fork adapter's limits file (a test aid) and the
+  // administrator's attributes for the site's info ad.
+  std::string fork_limits;
+  std::string site_attributes;
   // Variables of the gatekeeper's own environment that job managers get too (when set): where
   // the batch system's commands are and how they find their cluster. Everything else of a job
   // manager's environment is fixed (PATH=/usr/local/bin:/usr/bin:/bin, HOME, USER, LOGNAME).

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "common/accept_guard.h"
 #include "common/log.h"
@@ -36,6 +37,13 @@ int main(int argc, char** argv) {
                  "seconds a submitted job waits for its commit before the site forgets it");
   app.add_option("--max-connections-per-peer", o.max_connections_per_peer,
                  "open connections one client address may hold (0: no limit; default 256)");
+  app.add_option("--site-attributes", o.site_attributes,
+                 "file of 'Name = expression' ClassAd lines added to the site's info ad (e.g. a "
+                 "Requirements for the jobs the site takes)")
+      ->check(CLI::ExistingFile);
+  app.add_option("--fork-limits", o.fork_limits,
+                 "test aid, fork only: file of 'slots N' (0: drained) and 'start_delay S', read "
+                 "again when it changes (docs/batch.md)");
   app.add_option("--port-file", port_file, "write the port listened on to this file");
   app.add_option("--log", log_file, "log file (default: stderr)");
   app.add_option("--log-level", log_level, "debug, info, warn, error");
@@ -52,6 +60,10 @@ int main(int argc, char** argv) {
   o.commit_timeout = std::chrono::seconds(commit_timeout);
   o.batch_poll_interval = std::chrono::milliseconds(static_cast<int64_t>(batch_poll * 1000));
   o.jobmanager_path = kite::ProgramPath("kite-jobmanager");
+  // Job managers run in their own directories: they get absolute paths.
+  for (std::string* path : {&o.site_attributes, &o.fork_limits}) {
+    if (!path->empty()) *path = std::filesystem::absolute(*path).string();
+  }
   o.jobmanager_log_level = log_level;
   auto cred = kite::credentials::LoadCertificateAndKey(cert, key);
   if (!cred) {

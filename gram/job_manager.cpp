@@ -2,6 +2,7 @@
 // one transaction, and only then installed in memory and answered (docs/architecture.md: "Write
 // ahead, then act", "Idempotent by request id", "Bad input changes nothing").
 #include "gram/job_manager.h"
+#include "gram/site_info.h"
 
 #include <spdlog/spdlog.h>
 
@@ -51,7 +52,8 @@ Result<std::unique_ptr<JobManager>> JobManager::Open(boost::asio::io_context& io
   m->store_ = std::move(*store);
   auto adapter = batch::MakeAdapter(o.batch, {.exec_path = o.exec_path,
                                               .poll_interval = o.batch_poll_interval,
-                                              .environment = o.environment});
+                                              .environment = o.environment,
+                                              .fork_limits_file = o.fork_limits});
   if (!adapter) return Fail(adapter.error());
   m->adapter_ = std::move(*adapter);
   auto verifier = credentials::Verifier::Create({.ca_dir = o.ca_dir});
@@ -153,6 +155,7 @@ Response JobManager::Route(const Request& r) {
   if (!r.contact_base.empty()) contact_base_ = r.contact_base;
   auto parts = Split(r.target, '/');
   if (r.method == "GET" && r.target == "/ping") return Ping();
+  if (r.method == "GET" && r.target == "/info") return Info();
   if (!parts.empty() && parts[0] == "delegations") {
     if (r.method == "POST" && parts.size() == 1) return StartDelegation(r);
     if (r.method == "PUT" && parts.size() == 2) return CompleteDelegation(r, parts[1]);
@@ -168,6 +171,35 @@ Response JobManager::Route(const Request& r) {
 Response JobManager::Ping() {
   boost::json::object o{
       {"protocol", kProtocolVersion}, {"account", options_.account}, {"jobs", jobs_.size()}};
+  return {200, boost::json::serialize(o)};
+}
+
+Response JobManager::Info() {
+  // The batch system is asked at most every kInfoCache: a client refreshing often, or many
+  // clients, cost it nothing more.
+  double now = WallNow();
+  if (!info_ || now - info_at_ >= kInfoCacheSeconds || now < info_at_) {
+    auto info = adapter_->Info();
+    if (!info) {
+      spdlog::warn("info: the batch system could not be asked: {}", info.error().message());
+      return ErrorResponse(Error(ErrorCode::kUnavailable,
+                                 "the batch system could not be asked: " + info.error().message()));
+    }
+    info_ = std::move(*info);
+    info_at_ = now;
+  }
+  std::string extra;
+  if (!options_.site_attributes.empty()) {
+    auto text = ReadFile(options_.site_attributes);
+    if (!text) {
+      spdlog::warn("info: cannot read the site attributes {}: {}", options_.site_attributes,
+                   text.error().message());
+    } else {
+      extra = SiteAttributeLines(*text);
+    }
+  }
+  boost::json::object o{{"protocol", kProtocolVersion},
+                        {"ad", SiteAdText(*info_, extra, info_at_)}};
   return {200, boost::json::serialize(o)};
 }
 

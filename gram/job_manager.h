@@ -76,6 +76,7 @@ class JobManager {
 
   // Requests (job_manager.cpp).
   Response Ping();
+  Response Info();  // GET /info: the site's ad (site_info.h)
   Response StartDelegation(const Request& r);
   Response CompleteDelegation(const Request& r, const std::string& id);
   Response SubmitJob(const Request& r);
@@ -140,6 +141,10 @@ class JobManager {
   std::vector<std::pair<Reply, Response>> waiting_replies_;  // answered after batch_ commits
   bool commit_posted_ = false;
   double last_prune_ = 0;  // when stored replies of forgotten jobs were last pruned
+
+  static constexpr double kInfoCacheSeconds = 5;
+  std::optional<batch::SiteInfo> info_;  // the batch system's last answer to Info
+  double info_at_ = 0;                   // and when (Unix seconds)
 
   std::map<std::string, JobRecord> jobs_;
   std::set<std::string> changed_;  // jobs changed in memory since the last Flush

@@ -41,6 +41,10 @@ std::vector<std::string> JobManagerOptions::ToArgs() const {
           Seconds(stream_interval),
           "--batch-poll-interval",
           Seconds(batch_poll_interval),
+          "--fork-limits",
+          fork_limits,
+          "--site-attributes",
+          site_attributes,
           "--log",
           log_file,
           "--log-level",
@@ -62,6 +66,10 @@ void JobManagerOptions::AddFlags(CLI::App& app) {
              "seconds between sends of running jobs' output");
   AddSeconds(app, "--batch-poll-interval", &batch_poll_interval,
              "seconds between questions to the batch system's daemons (slurm: squeue, sge: qstat)");
+  app.add_option("--fork-limits", fork_limits,
+                 "fork only, a test aid: file of 'slots N' and 'start_delay S' (docs/batch.md)");
+  app.add_option("--site-attributes", site_attributes,
+                 "file of 'Name = expression' lines added to the site's info ad");
   app.add_option("--log", log_file, "log file (default: stderr)");
   app.add_option("--log-level", log_level, "debug, info, warn, error");
 }

@@ -24,6 +24,10 @@ struct JobManagerOptions {
   std::chrono::milliseconds stream_interval{200};  // how often running jobs' output is sent
   // How often the batch system's own daemons are asked about jobs (slurm: one squeue for all).
   std::chrono::milliseconds batch_poll_interval{1000};
+  // Test aid for the fork adapter (AdapterOptions::fork_limits_file); "" = none.
+  std::string fork_limits;
+  // The site administrator's own attributes for the `info` ad (site_info.h); "" = none.
+  std::string site_attributes;
   std::string log_file;            // "" = standard error
   std::string log_level = "info";  // debug, info, warn, error
 

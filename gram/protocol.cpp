@@ -424,6 +424,14 @@ Result<DelegationReply> ParseDelegationReply(std::string_view text) {
   return r;
 }
 
+Result<std::string> ParseInfoReply(std::string_view text) {
+  auto o = ParseObject(text);
+  if (!o) return Fail(o.error());
+  std::string ad;
+  if (auto st = GetString(*o, "ad", &ad, true); !st) return Fail(st.error());
+  return ad;
+}
+
 Result<JobStatus> ParseJobStatus(std::string_view text) {
   auto o = ParseObject(text);
   if (!o) return Fail(o.error());

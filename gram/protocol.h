@@ -174,6 +174,9 @@ Result<SignalRequest> ParseSignalRequest(std::string_view json);
 Result<DelegationStartRequest> ParseDelegationStartRequest(std::string_view json);
 Result<DelegationCompleteRequest> ParseDelegationCompleteRequest(std::string_view json);
 Result<DelegationReply> ParseDelegationReply(std::string_view json);
+// The site ad's text in the `info` reply ({"protocol": 1, "ad": "[ ... ]"}); kInvalidInput when
+// the reply is not that shape (the ad itself is the caller's to parse).
+Result<std::string> ParseInfoReply(std::string_view json);
 Result<JobStatus> ParseJobStatus(std::string_view json);
 Result<ErrorReply> ParseErrorReply(std::string_view json);
 Result<JobDescription> ParseJobDescription(std::string_view json);

@@ -125,6 +125,10 @@ Result<Engine::Job*> Engine::Admit(const grid::PollJob& pj) {
     return Fail(ErrorCode::kInvalidInput, "unreadable ad from the agent: " + ad.error().message());
   }
   auto plan = PlanGridJob(*ad);
+  if (!plan && plan.error().code() == ErrorCode::kNotFound) {
+    // A brokered job the agent has not matched to a site (or unmatched to move it): not ours yet.
+    return Fail(ErrorCode::kNotFound, "");
+  }
   // Nothing of a job that cannot be planned, or whose site or files cannot be had, can have
   // reached a site: settle it here.
   auto refuse = [&](const std::string& reason) -> Result<Job*> {

@@ -12,17 +12,13 @@
 #include "common/error.h"
 #include "gass/job_table.h"
 #include "gram/protocol.h"
+#include "grid/resource.h"
 
 namespace kite::gridmanager {
 
 // `GridResource = "kite HOST:PORT[/BATCH]"`.
-struct GridResource {
-  std::string host;
-  uint16_t port = 0;
-  std::string batch;             // "" when not named
-  std::string HostPort() const;  // "HOST:PORT" ("[::1]:PORT" for IPv6)
-};
-Result<GridResource> ParseGridResource(std::string_view text);
+using grid::GridResource;
+using grid::ParseGridResource;
 
 // The job as the site and the GASS server must see it. `desc` lacks what only the running
 // gridmanager knows (gass_url, delegation_id, callback_url).

@@ -6,6 +6,7 @@
 
 #include "classad/expr.h"
 #include "common/strings.h"
+#include "grid/brokered.h"
 #include "submit/job_attrs.h"
 
 namespace kite::submit {
@@ -203,6 +204,18 @@ Status EmitGridResource(JobContext& ctx) {
                             "grid_resource = kite gk.example.org:9618/slurm)"));
   }
   std::string_view text = **v;
+  if (grid::IsBrokered(text)) {
+    // The site is chosen by the agent's broker (docs/broker.md); checked once the values are in.
+    auto names = grid::BrokeredNames(text);
+    if (auto e = grid::ExpandBrokered(text, [](const std::string&) { return std::string("x"); });
+        !e || names.empty()) {
+      return Fail(ctx.ErrorAt("grid_resource", "grid_resource: " +
+                                                   (e ? std::string("no attribute name")
+                                                      : e.error().message())));
+    }
+    ctx.Emit("GridResource", Quoted(text));
+    return {};
+  }
   auto space = text.find_first_of(" \t");
   std::string type(text.substr(0, space));
   std::string_view contact = space == std::string_view::npos ? "" : Trim(text.substr(space));

@@ -16,7 +16,7 @@ namespace {
 
 struct StatusArgs {
   std::string constraint;
-  bool json = false, long_form = false, total = false;
+  bool json = false, long_form = false, total = false, grid = false;
   std::vector<std::string> af;
   std::string af_modifiers;
 };
@@ -63,6 +63,65 @@ std::string Table(const std::vector<classad::ClassAd>& ads, bool rows) {
   return out;
 }
 
+// Seconds as "1h05m", "42s", "-" when absent.
+std::string Wait(std::optional<int64_t> s) {
+  if (!s) return "-";
+  char buf[32];
+  if (*s >= 3600) {
+    std::snprintf(buf, sizeof buf, "%lldh%02lldm", static_cast<long long>(*s / 3600),
+                  static_cast<long long>(*s / 60 % 60));
+  } else if (*s >= 60) {
+    std::snprintf(buf, sizeof buf, "%lldm%02llds", static_cast<long long>(*s / 60),
+                  static_cast<long long>(*s % 60));
+  } else {
+    std::snprintf(buf, sizeof buf, "%llds", static_cast<long long>(*s));
+  }
+  return buf;
+}
+
+// `kite status -grid`: one line per site (and proxy), as the broker sees it.
+std::string GridTable(const std::vector<classad::ClassAd>& ads, bool rows) {
+  std::string out;
+  char line[768];
+  if (rows) {
+    std::snprintf(line, sizeof line, "%-34s %-6s %-9s %9s %7s %8s %8s %8s %7s %7s %5s  %s\n",
+                  "GridResource", "Batch", "State", "Free/CPUs", "Pending", "EstWait", "WaitP50",
+                  "WaitP90", "KiteRun", "KitePnd", "Fail", "Why");
+    out += line;
+  }
+  int usable = 0;
+  for (const auto& ad : ads) {
+    bool ok = ad.EvaluateBool("Usable").value_or(false);
+    usable += ok ? 1 : 0;
+    if (!rows) continue;
+    std::string state = ok ? "usable"
+                        : !ad.EvaluateBool("Reachable").value_or(false) ? "unreach"
+                                                                        : "unusable";
+    std::string cpus = ad.Lookup("TotalCpus")
+                           ? std::to_string(ad.EvaluateInt("FreeCpus").value_or(0)) + "/" +
+                                 std::to_string(ad.EvaluateInt("TotalCpus").value_or(0))
+                           : "-";
+    std::string pending =
+        ad.Lookup("PendingJobs") ? std::to_string(ad.EvaluateInt("PendingJobs").value_or(0)) : "-";
+    std::snprintf(line, sizeof line,
+                  "%-34s %-6s %-9s %9s %7s %8s %8s %8s %7lld %7lld %4.0f%%  %s\n",
+                  Text(ad, "GridResource").c_str(), Text(ad, "BatchSystem", "-").c_str(),
+                  state.c_str(), cpus.c_str(), pending.c_str(),
+                  Wait(ad.EvaluateInt("EstimatedWaitTime")).c_str(),
+                  Wait(ad.EvaluateInt("ObservedWaitP50")).c_str(),
+                  Wait(ad.EvaluateInt("ObservedWaitP90")).c_str(),
+                  static_cast<long long>(ad.EvaluateInt("KiteRunning").value_or(0)),
+                  static_cast<long long>(ad.EvaluateInt("KitePending").value_or(0)),
+                  100 * ad.EvaluateReal("FailureRate").value_or(0),
+                  Text(ad, "UnusableReason").c_str());
+    out += line;
+  }
+  std::snprintf(line, sizeof line, "%sTotal %zu site(s): %d usable\n", rows ? "\n" : "",
+                ads.size(), usable);
+  out += line;
+  return out;
+}
+
 void Status(const StatusArgs& a) {
   std::optional<agent::AutoFormat> af;
   if (!a.af.empty() || !a.af_modifiers.empty()) {
@@ -71,7 +130,7 @@ void Status(const StatusArgs& a) {
     af = std::move(*parsed);
   }
   auto client = ConnectOrDie();
-  auto r = client->Post("/v1/status", {{"constraint", a.constraint}});
+  auto r = client->Post("/v1/status", {{"constraint", a.constraint}, {"grid", a.grid}});
   if (!r) Die(r.error());
   if (r->status != 200) Die(AgentError(*r));
   if (a.json) {
@@ -87,7 +146,7 @@ void Status(const StatusArgs& a) {
     if (af) out += agent::FormatAutoLine(*af, ad, 0, 0, first);
     first = false;
   }
-  if (!a.long_form && !af) out = Table(*ads, !a.total);
+  if (!a.long_form && !af) out = a.grid ? GridTable(*ads, !a.total) : Table(*ads, !a.total);
   std::fwrite(out.data(), 1, out.size(), stdout);
 }
 
@@ -101,6 +160,9 @@ void RegisterStatusCommand(CLI::App& app) {
   c->add_flag("--json", s.json, "whole slot ads as JSON, like condor_status -json");
   c->add_flag("-l,--long", s.long_form, "whole slot ads in ClassAd form, a blank line after each");
   c->add_flag("--total", s.total, "only the totals line");
+  c->add_flag("--grid", s.grid,
+              "the grid sites of config.toml's [[resource]] list instead: one ad per site (and "
+              "proxy), what it offers and what Kite observed there (condor_status -grid)");
   c->add_option("--af,--autoformat", s.af,
                 "print these attributes or expressions, one slot per line (-af:MODS as kite q)")
       ->expected(1, 1 << 20);

@@ -9,11 +9,14 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -33,18 +36,39 @@ namespace {
 
 namespace cred = kite::credentials;
 
+// The unnamed site lives in $KITE_HOME/testgrid itself; a site named with --name in
+// $KITE_HOME/testgrid/sites/NAME, sharing the certificates and the proxy.
 struct Paths {
+  explicit Paths(const std::string& site_name = "")
+      : name(site_name), site(site_name.empty() ? dir : dir + "/sites/" + site_name) {}
+  std::string name;
   std::string dir = JoinPath(KiteHome(), "testgrid");
+  std::string site;
   std::string ca = JoinPath(KiteHome(), "ca");
   std::string host_cert = dir + "/hostcert.pem", host_key = dir + "/hostkey.pem";
   std::string user_cert = dir + "/usercert.pem", user_key = dir + "/userkey.pem";
-  std::string gridmap = dir + "/grid-mapfile";
-  std::string state = dir + "/state";
-  std::string pid = dir + "/gatekeeper.pid", port = dir + "/gatekeeper.port";
-  std::string batch = dir + "/gatekeeper.batch";
-  std::string log = dir + "/gatekeeper.log";
+  std::string gridmap = site + "/grid-mapfile";
+  std::string state = site + "/state";
+  std::string pid = site + "/gatekeeper.pid", port = site + "/gatekeeper.port";
+  std::string batch = site + "/gatekeeper.batch";
+  std::string log = site + "/gatekeeper.log";
+  std::string limits = site + "/fork-limits";
   std::string own_proxy = dir + "/proxy.pem";  // used when the default proxy is someone else's
+  std::string Label() const { return name.empty() ? "the test grid" : "test site " + name; }
 };
+
+// Every site: the unnamed one and each under sites/.
+std::vector<Paths> AllSites() {
+  std::vector<Paths> out{Paths()};
+  std::error_code ec;
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(Paths().dir + "/sites", ec)) {
+    if (e.is_directory()) names.push_back(e.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  for (const auto& n : names) out.emplace_back(n);
+  return out;
+}
 
 std::string Account() {
   if (auto* pw = ::getpwuid(::geteuid())) return pw->pw_name;
@@ -124,10 +148,32 @@ std::string EnsureProxy(const Paths& p, const std::string& ca_dir, const std::st
 }
 
 struct UpOptions {
+  std::string name;  // --name: a named site of its own ("": the test grid's one site)
   std::string batch = "fork";
   double batch_poll_interval = 1.0;  // seconds
   bool batch_given = false;          // --batch was on the command line
+  // Test aids of the fork adapter (docs/batch.md): nullopt leaves the limits file as it is.
+  std::optional<int64_t> slots;
+  std::optional<double> start_delay;
+  std::string site_attributes;  // --site-attributes FILE, passed to the gatekeeper
 };
+
+// Writes the fork adapter's limits file from `o` (keeping what it does not set).
+void WriteLimits(const Paths& p, const UpOptions& o) {
+  if (!o.slots && !o.start_delay) return;
+  std::optional<int64_t> slots;
+  double delay = 0;
+  for (const auto& line : Split(ReadFile(p.limits).value_or(""), '\n')) {
+    if (line.starts_with("slots ")) slots = std::atoll(line.c_str() + 6);
+    if (line.starts_with("start_delay ")) delay = std::atof(line.c_str() + 12);
+  }
+  if (o.slots) slots = *o.slots < 0 ? std::nullopt : o.slots;
+  if (o.start_delay) delay = *o.start_delay;
+  std::string text = "# kite testgrid: the fork adapter's test limits (docs/batch.md)\n";
+  if (slots) text += "slots " + std::to_string(*slots) + "\n";
+  text += "start_delay " + ExactNumber(delay) + "\n";
+  if (auto st = WriteFileAtomic(p.limits, text, 0644); !st) Die(st.error());
+}
 
 // For a batch system behind the gatekeeper: what the job managers will use to reach it, checked
 // now so that a missing client or configuration is said here rather than in a held job.
@@ -179,10 +225,14 @@ pid_t StartGatekeeper(const Paths& p, const std::string& ca_dir, const UpOptions
              "--cert",      p.host_cert, "--key",       p.host_key,    "--ca-dir",
              ca_dir,        "--gridmap", p.gridmap,     "--batch",     o.batch,
              "--port-file", p.port,      "--log",       p.log,         "--batch-poll-interval",
-             poll};
+             poll,          "--fork-limits", p.limits};
+  if (!o.site_attributes.empty()) {
+    so.argv.push_back("--site-attributes");
+    so.argv.push_back(std::filesystem::absolute(o.site_attributes).string());
+  }
   so.env = CurrentEnvironment();
-  so.stdout_path = p.dir + "/gatekeeper.out";
-  so.stderr_path = p.dir + "/gatekeeper.out";
+  so.stdout_path = p.site + "/gatekeeper.out";
+  so.stderr_path = p.site + "/gatekeeper.out";
   auto pid = Spawn(so);
   if (!pid) Die(pid.error());
   for (int i = 0; i < 500 && !FileExists(p.port); ++i) {
@@ -190,7 +240,7 @@ pid_t StartGatekeeper(const Paths& p, const std::string& ca_dir, const UpOptions
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (!FileExists(p.port)) {
-    auto out = ReadFile(p.dir + "/gatekeeper.out");
+    auto out = ReadFile(p.site + "/gatekeeper.out");
     Die("kite-gatekeeper did not start" +
         (out && !out->empty() ? ": " + std::string(Trim(*out)) : std::string()));
   }
@@ -199,22 +249,40 @@ pid_t StartGatekeeper(const Paths& p, const std::string& ca_dir, const UpOptions
   return *pid;
 }
 
+bool ValidSiteName(const std::string& n) {
+  if (n.empty() || n.size() > 64) return false;
+  for (char c : n) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
+  }
+  return true;
+}
+
 void Up(const UpOptions& o) {
-  Paths p;
+  if (!o.name.empty() && !ValidSiteName(o.name)) {
+    Die("--name: 1-64 letters, digits, '-' or '_', not '" + o.name + "'");
+  }
+  if ((o.slots || o.start_delay) && o.batch != "fork") {
+    Die("--slots and --start-delay are test aids of the fork adapter only");
+  }
+  if (o.start_delay && !(*o.start_delay >= 0)) Die("--start-delay must be 0 or more seconds");
+  Paths p(o.name);
   if (pid_t pid = RunningGatekeeper(p)) {
     std::string running(Trim(ReadFile(p.batch).value_or("fork")));
     if (o.batch_given && running != o.batch) {
-      Die("the test grid is already up with the " + running +
-          " adapter; run `kite testgrid down` first to use " + o.batch);
+      Die(p.Label() + " is already up with the " + running + " adapter; run `kite testgrid down" +
+          (o.name.empty() ? "" : " --name " + o.name) + "` first to use " + o.batch);
     }
-    std::printf("the test grid is already up (kite-gatekeeper pid %d)\n%s\n", pid,
+    WriteLimits(p, o);
+    std::printf("%s is already up (kite-gatekeeper pid %d)\n%s\n", p.Label().c_str(), pid,
                 ResourceLine(p).c_str());
     return;
   }
   if (!(o.batch_poll_interval > 0)) Die("--batch-poll-interval must be more than 0 seconds");
   std::string batch_note = CheckBatchSystem(o.batch);
   if (auto st = MakeDirs(p.dir, 0700); !st) Die(st.error());
+  if (auto st = MakeDirs(p.site, 0700); !st) Die(st.error());
   if (auto st = MakeDirs(p.state, 0700); !st) Die(st.error());
+  WriteLimits(p, o);
   auto ca = OpenOrMakeCa(p);
   EnsureIssued(ca, true, "localhost", p.host_cert, p.host_key, p.dir);
   std::string dn = "CN=" + Account() + " (Kite test user)";
@@ -227,23 +295,42 @@ void Up(const UpOptions& o) {
   std::string note;
   std::string proxy = EnsureProxy(p, ca.trusted_dir(), subject, &note);
   pid_t pid = StartGatekeeper(p, ca.trusted_dir(), o);
-  std::printf("kite-gatekeeper (pid %d) serves %s with the %s adapter\n", pid, subject.c_str(),
-              o.batch.c_str());
+  std::string for_site = o.name.empty() ? "" : " for test site " + o.name;
+  std::printf("kite-gatekeeper (pid %d)%s serves %s with the %s adapter\n", pid,
+              for_site.c_str(), subject.c_str(), o.batch.c_str());
+  if (auto limits = ReadFile(p.limits)) {
+    std::string l;
+    for (const auto& line : Split(*limits, '\n')) {
+      if (!line.empty() && line[0] != '#') l += (l.empty() ? "" : ", ") + line;
+    }
+    if (!l.empty()) std::printf("test limits (%s): %s\n", p.limits.c_str(), l.c_str());
+  }
   if (!batch_note.empty()) std::printf("%s\n", batch_note.c_str());
   std::printf("proxy: %s\n", proxy.c_str());
   std::printf("use in a submit file:\n  universe = grid\n  %s\n", ResourceLine(p).c_str());
   if (!note.empty()) std::printf("  %s\n", note.c_str());
 }
 
-void Status() {
-  Paths p;
-  pid_t pid = RunningGatekeeper(p);
-  if (!pid) {
-    std::printf("the test grid is down\n");
+// Without --name: every site (the unnamed one and each named one); exit 3 when none runs.
+void Status(const std::string& name) {
+  std::vector<Paths> sites = name.empty() ? AllSites() : std::vector<Paths>{Paths(name)};
+  bool any = false;
+  for (const auto& p : sites) {
+    pid_t pid = RunningGatekeeper(p);
+    if (!pid) {
+      if (!name.empty() || (p.name.empty() && sites.size() == 1)) {
+        std::printf("%s is down\n", p.Label().c_str());
+      }
+      continue;
+    }
+    any = true;
+    std::printf("%s is up: kite-gatekeeper pid %d, log %s\n%s\n", p.Label().c_str(), pid,
+                p.log.c_str(), ResourceLine(p).c_str());
+  }
+  if (!any) {
+    if (name.empty() && sites.size() > 1) std::printf("the test grid is down\n");
     throw CLI::RuntimeError(3);
   }
-  std::printf("the test grid is up: kite-gatekeeper pid %d, log %s\n%s\n", pid, p.log.c_str(),
-              ResourceLine(p).c_str());
 }
 
 // SIGTERM, then SIGKILL after 10 s.
@@ -274,22 +361,39 @@ std::vector<pid_t> RunningJobManagers(const Paths& p) {
   return out;
 }
 
-void Down() {
-  Paths p;
+void DownOne(const Paths& p, bool say_down) {
   pid_t pid = RunningGatekeeper(p);
   if (pid) StopProcess(pid);  // first: it would start job managers again
   ::unlink(p.pid.c_str());
   std::vector<pid_t> jms = RunningJobManagers(p);
   for (pid_t jm : jms) StopProcess(jm);
   if (!pid && jms.empty()) {
-    std::printf("the test grid is down\n");
+    if (say_down) std::printf("%s is down\n", p.Label().c_str());
     return;
   }
   std::string what = pid ? "kite-gatekeeper pid " + std::to_string(pid) : "";
   for (pid_t jm : jms) {
     what += (what.empty() ? "" : ", ") + std::string("kite-jobmanager pid ") + std::to_string(jm);
   }
-  std::printf("the test grid is down (stopped %s)\n", what.c_str());
+  std::printf("%s is down (stopped %s)\n", p.Label().c_str(), what.c_str());
+}
+
+// Without --name: every site.
+void Down(const std::string& name) {
+  if (!name.empty()) return DownOne(Paths(name), true);
+  auto sites = AllSites();
+  for (const auto& p : sites) DownOne(p, sites.size() == 1);
+  if (sites.size() > 1) std::printf("the test grid is down\n");
+}
+
+// `kite testgrid limits`: the fork adapter's test limits of a running or future site.
+void Limits(const UpOptions& o) {
+  Paths p(o.name);
+  if (!o.name.empty() && !ValidSiteName(o.name)) Die("--name: not a site name: " + o.name);
+  if (!o.slots && !o.start_delay) Die("give --slots and/or --start-delay");
+  if (auto st = MakeDirs(p.site, 0700); !st) Die(st.error());
+  WriteLimits(p, o);
+  std::printf("%s: %s", p.limits.c_str(), ReadFile(p.limits).value_or("").c_str());
 }
 
 }  // namespace
@@ -299,6 +403,22 @@ void RegisterTestgridCommands(CLI::App& app) {
   tg->require_subcommand(1);
   static UpOptions options;
   auto* up = tg->add_subcommand("up", "make certificates if needed and start a kite-gatekeeper");
+  up->add_option("--name", options.name,
+                 "a named site of its own (its own gatekeeper, port and grid-mapfile under "
+                 "$KITE_HOME/testgrid/sites/NAME); several may run at once");
+  auto add_limits = [](CLI::App* cmd) {
+    cmd->add_option_function<int64_t>(
+        "--slots", [](int64_t n) { options.slots = n; },
+        "test aid (fork): jobs the site runs at once, the rest wait (0: drained, none starts; "
+        "-1: no limit)");
+    cmd->add_option_function<double>(
+        "--start-delay", [](double s) { options.start_delay = s; },
+        "test aid (fork): seconds each job waits at the site before it may start");
+  };
+  add_limits(up);
+  up->add_option("--site-attributes", options.site_attributes,
+                 "file of 'Name = expression' lines the site adds to its info ad")
+      ->check(CLI::ExistingFile);
   auto* batch = up->add_option("--batch", options.batch,
                                "batch system behind the gatekeeper: fork (run jobs on this "
                                "machine), slurm (sbatch to the cluster that PATH and "
@@ -314,10 +434,20 @@ void RegisterTestgridCommands(CLI::App& app) {
     options.batch_given = batch->count() > 0;
     Up(options);
   });
-  tg->add_subcommand("status", "say whether the test grid runs (exit 3 when not)")
-      ->callback(Status);
-  tg->add_subcommand("down", "stop the test grid's gatekeeper and the job managers it started")
-      ->callback(Down);
+  static std::string name;
+  auto* status = tg->add_subcommand(
+      "status", "say whether the test grid's sites run (exit 3 when none does)");
+  status->add_option("--name", name, "only this named site");
+  status->callback([] { Status(name); });
+  auto* down = tg->add_subcommand(
+      "down", "stop the sites' gatekeepers and the job managers they started");
+  down->add_option("--name", name, "only this named site");
+  down->callback([] { Down(name); });
+  auto* limits = tg->add_subcommand(
+      "limits", "change a fork site's test limits while it runs (e.g. --slots 0 drains it)");
+  limits->add_option("--name", options.name, "the named site (default: the unnamed one)");
+  add_limits(limits);
+  limits->callback([] { Limits(options); });
 }
 
 }  // namespace kite::cli

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
@@ -58,6 +59,27 @@ struct AdapterOptions {
   // SLURM_CONF; sge: SGE_ROOT, SGE_CELL, SGE_QMASTER_PORT, SGE_EXECD_PORT, and KITE_SGE_PE).
   // Adapters never read the process's environment themselves.
   std::vector<std::string> environment;
+  // fork only, a test aid (docs/batch.md, "A slow or drained fork site"): a file of
+  // `slots N` (jobs running at once; 0: none starts, the site is drained) and `start_delay S`
+  // (seconds a job waits before it may start), read again whenever it changes. "": no limits.
+  std::string fork_limits_file;
+};
+
+// The site as its batch system sees it, for the gatekeeper's `info` answer (docs/protocol.md,
+// "Site information"). Counts are of the whole system (every user), where the system says them.
+struct SiteInfo {
+  std::string batch_system;          // "fork", "slurm", "sge"
+  std::vector<std::string> queues;   // partitions (Slurm) or cluster queues (Grid Engine)
+  std::string default_queue;         // where a job naming none goes ("" when unknown)
+  int64_t total_cpus = 0;            // cores the system may give jobs
+  int64_t free_cpus = 0;             // of those, idle now
+  int64_t memory_mb = 0;             // memory of one node (the largest), MiB
+  int64_t max_walltime_s = 0;        // the longest run-time limit a job may ask; 0: no limit
+  int64_t running_jobs = 0;
+  int64_t pending_jobs = 0;
+  // The system's own estimate of when a job submitted now would start, seconds from now (Slurm:
+  // from `squeue --start`); nullopt when it has none.
+  std::optional<double> estimated_start_s;
 };
 
 // Adapters are used from one thread (the job manager's event loop) unless they say otherwise.
@@ -81,6 +103,10 @@ class BatchAdapter {
   // A request may be lost while the job is still starting: callers repeat it until Poll reports
   // the end (the job manager does so on every pass).
   virtual Status Cancel(const std::string& id) = 0;
+
+  // What the site offers now (SiteInfo). May ask the batch system: callers cache the answer.
+  // kUnavailable when the system could not be asked.
+  virtual Result<SiteInfo> Info() = 0;
 };
 
 // The adapter registered as `name`; kNotFound names the known ones.

@@ -8,11 +8,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include <chrono>
 #include <cstdlib>
+#include <map>
+#include <optional>
+#include <set>
+#include <thread>
 
 #include "common/exec_launch.h"
 #include "common/exec_status.h"
 #include "common/files.h"
+#include "common/strings.h"
 
 namespace kite::gram::batch {
 namespace {
@@ -35,8 +43,39 @@ std::string IdOf(const std::string& dir) {
   return dir + "#" + std::to_string(pid);
 }
 
+// The test aid's limits (AdapterOptions::fork_limits_file).
+struct ForkLimits {
+  std::optional<int64_t> slots;  // nullopt: no limit
+  double start_delay = 0;        // seconds
+  bool any() const { return slots.has_value() || start_delay > 0; }
+};
+
+ForkLimits ParseForkLimits(const std::string& text) {
+  ForkLimits l;
+  for (const auto& raw : Split(text, '\n')) {
+    std::string_view line = Trim(raw);
+    if (line.empty() || line.starts_with('#')) continue;
+    auto sp = line.find(' ');
+    if (sp == std::string_view::npos) continue;
+    std::string key(line.substr(0, sp));
+    std::string value(Trim(line.substr(sp + 1)));
+    char* end = nullptr;
+    double v = std::strtod(value.c_str(), &end);
+    if (end == value.c_str() || !(v >= 0)) continue;
+    if (key == "slots") l.slots = static_cast<int64_t>(v);
+    if (key == "start_delay") l.start_delay = v;
+  }
+  return l;
+}
+
+int64_t MachineMemoryMb() {
+  long pages = ::sysconf(_SC_PHYS_PAGES), size = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && size > 0 ? static_cast<int64_t>(pages) * size / (1024 * 1024) : 0;
+}
+
 class ForkAdapter : public BatchAdapter {
  public:
+  using Clock = std::chrono::steady_clock;
   explicit ForkAdapter(AdapterOptions options) : options_(std::move(options)) {}
 
   std::string_view Name() const override { return "fork"; }
@@ -47,6 +86,22 @@ class ForkAdapter : public BatchAdapter {
     // died.
     if (ExecWrapperAlive(dir) || ReadExecStatus(dir) || ExecWrapperPid(dir) > 0) {
       return IdOf(dir);
+    }
+    const ForkLimits& limits = Limits();
+    if (limits.any()) {
+      // Held back: "unavailable" leaves the job pending at the job manager, which asks again on
+      // its next pass.
+      auto now = Clock::now();
+      auto [it, fresh] = waiting_.try_emplace(dir, Waiting{now, now});
+      it->second.asked = now;
+      PruneRunning();
+      if (limits.slots && static_cast<int64_t>(running_.size()) >= *limits.slots) {
+        return Fail(ErrorCode::kUnavailable,
+                    "fork: all " + std::to_string(*limits.slots) + " slots are busy");
+      }
+      if (std::chrono::duration<double>(now - it->second.since).count() < limits.start_delay) {
+        return Fail(ErrorCode::kUnavailable, "fork: the start delay has not passed");
+      }
     }
     ExecLaunch l{.exec_path = options_.exec_path,
                  .dir = dir,
@@ -62,6 +117,8 @@ class ForkAdapter : public BatchAdapter {
       return IdOf(dir);  // a wrapper started in between
     }
     if (!pid) return Fail(pid.error());
+    waiting_.erase(dir);
+    running_.insert(dir);
     // The pid recorded in the lock marks "handed over": with it and neither a live lock nor a
     // status, the wrapper died.
     return dir + "#" + std::to_string(*pid);
@@ -76,8 +133,26 @@ class ForkAdapter : public BatchAdapter {
     for (const auto& id : ids) {
       auto [dir, pid] = SplitId(id);
       out[id] = PollOne(dir, pid);
+      if (out[id].state == BatchState::kRunning) running_.insert(dir);  // also after a restart
     }
     return out;
+  }
+
+  Result<SiteInfo> Info() override {
+    const ForkLimits& limits = Limits();
+    PruneRunning();
+    // A job the job manager stopped asking about (cancelled, forgotten) no longer waits.
+    auto now = Clock::now();
+    std::erase_if(waiting_, [&](const auto& w) { return now - w.second.asked > std::chrono::seconds(5); });
+    SiteInfo i;
+    i.batch_system = "fork";
+    unsigned cores = std::thread::hardware_concurrency();
+    i.total_cpus = limits.slots ? *limits.slots : static_cast<int64_t>(cores > 0 ? cores : 1);
+    i.running_jobs = static_cast<int64_t>(running_.size());
+    i.pending_jobs = static_cast<int64_t>(waiting_.size());
+    i.free_cpus = std::max<int64_t>(0, i.total_cpus - i.running_jobs);
+    i.memory_mb = MachineMemoryMb();
+    return i;
   }
 
   Status Cancel(const std::string& id) override {
@@ -117,7 +192,35 @@ class ForkAdapter : public BatchAdapter {
     return o;
   }
 
+  // The limits file as it is now (read again when its size or modification time changes).
+  const ForkLimits& Limits() {
+    if (options_.fork_limits_file.empty()) return limits_;
+    struct stat st {};
+    if (::stat(options_.fork_limits_file.c_str(), &st) != 0) {
+      limits_ = {};
+      limits_stamp_ = {};
+      return limits_;
+    }
+    std::pair<int64_t, int64_t> stamp{st.st_size, st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec};
+    if (stamp != limits_stamp_) {
+      limits_stamp_ = stamp;
+      limits_ = ParseForkLimits(ReadFile(options_.fork_limits_file).value_or(""));
+    }
+    return limits_;
+  }
+  void PruneRunning() {
+    std::erase_if(running_, [](const std::string& dir) { return !ExecWrapperAlive(dir); });
+  }
+
+  struct Waiting {
+    Clock::time_point since;  // first asked to start
+    Clock::time_point asked;  // last asked
+  };
   AdapterOptions options_;
+  ForkLimits limits_;
+  std::pair<int64_t, int64_t> limits_stamp_{};
+  std::map<std::string, Waiting> waiting_;  // control dirs held back by the limits
+  std::set<std::string> running_;           // control dirs whose wrapper we saw alive
 };
 
 }  // namespace

@@ -137,6 +137,30 @@ class SgeAdapter : public CommandAdapter {
     return out;
   }
 
+  Result<SiteInfo> Info() override {
+    if (Paused()) return Unreachable();
+    auto ask = [this](const std::string& tool, const std::vector<std::string>& args) -> Result<std::string> {
+      auto r = Run(tool, args);
+      if (!r) return Fail(r.error());
+      if (r->exit_code != 0) {
+        if (ContactFailure(*r)) return Unreachable(FirstLine(r->err));
+        return Fail(ErrorCode::kUnavailable, tool + " failed: " + FirstLine(r->err));
+      }
+      return r->out;
+    };
+    auto queues = ask("qstat", {"-g", "c"});
+    if (!queues) return Fail(queues.error());
+    auto jobs = ask("qstat", {"-xml", "-u", "*"});
+    if (!jobs) return Fail(jobs.error());
+    auto hosts = ask("qhost", {});
+    if (!hosts) return Fail(hosts.error());
+    std::vector<std::string> limits;
+    for (const auto& q : sge::QueueNames(*queues)) {
+      if (auto conf = ask("qconf", {"-sq", q})) limits.push_back(std::move(*conf));
+    }
+    return sge::ParseSiteInfo(*queues, *jobs, *hosts, limits);
+  }
+
  private:
   Result<std::string> SubmitNew(const JobSpec& spec) override {
     const std::string& dir = spec.control_dir;

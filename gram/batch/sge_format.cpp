@@ -1,6 +1,8 @@
 // The Grid Engine adapter's pure half: the script and arguments out, command output in.
 #include "gram/batch/sge_format.h"
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdlib>
 
@@ -385,6 +387,119 @@ std::optional<BatchOutcome> DecideOutcome(const std::string& sge_id,
     return o;
   }
   return std::nullopt;  // the accounting record is not written yet
+}
+
+namespace {
+
+std::optional<int64_t> Count(std::string_view t) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || end != t.data() + t.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+struct QueueLine {
+  std::string name;
+  int64_t avail = 0, total = 0;
+};
+
+std::vector<QueueLine> QueueLines(std::string_view text) {
+  std::vector<QueueLine> out;
+  for (const auto& line : Split(std::string(text), '\n')) {
+    std::vector<std::string> f;
+    for (const auto& w : Split(line, ' ')) {
+      if (!w.empty()) f.push_back(w);
+    }
+    // CLUSTER QUEUE, CQLOAD, USED, RES, AVAIL, TOTAL, aoACDS, cdsuE
+    if (f.size() < 6 || f[0] == "CLUSTER" || f[0].starts_with("---")) continue;
+    auto avail = Count(f[4]), total = Count(f[5]);
+    if (!avail || !total) continue;
+    out.push_back({f[0], *avail, *total});
+  }
+  return out;
+}
+
+// "23.4G", "512.0M", "1.0T", "-" -> MiB.
+int64_t MemoryMb(std::string_view t) {
+  if (t.empty() || t == "-") return 0;
+  double unit = 1.0 / (1024 * 1024);
+  switch (t.back()) {
+    case 'K': unit = 1.0 / 1024; break;
+    case 'M': unit = 1; break;
+    case 'G': unit = 1024; break;
+    case 'T': unit = 1024 * 1024; break;
+    default: break;
+  }
+  std::string number(std::isdigit(static_cast<unsigned char>(t.back())) ? t : t.substr(0, t.size() - 1));
+  char* end = nullptr;
+  double v = std::strtod(number.c_str(), &end);
+  if (end == number.c_str() || *end != '\0' || !(v >= 0) || v > 1e15) return 0;
+  return static_cast<int64_t>(v * unit);
+}
+
+}  // namespace
+
+std::vector<std::string> QueueNames(std::string_view queues) {
+  std::vector<std::string> out;
+  for (const auto& q : QueueLines(queues)) out.push_back(q.name);
+  return out;
+}
+
+std::optional<int64_t> ParseHardRuntime(std::string_view text) {
+  text = Trim(text);
+  if (text == "INFINITY" || text == "infinity") return 0;
+  std::vector<int64_t> parts;
+  for (const auto& p : Split(std::string(text), ':')) {
+    auto n = Count(p);
+    if (!n || *n > 1000000000) return std::nullopt;
+    parts.push_back(*n);
+  }
+  if (parts.empty() || parts.size() > 3) return std::nullopt;
+  int64_t s = 0;
+  for (int64_t p : parts) s = s * 60 + p;
+  return s;
+}
+
+Result<SiteInfo> ParseSiteInfo(std::string_view queues, std::string_view jobs,
+                               std::string_view hosts, const std::vector<std::string>& limits) {
+  SiteInfo info;
+  info.batch_system = "sge";
+  auto lines = QueueLines(queues);
+  if (lines.empty()) return Fail(ErrorCode::kProtocol, "qstat -g c named no cluster queue");
+  for (const auto& q : lines) {
+    info.queues.push_back(q.name);
+    info.total_cpus += q.total;
+    info.free_cpus += q.avail;
+  }
+  auto rows = ParseQstatXml(jobs);
+  if (!rows) return Fail(rows.error());
+  for (const auto& [id, row] : *rows) {
+    Phase p = ClassifyState(row.state);
+    if (p == Phase::kRunning) ++info.running_jobs;
+    if (p == Phase::kWaiting) ++info.pending_jobs;
+  }
+  for (const auto& line : Split(std::string(hosts), '\n')) {
+    std::vector<std::string> f;
+    for (const auto& w : Split(line, ' ')) {
+      if (!w.empty()) f.push_back(w);
+    }
+    // HOSTNAME ARCH NCPU NSOC NCOR NTHR LOAD MEMTOT ...
+    if (f.size() < 8 || f[0] == "HOSTNAME" || f[0] == "global" || f[0].starts_with("---")) continue;
+    info.memory_mb = std::max(info.memory_mb, MemoryMb(f[7]));
+  }
+  bool unlimited = false;
+  for (const auto& conf : limits) {
+    for (const auto& line : Split(conf, '\n')) {
+      std::string_view l = Trim(line);
+      if (!l.starts_with("h_rt ") && !l.starts_with("h_rt\t")) continue;
+      auto v = ParseHardRuntime(Trim(l.substr(4)));
+      if (!v) continue;
+      if (*v == 0) unlimited = true;
+      info.max_walltime_s = std::max(info.max_walltime_s, *v);
+    }
+  }
+  if (unlimited) info.max_walltime_s = 0;
+  return info;
 }
 
 }  // namespace kite::gram::batch::sge

@@ -95,4 +95,18 @@ std::optional<BatchOutcome> DecideOutcome(const std::string& sge_id,
                                           const std::optional<QstatRow>& row, const Ended& ended,
                                           const std::string& detail = "");
 
+// Site information (BatchAdapter::Info) from Grid Engine's answers:
+//   queues:  `qstat -g c` (one line per cluster queue: CQLOAD USED RES AVAIL TOTAL ...; slots of
+//            disabled or suspended queue instances are not AVAIL)
+//   jobs:    `qstat -u * -xml` (every user's jobs, ParseQstatXml)
+//   hosts:   `qhost` (MEMTOT of each host, "23.4G")
+//   limits:  `qconf -sq QUEUE` of each queue, in the order of `queues` (its h_rt)
+// Grid Engine has no start-time estimate. kProtocol when `queues` names no queue.
+Result<SiteInfo> ParseSiteInfo(std::string_view queues, std::string_view jobs,
+                               std::string_view hosts, const std::vector<std::string>& limits);
+// The cluster queues `qstat -g c` names.
+std::vector<std::string> QueueNames(std::string_view queues);
+// Seconds of an h_rt value ("INFINITY" -> 0, "1:30:00", "5400"); nullopt when malformed.
+std::optional<int64_t> ParseHardRuntime(std::string_view text);
+
 }  // namespace kite::gram::batch::sge

@@ -101,6 +101,27 @@ class SlurmAdapter : public CommandAdapter {
     return out;
   }
 
+ Result<SiteInfo> Info() override {
+    if (Paused()) return Unreachable();
+    std::string answers[3];
+    const std::vector<std::string> asks[3] = {
+        {"sinfo", "--noheader", "--Node", std::string("--format=") + slurm::kSinfoNodeFormat},
+        {"sinfo", "--noheader", std::string("--format=") + slurm::kSinfoPartitionFormat},
+        {"squeue", "--noheader", "--all", "--states=PENDING,RUNNING",
+         std::string("--format=") + slurm::kSqueueStartFormat}};
+    for (int i = 0; i < 3; ++i) {
+      auto r = Run(asks[i][0], {asks[i].begin() + 1, asks[i].end()});
+      if (!r) return Fail(r.error());
+      if (r->exit_code != 0) {
+        if (ContactFailure(*r)) return Unreachable(FirstLine(r->err));
+        return Fail(ErrorCode::kUnavailable, asks[i][0] + " failed: " + FirstLine(r->err));
+      }
+      answers[i] = r->out;
+    }
+    return slurm::ParseSiteInfo(answers[0], answers[1], answers[2],
+                                static_cast<double>(::time(nullptr)));
+  }
+
  private:
   Result<std::string> SubmitNew(const JobSpec& spec) override {
     const std::string& dir = spec.control_dir;

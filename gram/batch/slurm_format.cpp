@@ -1,7 +1,12 @@
 // The Slurm adapter's pure half: scripts and arguments out, command output in.
 #include "gram/batch/slurm_format.h"
 
+#include <time.h>
+
+#include <algorithm>
 #include <array>
+#include <charconv>
+#include <set>
 
 #include "common/strings.h"
 #include "gram/batch/command.h"
@@ -221,6 +226,121 @@ std::optional<BatchOutcome> DecideOutcome(const std::string& slurm_id,
       break;
   }
   return std::nullopt;
+}
+
+namespace {
+
+std::optional<int64_t> Number(std::string_view t) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
+  if (ec != std::errc() || end != t.data() + t.size() || v < 0) return std::nullopt;
+  return v;
+}
+
+// "2026-11-27T11:00:00" (local time) -> Unix time.
+std::optional<double> ParseStart(std::string_view t) {
+  struct tm tm {};
+  std::string text(t);
+  const char* end = ::strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (end == nullptr || *end != '\0') return std::nullopt;
+  tm.tm_isdst = -1;
+  time_t when = ::mktime(&tm);
+  if (when == -1) return std::nullopt;
+  return static_cast<double>(when);
+}
+
+}  // namespace
+
+std::optional<int64_t> ParseTimeLimit(std::string_view text) {
+  text = Trim(text);
+  if (text == "UNLIMITED" || text == "INFINITE") return 0;
+  int64_t days = 0;
+  bool have_days = false;
+  if (auto dash = text.find('-'); dash != std::string_view::npos) {
+    auto d = Number(text.substr(0, dash));
+    if (!d) return std::nullopt;
+    days = *d;
+    have_days = true;
+    text = text.substr(dash + 1);
+  }
+  std::vector<int64_t> parts;
+  for (const auto& p : Split(std::string(text), ':')) {
+    auto n = Number(p);
+    if (!n) return std::nullopt;
+    parts.push_back(*n);
+  }
+  if (parts.empty() || parts.size() > 3) return std::nullopt;
+  int64_t s = 0;
+  if (have_days) {
+    // days-hours[:minutes[:seconds]]
+    s = parts[0] * 3600 + (parts.size() > 1 ? parts[1] * 60 : 0) + (parts.size() > 2 ? parts[2] : 0);
+  } else if (parts.size() == 1) {
+    s = parts[0] * 60;  // minutes
+  } else if (parts.size() == 2) {
+    s = parts[0] * 60 + parts[1];  // minutes:seconds
+  } else {
+    s = parts[0] * 3600 + parts[1] * 60 + parts[2];
+  }
+  if (days > 1000000 || s > INT64_MAX / 2) return std::nullopt;
+  return days * 86400 + s;
+}
+
+Result<SiteInfo> ParseSiteInfo(std::string_view nodes, std::string_view partitions,
+                               std::string_view queue, double now) {
+  SiteInfo info;
+  info.batch_system = "slurm";
+  std::set<std::string> seen;
+  bool any_node = false;
+  for (const auto& line : Split(std::string(nodes), '\n')) {
+    auto f = Split(std::string(Trim(line)), '|');
+    if (f.size() != 3) continue;
+    auto cpus = Split(f[1], '/');
+    if (cpus.size() != 4) continue;
+    auto idle = Number(cpus[1]), total = Number(cpus[3]);
+    auto mem = Number(Trim(f[2]));
+    if (!idle || !total) continue;
+    any_node = true;
+    if (!seen.insert(f[0]).second) continue;  // a node in several partitions counts once
+    info.total_cpus += *total;
+    info.free_cpus += *idle;
+    if (mem) info.memory_mb = std::max(info.memory_mb, *mem);
+  }
+  if (!any_node) return Fail(ErrorCode::kProtocol, "sinfo named no node with its CPUs");
+  bool any_partition = false, unlimited = false;
+  for (const auto& line : Split(std::string(partitions), '\n')) {
+    auto f = Split(std::string(Trim(line)), '|');
+    if (f.size() != 3 || f[0].empty()) continue;
+    std::string name = f[0];
+    bool is_default = name.ends_with('*');
+    if (is_default) name.pop_back();
+    if (name.empty()) continue;
+    any_partition = true;
+    info.queues.push_back(name);
+    if (is_default) info.default_queue = name;
+    if (f[1] != "up") continue;
+    auto limit = ParseTimeLimit(f[2]);
+    if (!limit) continue;
+    if (*limit == 0) unlimited = true;
+    info.max_walltime_s = std::max(info.max_walltime_s, *limit);
+  }
+  if (!any_partition) return Fail(ErrorCode::kProtocol, "sinfo named no partition");
+  if (unlimited) info.max_walltime_s = 0;
+  std::optional<double> latest;
+  for (const auto& line : Split(std::string(queue), '\n')) {
+    auto f = Split(std::string(Trim(line)), '|');
+    if (f.size() != 2) continue;
+    if (f[0] == "RUNNING") ++info.running_jobs;
+    if (f[0] != "PENDING") continue;
+    ++info.pending_jobs;
+    if (auto when = ParseStart(f[1])) latest = std::max(latest.value_or(*when), *when);
+  }
+  // A job sent now queues behind the pending ones: it starts no sooner than the last of them.
+  if (latest) {
+    info.estimated_start_s = std::max(0.0, *latest - now);
+  } else if (info.pending_jobs == 0 && info.free_cpus > 0) {
+    info.estimated_start_s = 0;
+  }
+  return info;
 }
 
 }  // namespace kite::gram::batch::slurm

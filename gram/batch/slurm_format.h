@@ -71,4 +71,22 @@ std::optional<BatchOutcome> DecideOutcome(const std::string& slurm_id,
                                           const std::optional<ExecStatus>& status,
                                           bool wrapper_alive, const std::string& detail = "");
 
+// Site information (BatchAdapter::Info) from three of Slurm's answers:
+//   nodes:      `sinfo --noheader --Node --format=%N|%C|%m` (a node once per partition it is in;
+//               %C is "allocated/idle/other/total" CPUs; drained and down nodes' CPUs are "other")
+//   partitions: `sinfo --noheader --format=%P|%a|%l` ("debug*|up|UNLIMITED"; * marks the default)
+//   queue:      `squeue --noheader --all --states=PENDING,RUNNING --format=%T|%S` (state and
+//               start time, for pending jobs Slurm's estimate, "N/A" when it has none)
+// `now` is the Unix time the answers are about (start times are local time, as squeue prints).
+// kProtocol when an answer has no line of its shape at all.
+inline constexpr char kSinfoNodeFormat[] = "%N|%C|%m";
+inline constexpr char kSinfoPartitionFormat[] = "%P|%a|%l";
+inline constexpr char kSqueueStartFormat[] = "%T|%S";
+Result<SiteInfo> ParseSiteInfo(std::string_view nodes, std::string_view partitions,
+                               std::string_view queue, double now);
+
+// Seconds of a Slurm time limit ("30", "30:00", "1:00:00", "2-12", "2-12:30:00"); 0 for
+// UNLIMITED / INFINITE; nullopt when malformed.
+std::optional<int64_t> ParseTimeLimit(std::string_view text);
+
 }  // namespace kite::gram::batch::slurm

@@ -1,0 +1,149 @@
+// Site ads, observed waits and the choice of a site.
+#include "agent/site_ads.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include "classad/io.h"
+#include "classad/match.h"
+#include "common/strings.h"
+
+namespace kite::agent {
+namespace {
+
+// Set by the agent from what it observed; a site may not say them.
+constexpr std::array<std::string_view, 14> kAgentAttributes = {
+    "GridResource",     "Name",           "EstimatedWaitTime", "ObservedWaitP50",
+    "ObservedWaitP90",  "ObservedWaits",  "FailureRate",       "LastContact",
+    "Reachable",        "KiteRunning",    "KitePending",       "KiteAttempts",
+    "Usable",           "UnusableReason"};
+
+}  // namespace
+
+bool IsAgentSiteAttribute(std::string_view name) {
+  for (std::string_view a : kAgentAttributes) {
+    if (EqualsIgnoreCase(a, name)) return true;
+  }
+  return false;
+}
+
+Result<classad::ClassAd> ParseSiteAd(std::string_view text) {
+  auto bad = [](const std::string& why) {
+    return Fail(ErrorCode::kInvalidInput, "site ad: " + why);
+  };
+  if (text.size() > kMaxSiteAdBytes) {
+    return bad("longer than " + std::to_string(kMaxSiteAdBytes) + " bytes");
+  }
+  auto ad = classad::ParseNewAd(text);
+  if (!ad) return bad(ad.error().message());
+  for (std::string_view name : kAgentAttributes) {
+    if (ad->LookupOwn(name) != nullptr) {
+      return bad("sets " + std::string(name) + ", which only the agent sets");
+    }
+  }
+  if (!ad->EvaluateString("BatchSystem")) return bad("BatchSystem is not a string");
+  for (std::string_view name :
+       {"TotalCpus", "FreeCpus", "Memory", "MaxWallTime", "RunningJobs", "PendingJobs"}) {
+    const classad::Expr* e = ad->LookupOwn(name);
+    auto v = ad->EvaluateInt(name);
+    auto r = ad->EvaluateReal(name);
+    if (e == nullptr || !v || !r || *r != std::floor(*r) || *v < 0) {
+      return bad(std::string(name) + " is not an integer of 0 or more");
+    }
+  }
+  if (*ad->EvaluateInt("FreeCpus") > *ad->EvaluateInt("TotalCpus")) {
+    return bad("FreeCpus is more than TotalCpus");
+  }
+  if (ad->LookupOwn("BatchEstimatedStart") != nullptr) {
+    auto v = ad->EvaluateReal("BatchEstimatedStart");
+    if (!v || !(*v >= 0) || !std::isfinite(*v)) {
+      return bad("BatchEstimatedStart is not a number of 0 or more");
+    }
+  }
+  return std::move(*ad);
+}
+
+void SiteRecord::Waited(double now, double seconds) {
+  waits_.emplace_back(now, std::max(0.0, seconds));
+  while (waits_.size() > keep_) waits_.pop_front();
+}
+
+void SiteRecord::Ended(double now, bool failed) {
+  ends_.emplace_back(now, failed);
+  while (ends_.size() > keep_) ends_.pop_front();
+}
+
+std::optional<double> SiteRecord::WaitPercentile(double p, double now) const {
+  std::vector<double> w;
+  for (const auto& [when, seconds] : waits_) {
+    if (now - when <= window_) w.push_back(seconds);
+  }
+  if (w.empty()) return std::nullopt;
+  std::sort(w.begin(), w.end());
+  // Nearest rank.
+  size_t rank = static_cast<size_t>(std::ceil(std::clamp(p, 0.0, 1.0) * w.size()));
+  return w[rank == 0 ? 0 : rank - 1];
+}
+
+size_t SiteRecord::Waits(double now) const {
+  return static_cast<size_t>(std::count_if(waits_.begin(), waits_.end(), [&](const auto& w) {
+    return now - w.first <= window_;
+  }));
+}
+
+double SiteRecord::FailureRate(double now) const {
+  size_t all = 0, failed = 0;
+  for (const auto& [when, f] : ends_) {
+    if (now - when > window_) continue;
+    ++all;
+    if (f) ++failed;
+  }
+  return all == 0 ? 0 : static_cast<double>(failed) / static_cast<double>(all);
+}
+
+size_t SiteRecord::Attempts(double now) const {
+  return static_cast<size_t>(std::count_if(ends_.begin(), ends_.end(), [&](const auto& e) {
+    return now - e.first <= window_;
+  }));
+}
+
+double EstimateWait(const classad::ClassAd& site, const SiteState& state) {
+  double base;
+  if (state.wait_p50) {
+    base = *state.wait_p50;
+  } else if (auto batch = site.EvaluateReal("BatchEstimatedStart")) {
+    base = *batch;
+  } else {
+    base = site.EvaluateInt("FreeCpus").value_or(0) > state.kite_pending ? 0 : kUnknownWait;
+  }
+  return std::max(base, state.oldest_pending);
+}
+
+std::optional<size_t> BestSite(const classad::ClassAd& job, const std::vector<SiteChoice>& sites) {
+  std::optional<size_t> best;
+  double best_rank = 0;
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const SiteChoice& s = sites[i];
+    if (s.room <= 0 || s.ad == nullptr || !classad::RequirementsMet(job, *s.ad)) continue;
+    // A site ad need not have a Requirements; when it has one, the job must meet it.
+    if (s.ad->Lookup("Requirements") != nullptr && !classad::RequirementsMet(*s.ad, job)) continue;
+    double rank = classad::Rank(job, *s.ad);
+    if (!best) {
+      best = i;
+      best_rank = rank;
+      continue;
+    }
+    const SiteChoice& b = sites[*best];
+    if (rank > best_rank ||
+        (rank == best_rank &&
+         (s.estimated_wait < b.estimated_wait ||
+          (s.estimated_wait == b.estimated_wait && s.room > b.room)))) {
+      best = i;
+      best_rank = rank;
+    }
+  }
+  return best;
+}
+
+}  // namespace kite::agent

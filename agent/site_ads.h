@@ -1,0 +1,79 @@
+// The broker's pure half (docs/broker.md): reading a site's `info` ad, what Kite observed of its
+// own jobs at a site, the estimate of a new job's wait there, and the choice of a site for a job.
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "classad/classad.h"
+#include "common/error.h"
+
+namespace kite::agent {
+
+// A site ad longer than this is refused.
+inline constexpr size_t kMaxSiteAdBytes = 64 * 1024;
+
+// Reads a site's ad (the ClassAd text of the gatekeeper's `info` reply) and checks what the
+// broker relies on: BatchSystem a string; TotalCpus, FreeCpus, Memory, MaxWallTime, RunningJobs,
+// PendingJobs integers of 0 or more (FreeCpus at most TotalCpus); BatchEstimatedStart, when
+// there, a number of 0 or more. The attributes the agent itself sets (GridResource, Name, the
+// Observed* and Kite* ones, EstimatedWaitTime, Reachable, ...) are refused from a site.
+// kInvalidInput says what is wrong.
+Result<classad::ClassAd> ParseSiteAd(std::string_view text);
+// Whether `name` is one of the attributes the agent sets in a site ad (case-insensitive).
+bool IsAgentSiteAttribute(std::string_view name);
+
+// What Kite saw of its own jobs at one site over the last `window` seconds: how long each waited
+// from its match to running, and how its attempts ended.
+class SiteRecord {
+ public:
+  explicit SiteRecord(double window = 3600, size_t keep = 256) : window_(window), keep_(keep) {}
+  void Waited(double now, double seconds);
+  void Ended(double now, bool failed);
+  // The p-th percentile (0..1) of the waits in the window; nullopt when there are none.
+  std::optional<double> WaitPercentile(double p, double now) const;
+  size_t Waits(double now) const;
+  // Failed attempts over all attempts in the window (0 when none ended).
+  double FailureRate(double now) const;
+  size_t Attempts(double now) const;
+
+ private:
+  double window_;
+  size_t keep_;
+  std::deque<std::pair<double, double>> waits_;  // (when, seconds)
+  std::deque<std::pair<double, bool>> ends_;     // (when, failed)
+};
+
+// What the broker knows of a site at one moment besides its ad.
+struct SiteState {
+  std::optional<double> wait_p50, wait_p90;  // observed
+  double oldest_pending = 0;                 // seconds the longest-waiting Kite job there waited
+  int kite_pending = 0;                      // Kite's jobs matched there, not yet running
+};
+
+// A new job's expected wait at a site, in seconds: the median observed wait when there is one,
+// else the batch system's own estimate (BatchEstimatedStart), else 0 when the site has more free
+// CPUs than Kite's jobs pending there and kUnknownWait otherwise; raised to how long Kite's
+// oldest job pending there has waited already (a site that stopped starting jobs looks slower
+// with every minute).
+inline constexpr double kUnknownWait = 300;
+double EstimateWait(const classad::ClassAd& site, const SiteState& state);
+
+// One candidate site for a job.
+struct SiteChoice {
+  const classad::ClassAd* ad = nullptr;  // the site ad with the agent's attributes added
+  int room = 0;                          // more jobs Kite may send there now
+  double estimated_wait = 0;
+};
+// The site a job goes to: among those with room whose ads match the job both ways (the job's
+// Requirements against the site, the site's Requirements against the job), the one the job's
+// Rank values highest; among equals, the shortest estimated wait, then the most room, then the
+// first. nullopt when none.
+std::optional<size_t> BestSite(const classad::ClassAd& job, const std::vector<SiteChoice>& sites);
+
+}  // namespace kite::agent
