@@ -100,6 +100,12 @@ void Broker::Track(Job& job) {
   t.site = site;
   t.matched_at = static_cast<double>(job.ad.EvaluateInt("LastMatchTime").value_or(0));
   t.proxy = GridHub::ProxyOf(job);
+  // A move ends when the job starts where it is, or is held or removed meanwhile.
+  if (job.status != kIdle && job.ad.EvaluateString("GridMigrate")) {
+    queue_.SetAttr(job, "GridMigrate", classad::MakeUndefined());
+    spdlog::info("broker: job {}.{} stays at {}: {}", job.key.cluster, job.key.proc, site,
+                 job.status == kRunning ? "it started there" : "no longer idle");
+  }
   if (site.empty()) return;
   SiteRecord& rec = records_[site];
   if (job.status == kRunning && !t.started) {
@@ -137,6 +143,7 @@ void Broker::Tick() {
   if (stopped_) return;
   double now = WallNow();
   Refresh(now);
+  Replan(queue_.Now());
   if (match_due_) Match();
   timer_.expires_after(std::chrono::milliseconds(static_cast<int64_t>(kMatchInterval * 1000)));
   timer_.async_wait([this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
@@ -368,6 +375,86 @@ void Broker::Match() {
     spdlog::info("broker: matched {} job(s) to sites; {} wait for a site with room", matched,
                  unmatched);
   }
+}
+
+// Jobs waiting at a site longer than their max_queue_wait, where another site that matches them
+// expects to start them sooner, are moved (seeds/003: "migrate queued jobs"): GridMigrate tells
+// their gridmanager to cancel them there if they have not started; FinishMove then matches
+// them again.
+void Broker::Replan(double now) {
+  struct Move {
+    Job* job;
+    std::string reason;
+  };
+  std::vector<Move> moves;
+  std::map<std::string, int> sent;  // moves chosen this pass, per destination
+  for (auto& [key, t] : jobs_) {
+    if (t.status != kIdle || t.site.empty() || t.matched_at <= 0) continue;
+    Job* j = queue_.Find(key);
+    if (!j || j->ad.EvaluateString("GridMigrate")) continue;
+    double limit = j->ad.EvaluateReal("MaxQueueWait").value_or(settings_.max_queue_wait);
+    double waited = now - t.matched_at;
+    if (!(limit > 0) || waited <= limit) continue;
+    auto here = entries_.find({t.proxy, t.site});
+    double here_wait = EstimateWait(
+        here != entries_.end() && here->second.ad ? *here->second.ad : classad::ClassAd(),
+        StateOf(t.site, now));
+    // The other sites the job could go to now.
+    std::vector<classad::ClassAd> ads;
+    std::vector<SiteChoice> choices;
+    std::vector<std::string> names;
+    ads.reserve(settings_.resources.size());
+    for (const auto& r : settings_.resources) {
+      if (r.grid_resource == t.site) continue;
+      auto e = entries_.find({t.proxy, r.grid_resource});
+      if (e == entries_.end() || !Usable(e->second)) continue;
+      ads.push_back(Compose(e->first, e->second, now));
+      SiteState s = StateOf(r.grid_resource, now);
+      s.kite_pending += sent[r.grid_resource];
+      int64_t cap = std::max<int64_t>(settings_.max_pending_per_site,
+                                      ads.back().EvaluateInt("FreeCpus").value_or(0));
+      choices.push_back({nullptr, static_cast<int>(cap - s.kite_pending), EstimateWait(ads.back(), s)});
+      names.push_back(r.grid_resource);
+    }
+    for (size_t i = 0; i < choices.size(); ++i) choices[i].ad = &ads[i];
+    auto best = BestSite(j->ad, choices);
+    if (!best || !(choices[*best].estimated_wait < here_wait)) continue;
+    ++sent[names[*best]];
+    char reason[768];
+    std::snprintf(reason, sizeof reason,
+                  "waited %.0f s at %s, more than max_queue_wait (%.0f s), where a start is "
+                  "expected in %.0f s; %s expects to start it in %.0f s",
+                  waited, t.site.c_str(), limit, here_wait, names[*best].c_str(),
+                  choices[*best].estimated_wait);
+    moves.push_back({j, reason});
+  }
+  for (auto& m : moves) {
+    spdlog::info("broker: moving job {}.{}: {}", m.job->key.cluster, m.job->key.proc, m.reason);
+    queue_.SetAttr(*m.job, "GridMigrate", classad::MakeString(m.reason));
+    if (hooks_.matched) hooks_.matched(*m.job);
+  }
+}
+
+void Broker::FinishMove(Job& job) {
+  std::string from = job.ad.EvaluateString("MATCH_GridResource").value_or("?");
+  std::string reason = job.ad.EvaluateString("GridMigrate").value_or("");
+  auto resource = job.ad.EvaluateString("GridResource").value_or("");
+  for (const auto& name : grid::BrokeredNames(resource)) {
+    queue_.SetAttr(job, "MATCH_" + name, classad::MakeUndefined());
+  }
+  queue_.SetAttr(job, "MATCH_GridResource", classad::MakeUndefined());
+  queue_.SetAttr(job, "GridMigrate", classad::MakeUndefined());
+  // A new attempt: the request ids of the old one are the old site's.
+  queue_.SetAttr(job, "GridAttempt",
+                 classad::MakeInteger(job.ad.EvaluateInt("GridAttempt").value_or(0) + 1));
+  queue_.SetAttr(job, "NumGridMigrations",
+                 classad::MakeInteger(job.ad.EvaluateInt("NumGridMigrations").value_or(0) + 1));
+  queue_.SetAttr(job, "LastGridMigrationReason", classad::MakeString(reason));
+  queue_.AddEvent(job, kEventGeneric, "Moved off grid resource " + from + ": " + reason);
+  spdlog::info("broker: job {}.{} is off {}; matching it again", job.key.cluster, job.key.proc,
+               from);
+  Track(job);
+  match_due_ = true;
 }
 
 std::vector<SiteView> Broker::Sites() {

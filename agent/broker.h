@@ -80,6 +80,9 @@ class Broker {
 
   // Matches now (tests; otherwise every second while jobs wait).
   void MatchNow();
+  // A job being moved is off its site (GridHub's `moved` hook): its match is cleared, the move
+  // counted and logged, and it waits for a site again.
+  void FinishMove(Job& job);
 
  private:
   struct SiteKey {
@@ -113,6 +116,7 @@ class Broker {
   void Refresh(double now);
   void OnAnswer(Answer a);
   void Match();
+  void Replan(double now);
   SiteState StateOf(const std::string& resource, double now) const;
   classad::ClassAd Compose(const SiteKey& key, const Entry& e, double now) const;
   bool Usable(const Entry& e) const { return e.ad && e.reachable && !e.refused && !e.malformed; }

@@ -46,7 +46,8 @@ void HandleGridJobs(Agent& agent, const json::object& body,
                    for (const JobKey& key : r.jobs) {
                      Job* j = agent.queue().Find(key);
                      if (!j) continue;
-                     res.jobs.push_back({JobIdString(key), j->status, agent.queue().FlatText(*j)});
+                     res.jobs.push_back(
+                         {JobIdString(key), GridHub::StatusFor(*j), agent.queue().FlatText(*j)});
                    }
                    for (const JobKey& key : r.left) {
                      res.jobs.push_back({JobIdString(key), grid::kStatusLeftQueue, ""});

@@ -53,6 +53,11 @@ std::string GridHub::ProxyOf(const Job& j) {
   return j.ad.EvaluateString("x509userproxy").value_or("");
 }
 
+int GridHub::StatusFor(const Job& j) {
+  if (j.status == kIdle && j.ad.EvaluateString("GridMigrate")) return grid::kStatusMoving;
+  return j.status;
+}
+
 bool GridHub::NeedsManager(const Job& j) {
   if (Broker::AwaitsMatch(j)) return false;  // no site yet: the broker's, not a gridmanager's
   switch (j.status) {
@@ -202,7 +207,15 @@ int GridHub::Apply(Job& job, const Update& u) {
   }
   check_ = true;
   Job* after = queue_.Find(key);
-  return after ? after->status : grid::kStatusLeftQueue;
+  if (!after) return grid::kStatusLeftQueue;
+  bool cleared = std::any_of(u.set.begin(), u.set.end(), [](const grid::AttrChange& c) {
+    return c.attr == grid::GridAttr::kJobId && std::holds_alternative<std::monostate>(c.value);
+  });
+  if (cleared && StatusFor(*after) == grid::kStatusMoving && hooks_.moved) {
+    hooks_.moved(*after);
+    return grid::kStatusLeftQueue;  // its gridmanager lets it go; the broker matches it again
+  }
+  return StatusFor(*after);
 }
 
 }  // namespace kite::agent

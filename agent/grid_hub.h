@@ -40,6 +40,9 @@ class GridHub {
   };
   struct Hooks {
     std::function<void(Job&)> retire;  // a job is Completed or Removed: it leaves the queue
+    // A job the broker moves is off its site (its attempt there cleared): it is the broker's
+    // again, to match elsewhere; its gridmanager forgets it.
+    std::function<void(Job&)> moved;
   };
 
   GridHub(boost::asio::io_context& io, JobQueue& queue, Hooks hooks);
@@ -67,6 +70,9 @@ class GridHub {
   void managers_checked() { check_ = false; }
 
   static std::string ProxyOf(const Job& j);
+  // The status a gridmanager is given for the job: its JobStatus, or grid::kStatusMoving for an
+  // Idle job the broker is moving (GridMigrate set).
+  static int StatusFor(const Job& j);
 
  private:
   struct Waiter;

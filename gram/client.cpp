@@ -160,9 +160,10 @@ Result<JobStatus> Client::Status(const std::string& job_id) {
   return AsStatus(Call("GET", "/jobs/" + JobIdFromContact(job_id), ""));
 }
 
-Result<JobStatus> Client::Cancel(const std::string& request_id, const std::string& job_id) {
+Result<JobStatus> Client::Cancel(const std::string& request_id, const std::string& job_id,
+                                 bool only_pending) {
   return AsStatus(Call("POST", "/jobs/" + JobIdFromContact(job_id) + "/cancel",
-                       ToJson(SimpleRequest{request_id})));
+                       ToJson(SimpleRequest{request_id, only_pending})));
 }
 
 Result<JobStatus> Client::Signal(const std::string& request_id, const std::string& job_id,

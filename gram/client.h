@@ -64,7 +64,9 @@ class Client {
   // Phase two: the job may start.
   Result<JobStatus> Commit(const std::string& request_id, const std::string& job_id);
   Result<JobStatus> Status(const std::string& job_id);
-  Result<JobStatus> Cancel(const std::string& request_id, const std::string& job_id);
+  // With `only_pending`, only a job that has not started is cancelled (kConflict otherwise).
+  Result<JobStatus> Cancel(const std::string& request_id, const std::string& job_id,
+                           bool only_pending = false);
   Result<JobStatus> Signal(const std::string& request_id, const std::string& job_id,
                            const SignalRequest& what);
   // The client stored the final state and output: the site may forget the job.

@@ -385,6 +385,7 @@ Response JobManager::JobOperation(const Request& r, const std::string& id, const
   auto opit = kOps.find(op);
   if (opit == kOps.end()) return ErrorResponse(ErrorCode::kNotFound, "no job operation " + op);
   SignalRequest sig;
+  bool only_pending = false;
   if (op == "signal") {
     auto s = ParseSignalRequest(r.body);
     if (!s) return ErrorResponse(s.error());
@@ -393,6 +394,7 @@ Response JobManager::JobOperation(const Request& r, const std::string& id, const
     auto s = ParseSimpleRequest(r.body);
     if (!s) return ErrorResponse(s.error());
     sig.request_id = s->request_id;
+    only_pending = op == "cancel" && s->only_pending;
   }
   if (auto rep = Repeat(r.identity, sig.request_id, op, id)) return *rep;
   auto it = jobs_.find(id);
@@ -400,6 +402,12 @@ Response JobManager::JobOperation(const Request& r, const std::string& id, const
     return ErrorResponse(ErrorCode::kNotFound, "no job " + id + " (forgotten, or never yours)");
   }
   JobRecord j = it->second;  // changed on a copy, installed after it is stored
+  if (only_pending && j.state != JobState::kPendingCommit && j.state != JobState::kStageIn &&
+      j.state != JobState::kPending) {
+    return ErrorResponse(ErrorCode::kConflict, "job " + id + " has started here (state " +
+                                                   std::string(JobStateName(j.state)) +
+                                                   "): not cancelled");
+  }
   auto forget_or = ChangeJob(j, op, opit->second, sig, r.identity);
   if (!forget_or) return ErrorResponse(forget_or.error());
   bool forget = *forget_or;

@@ -362,6 +362,10 @@ Result<SimpleRequest> ParseSimpleRequest(std::string_view text) {
   if (!o) return Fail(o.error());
   SimpleRequest r;
   if (auto st = GetRequestId(*o, &r.request_id); !st) return Fail(st.error());
+  if (const json::value* v = o->if_contains("only_pending")) {
+    if (!v->is_bool()) return Fail(ErrorCode::kInvalidInput, "only_pending: expected true or false");
+    r.only_pending = v->as_bool();
+  }
   return r;
 }
 
@@ -494,7 +498,9 @@ std::string ToJson(const SubmitRequest& r) {
 }
 
 std::string ToJson(const SimpleRequest& r) {
-  return json::serialize(json::object{{"request_id", r.request_id}});
+  json::object o{{"request_id", r.request_id}};
+  if (r.only_pending) o["only_pending"] = true;
+  return json::serialize(o);
 }
 
 std::string ToJson(const SignalRequest& r) {

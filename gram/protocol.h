@@ -137,6 +137,9 @@ struct SubmitRequest {
 // commit, cancel, commit-end: only the request id.
 struct SimpleRequest {
   std::string request_id;
+  // cancel only: cancel only a job that has not started (pending-commit, stage-in, pending);
+  // one that has is answered 409 and left alone (the broker moving a queued job elsewhere).
+  bool only_pending = false;
 };
 struct SignalRequest {
   std::string request_id;

@@ -134,7 +134,7 @@ Result<Engine::Job*> Engine::Admit(const grid::PollJob& pj) {
   auto refuse = [&](const std::string& reason) -> Result<Job*> {
     if (pj.status == kite::kRemoved) {
       agent_.Queue(RetireUpdate(pj.id));
-    } else if (WishOf(pj.status) == kWishRun) {
+    } else if ((WishOf(pj.status) & (kWishRun | kWishMove)) != 0) {
       spdlog::warn("gridmanager: holding job {}: {}", pj.id, reason);
       agent_.Queue(HoldUpdate(pj.id, reason, kite::kHoldGridError));
     }
@@ -212,7 +212,11 @@ bool Engine::Run(Job& j, GridTask task, const GridState& before, const GridInput
       Request(j, Op::kCommit, "/commit");
       break;
     case GridTask::kCancel:
-      Request(j, Op::kCancel, "/cancel");
+      if (WishOf(j.state.status) == kWishMove) {
+        Request(j, Op::kCancel, "/move", true);  // only while it has not started there
+      } else {
+        Request(j, Op::kCancel, "/cancel");
+      }
       break;
     case GridTask::kCommitEnd:
       Request(j, Op::kCommitEnd, "/commit-end");
@@ -399,8 +403,8 @@ std::vector<grid::ResourceReport> Engine::TakeReports() {
 
 // --- requests ----------------------------------------------------------------------------------
 
-void Engine::Request(Job& j, Op op, const std::string& suffix) {
-  SiteRequest req{.op = op, .job_id = j.site_id};
+void Engine::Request(Job& j, Op op, const std::string& suffix, bool only_pending) {
+  SiteRequest req{.op = op, .job_id = j.site_id, .only_pending = only_pending};
   if (!suffix.empty()) req.request_id = RequestIdBase(j.ad, j.state.attempt) + suffix;
   j.site->Send(std::move(req), [this, id = j.id, serial = j.serial, op](Result<SiteAnswer> a) {
     OnAnswer(id, serial, op, std::move(a));

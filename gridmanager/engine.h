@@ -109,7 +109,7 @@ class Engine {
   Site* SiteFor(const GridResource& name, std::string* error);
   void DriveSite(Site& site);
   void ProxyRefused(Site& site, const Error& e);
-  void Request(Job& j, SiteRequest::Op op, const std::string& suffix);
+  void Request(Job& j, SiteRequest::Op op, const std::string& suffix, bool only_pending = false);
   void Submit(Job& j);
   void Signal(Job& j);
   void OnAnswer(const std::string& id, uint64_t serial, SiteRequest::Op op, Result<SiteAnswer> a);

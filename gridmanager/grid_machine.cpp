@@ -12,7 +12,8 @@ using P = GridPhase;
 using E = GridEvent;
 using T = GridTask;
 
-constexpr unsigned R = kWishRun, H = kWishHold, X = kWishRemove, S = kWishStop, A = kWishAny;
+constexpr unsigned R = kWishRun, H = kWishHold, X = kWishRemove, S = kWishStop, M = kWishMove,
+                   A = kWishAny;
 constexpr std::optional<GridPhase> kAnyPhase = std::nullopt;
 constexpr std::optional<GridPhase> kSame = std::nullopt;
 
@@ -23,6 +24,14 @@ constexpr std::array kTable = std::to_array<GridRule>({
     // Any phase.
     {kAnyPhase, E::kStatus, A, kSame, T::kNone},
     {kAnyPhase, E::kLeft, A, kSame, T::kForget},
+    // Moved by the broker (M; where no M rule is listed, the R one applies): a job not yet at its
+    // site is let go at once; one there is cancelled only if it has not started (a site that
+    // says it has keeps it, and news of its start ends the move).
+    {P::kIdle, E::kDrive, M, P::kReporting, T::kClear},
+    {P::kSubmitted, E::kDrive, M, P::kCancelling, T::kCancel},
+    {P::kCommitted, E::kDrive, M, P::kCancelling, T::kCancel},
+    {P::kCancelling, E::kReplyEnded, M, P::kCancelled, T::kNone},
+    {P::kCancelling, E::kConflict, M, P::kCommitted, T::kWait},
     // Nothing at a site.
     {P::kIdle, E::kDrive, R, P::kSubmitting, T::kSubmit},
     {P::kIdle, E::kDrive, X, P::kReporting, T::kRetire},
@@ -163,6 +172,8 @@ const GridRule* Find(GridPhase phase, GridEvent event, Wish wish) {
   for (const GridRule* r : index.rules[static_cast<size_t>(phase)][static_cast<size_t>(event)]) {
     if (r->wishes & wish) return r;
   }
+  // A job being moved is a job that runs wherever no rule of its own says otherwise.
+  if (wish == kWishMove) return Find(phase, event, kWishRun);
   return nullptr;
 }
 
@@ -249,7 +260,8 @@ void DoTask(GridState& s, GridTask task) {
       std::string name(gram::JobStateName(s.news.state));
       if (name == s.reported) break;
       s.reported = name;
-      if (s.news.state == gram::JobState::kActive && s.status == kite::kIdle) {
+      if (s.news.state == gram::JobState::kActive &&
+          (s.status == kite::kIdle || s.status == grid::kStatusMoving)) {
         s.status = kite::kRunning;
       }
       break;
@@ -294,6 +306,7 @@ std::string_view TaskName(GridTask task) {
 
 Wish WishOf(int status) {
   if (status == kite::kIdle || status == kite::kRunning) return kWishRun;
+  if (status == grid::kStatusMoving) return kWishMove;
   if (status == kite::kRemoved) return kWishRemove;
   return kWishHold;
 }
@@ -349,7 +362,7 @@ GridTask NextAction(const GridState& state) {
 
 EndOutcome DecideEnd(const GridState& s, int max_resubmits) {
   if (s.status == kite::kRemoved) return EndOutcome::kRetire;
-  if (!s.final || WishOf(s.status) != kWishRun) return EndOutcome::kNothing;
+  if (!s.final || (WishOf(s.status) & (kWishRun | kWishMove)) == 0) return EndOutcome::kNothing;
   if (s.final->state == gram::JobState::kDone) return EndOutcome::kExited;
   if (gram::IsRetryable(s.final->failure) && s.attempt <= max_resubmits) {
     return EndOutcome::kResubmit;

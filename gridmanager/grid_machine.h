@@ -103,7 +103,11 @@ enum Wish : unsigned {
   kWishHold = 2,    // Held or Completed
   kWishRemove = 4,  // Removed
   kWishStop = kWishHold | kWishRemove,
-  kWishAny = kWishRun | kWishStop,
+  // Idle, and the broker moves it to another site (grid::kStatusMoving): cancelled at its site
+  // if it has not started there; otherwise as kWishRun (a rule for kWishMove comes first, else
+  // the kWishRun one applies).
+  kWishMove = 8,
+  kWishAny = kWishRun | kWishStop | kWishMove,
 };
 Wish WishOf(int status);
 

@@ -68,7 +68,7 @@ class GramSiteLink : public SiteLink {
       case Op::kStatus:
         return Answer(c.Status(r.job_id));
       case Op::kCancel:
-        return Answer(c.Cancel(r.request_id, r.job_id));
+        return Answer(c.Cancel(r.request_id, r.job_id, r.only_pending));
       case Op::kSignal:
         return Answer(c.Signal(r.request_id, r.job_id, r.signal));
       case Op::kCommitEnd: {

@@ -39,6 +39,7 @@ struct SiteRequest {
   gram::JobDescription job;    // kSubmit
   gram::SignalRequest signal;  // kSignal
   std::string delegation_id;   // kDelegate: refresh this delegation in place ("": a new one)
+  bool only_pending = false;   // kCancel: only if the job has not started (the broker moves it)
 };
 std::string_view OpName(SiteRequest::Op op);  // "submit", "status probe", ...
 
