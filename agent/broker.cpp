@@ -253,6 +253,7 @@ SiteState Broker::StateOf(const std::string& resource, double now) const {
   if (auto it = records_.find(resource); it != records_.end()) {
     s.wait_p50 = it->second.WaitPercentile(0.5, now);
     s.wait_p90 = it->second.WaitPercentile(0.9, now);
+    s.start_rate = it->second.StartRate(now);
   }
   for (const auto& [key, t] : jobs_) {
     if (t.site != resource || t.status != kIdle) continue;
@@ -277,6 +278,7 @@ classad::ClassAd Broker::Compose(const SiteKey& key, const Entry& e, double now)
   ad.Assign("EstimatedWaitTime", static_cast<int64_t>(EstimateWait(ad, s) + 0.5));
   if (s.wait_p50) ad.Assign("ObservedWaitP50", static_cast<int64_t>(*s.wait_p50 + 0.5));
   if (s.wait_p90) ad.Assign("ObservedWaitP90", static_cast<int64_t>(*s.wait_p90 + 0.5));
+  if (s.start_rate) ad.Assign("ObservedStartRate", *s.start_rate * 60);  // jobs per minute
   auto rec = records_.find(key.resource);
   ad.Assign("ObservedWaits", static_cast<int64_t>(rec == records_.end() ? 0 : rec->second.Waits(now)));
   ad.Assign("KiteAttempts", static_cast<int64_t>(rec == records_.end() ? 0 : rec->second.Attempts(now)));
@@ -332,9 +334,7 @@ void Broker::Match() {
       c.resource = r.grid_resource;
       c.ad = Compose(e->first, e->second, now);
       c.state = StateOf(r.grid_resource, now);
-      int64_t cap = std::max<int64_t>(settings_.max_pending_per_site,
-                                      c.ad.EvaluateInt("FreeCpus").value_or(0));
-      c.room = static_cast<int>(std::max<int64_t>(0, cap - c.state.kite_pending));
+      c.room = SiteRoom(c.ad, c.state, settings_.max_pending_per_site);
       c.wait = EstimateWait(c.ad, c.state);
       it->second.push_back(std::move(c));
     }
@@ -411,9 +411,8 @@ void Broker::Replan(double now) {
       ads.push_back(Compose(e->first, e->second, now));
       SiteState s = StateOf(r.grid_resource, now);
       s.kite_pending += sent[r.grid_resource];
-      int64_t cap = std::max<int64_t>(settings_.max_pending_per_site,
-                                      ads.back().EvaluateInt("FreeCpus").value_or(0));
-      choices.push_back({nullptr, static_cast<int>(cap - s.kite_pending), EstimateWait(ads.back(), s)});
+      choices.push_back({nullptr, SiteRoom(ads.back(), s, settings_.max_pending_per_site),
+                         EstimateWait(ads.back(), s)});
       names.push_back(r.grid_resource);
     }
     for (size_t i = 0; i < choices.size(); ++i) choices[i].ad = &ads[i];
@@ -437,6 +436,8 @@ void Broker::Replan(double now) {
 
 void Broker::FinishMove(Job& job) {
   std::string from = job.ad.EvaluateString("MATCH_GridResource").value_or("?");
+  double matched = static_cast<double>(job.ad.EvaluateInt("LastMatchTime").value_or(0));
+  if (matched > 0) records_[from].GaveUp(queue_.Now(), queue_.Now() - matched);
   std::string reason = job.ad.EvaluateString("GridMigrate").value_or("");
   auto resource = job.ad.EvaluateString("GridResource").value_or("");
   for (const auto& name : grid::BrokeredNames(resource)) {

@@ -13,11 +13,11 @@ namespace kite::agent {
 namespace {
 
 // Set by the agent from what it observed; a site may not say them.
-constexpr std::array<std::string_view, 14> kAgentAttributes = {
+constexpr std::array<std::string_view, 15> kAgentAttributes = {
     "GridResource",     "Name",           "EstimatedWaitTime", "ObservedWaitP50",
     "ObservedWaitP90",  "ObservedWaits",  "FailureRate",       "LastContact",
     "Reachable",        "KiteRunning",    "KitePending",       "KiteAttempts",
-    "Usable",           "UnusableReason"};
+    "Usable",           "UnusableReason", "ObservedStartRate"};
 
 }  // namespace
 
@@ -65,7 +65,12 @@ Result<classad::ClassAd> ParseSiteAd(std::string_view text) {
 }
 
 void SiteRecord::Waited(double now, double seconds) {
-  waits_.emplace_back(now, std::max(0.0, seconds));
+  waits_.push_back({now, std::max(0.0, seconds), true});
+  while (waits_.size() > keep_) waits_.pop_front();
+}
+
+void SiteRecord::GaveUp(double now, double seconds) {
+  waits_.push_back({now, std::max(seconds, kUnknownWait), false});
   while (waits_.size() > keep_) waits_.pop_front();
 }
 
@@ -76,8 +81,8 @@ void SiteRecord::Ended(double now, bool failed) {
 
 std::optional<double> SiteRecord::WaitPercentile(double p, double now) const {
   std::vector<double> w;
-  for (const auto& [when, seconds] : waits_) {
-    if (now - when <= window_) w.push_back(seconds);
+  for (const auto& x : waits_) {
+    if (now - x.when <= window_) w.push_back(x.seconds);
   }
   if (w.empty()) return std::nullopt;
   std::sort(w.begin(), w.end());
@@ -87,9 +92,21 @@ std::optional<double> SiteRecord::WaitPercentile(double p, double now) const {
 }
 
 size_t SiteRecord::Waits(double now) const {
-  return static_cast<size_t>(std::count_if(waits_.begin(), waits_.end(), [&](const auto& w) {
-    return now - w.first <= window_;
+  return static_cast<size_t>(std::count_if(waits_.begin(), waits_.end(), [&](const Wait& w) {
+    return now - w.when <= window_;
   }));
+}
+
+std::optional<double> SiteRecord::StartRate(double now) const {
+  size_t n = 0;
+  double first = now;
+  for (const auto& w : waits_) {
+    if (now - w.when > window_ || !w.started) continue;
+    ++n;
+    first = std::min(first, w.when);
+  }
+  if (n < 2) return std::nullopt;
+  return static_cast<double>(n) / std::max(now - first, kMinRateSpan);
 }
 
 double SiteRecord::FailureRate(double now) const {
@@ -117,7 +134,16 @@ double EstimateWait(const classad::ClassAd& site, const SiteState& state) {
   } else {
     base = site.EvaluateInt("FreeCpus").value_or(0) > state.kite_pending ? 0 : kUnknownWait;
   }
-  return std::max(base, state.oldest_pending);
+  double queue = state.start_rate && *state.start_rate > 0
+                     ? static_cast<double>(state.kite_pending) / *state.start_rate
+                     : 0;
+  return std::max({base, queue, state.oldest_pending});
+}
+
+int SiteRoom(const classad::ClassAd& site, const SiteState& state, int max_pending) {
+  int64_t free = std::max<int64_t>(0, site.EvaluateInt("FreeCpus").value_or(0));
+  int64_t cap = state.wait_p50 ? std::max<int64_t>(max_pending, free) : free + 1;
+  return static_cast<int>(std::clamp<int64_t>(cap - state.kite_pending, 0, 1 << 30));
 }
 
 std::optional<size_t> BestSite(const classad::ClassAd& job, const std::vector<SiteChoice>& sites) {

@@ -28,16 +28,27 @@ Result<classad::ClassAd> ParseSiteAd(std::string_view text);
 // Whether `name` is one of the attributes the agent sets in a site ad (case-insensitive).
 bool IsAgentSiteAttribute(std::string_view name);
 
+// The wait assumed where nothing better is known, seconds.
+inline constexpr double kUnknownWait = 300;
+
 // What Kite saw of its own jobs at one site over the last `window` seconds: how long each waited
 // from its match to running, and how its attempts ended.
 class SiteRecord {
  public:
   explicit SiteRecord(double window = 3600, size_t keep = 256) : window_(window), keep_(keep) {}
   void Waited(double now, double seconds);
+  // A job waited `seconds` there and was moved away before it started: a wait of at least that,
+  // counted as at least kUnknownWait (it never started; nothing says how long it would have
+  // waited). Not a start: StartRate does not count it.
+  void GaveUp(double now, double seconds);
   void Ended(double now, bool failed);
   // The p-th percentile (0..1) of the waits in the window; nullopt when there are none.
   std::optional<double> WaitPercentile(double p, double now) const;
   size_t Waits(double now) const;
+  // Kite's jobs started there per second, over the window (counted from the first start in it,
+  // and over at least kMinRateSpan seconds); nullopt with fewer than two starts.
+  std::optional<double> StartRate(double now) const;
+  static constexpr double kMinRateSpan = 30;
   // Failed attempts over all attempts in the window (0 when none ended).
   double FailureRate(double now) const;
   size_t Attempts(double now) const;
@@ -45,24 +56,34 @@ class SiteRecord {
  private:
   double window_;
   size_t keep_;
-  std::deque<std::pair<double, double>> waits_;  // (when, seconds)
+  struct Wait {
+    double when = 0, seconds = 0;
+    bool started = true;
+  };
+  std::deque<Wait> waits_;
   std::deque<std::pair<double, bool>> ends_;     // (when, failed)
 };
 
 // What the broker knows of a site at one moment besides its ad.
 struct SiteState {
   std::optional<double> wait_p50, wait_p90;  // observed
+  std::optional<double> start_rate;          // observed: Kite's jobs started per second
   double oldest_pending = 0;                 // seconds the longest-waiting Kite job there waited
   int kite_pending = 0;                      // Kite's jobs matched there, not yet running
 };
 
 // A new job's expected wait at a site, in seconds: the median observed wait when there is one,
 // else the batch system's own estimate (BatchEstimatedStart), else 0 when the site has more free
-// CPUs than Kite's jobs pending there and kUnknownWait otherwise; raised to how long Kite's
-// oldest job pending there has waited already (a site that stopped starting jobs looks slower
-// with every minute).
-inline constexpr double kUnknownWait = 300;
+// CPUs than Kite's jobs pending there and kUnknownWait otherwise; raised to the time the site
+// takes to start Kite's jobs already pending there at its observed start rate (a job sent now
+// queues behind them), and to how long Kite's oldest job pending there has waited already (a
+// site that stopped starting jobs looks slower with every minute).
 double EstimateWait(const classad::ClassAd& site, const SiteState& state);
+
+// How many more of Kite's jobs may wait at a site now: up to `max_pending` (or its free CPUs, if
+// more) once Kite has seen jobs start there; before that, one more than its free CPUs, so that a
+// site of unknown speed is tried without being given much.
+int SiteRoom(const classad::ClassAd& site, const SiteState& state, int max_pending);
 
 // One candidate site for a job.
 struct SiteChoice {

@@ -149,6 +149,7 @@ std::string EnsureProxy(const Paths& p, const std::string& ca_dir, const std::st
 
 struct UpOptions {
   std::string name;  // --name: a named site of its own ("": the test grid's one site)
+  int port = 0;      // --port: the loopback port to listen on (0: any free one)
   std::string batch = "fork";
   double batch_poll_interval = 1.0;  // seconds
   bool batch_given = false;          // --batch was on the command line
@@ -221,7 +222,8 @@ pid_t StartGatekeeper(const Paths& p, const std::string& ca_dir, const UpOptions
   so.program = ProgramPath("kite-gatekeeper");
   char poll[32];
   std::snprintf(poll, sizeof poll, "%g", o.batch_poll_interval);
-  so.argv = {so.program,    "--listen",  "127.0.0.1:0", "--state-dir", p.state,
+  std::string listen = "127.0.0.1:" + std::to_string(o.port);
+  so.argv = {so.program,    "--listen",  listen,        "--state-dir", p.state,
              "--cert",      p.host_cert, "--key",       p.host_key,    "--ca-dir",
              ca_dir,        "--gridmap", p.gridmap,     "--batch",     o.batch,
              "--port-file", p.port,      "--log",       p.log,         "--batch-poll-interval",
@@ -416,6 +418,10 @@ void RegisterTestgridCommands(CLI::App& app) {
         "test aid (fork): seconds each job waits at the site before it may start");
   };
   add_limits(up);
+  up->add_option("--port", options.port,
+                 "the loopback port to listen on (default: any free one); the same port again "
+                 "after `down` brings a site back where its users know it")
+      ->check(CLI::Range(0, 65535));
   up->add_option("--site-attributes", options.site_attributes,
                  "file of 'Name = expression' lines the site adds to its info ad")
       ->check(CLI::ExistingFile);

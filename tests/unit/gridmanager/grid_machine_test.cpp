@@ -17,8 +17,8 @@ using P = GridPhase;
 using E = GridEvent;
 using T = GridTask;
 
-constexpr int kStatuses[] = {kite::kIdle, kite::kRunning, kite::kRemoved, kite::kCompleted,
-                             kite::kHeld};
+constexpr int kStatuses[] = {kite::kIdle,      kite::kRunning, kite::kRemoved,
+                             kite::kCompleted, kite::kHeld,    grid::kStatusMoving};
 
 gram::JobStatus Site(gram::JobState state, int64_t seq) {
   gram::JobStatus s;
@@ -70,12 +70,14 @@ std::vector<P> AllPhases() {
 }
 
 // The rule Apply uses for {phase, event, status}: the first that matches.
+// A job being moved (kWishMove) takes its own rules first, then those of a job that runs.
 const GridRule* RuleFor(P phase, E event, int status) {
   for (const auto& r : GridTable()) {
     if ((!r.from || *r.from == phase) && r.event == event && (r.wishes & WishOf(status))) {
       return &r;
     }
   }
+  if (WishOf(status) == kWishMove) return RuleFor(phase, event, kite::kIdle);
   return nullptr;
 }
 
@@ -108,7 +110,7 @@ TEST(GridMachine, NoTwoRulesOverlap) {
   std::set<std::tuple<int, int, unsigned>> seen;
   for (const auto& r : GridTable()) {
     for (P p : r.from ? std::vector<P>{*r.from} : AllPhases()) {
-      for (unsigned w : {kWishRun, kWishHold, kWishRemove}) {
+      for (unsigned w : {kWishRun, kWishHold, kWishRemove, kWishMove}) {
         if (!(r.wishes & w)) continue;
         bool fresh = seen.insert({static_cast<int>(p), static_cast<int>(r.event), w}).second;
         // The any-phase rules (status, left) come first and are the only ones for their events.
@@ -291,6 +293,46 @@ TEST(GridMachine, RemovedOrHeldJobsAtASiteAreCancelled) {
   // Nothing at a site: a removed job retires, a held one is forgotten until released.
   EXPECT_EQ(NextAction(GridState{.status = kite::kRemoved}), T::kRetire);
   EXPECT_EQ(NextAction(GridState{.status = kite::kHeld}), T::kForget);
+}
+
+// The broker moves a queued job (grid::kStatusMoving): cancelled at its site while it has not
+// started, then the attempt is cleared with no outcome; a site that says it has started keeps it,
+// and an end it reports is taken as for any running job.
+TEST(GridMachine, AMovedJobIsCancelledOnlyBeforeItStarts) {
+  const int moving = grid::kStatusMoving;
+  for (P phase : {P::kSubmitted, P::kCommitted}) {
+    GridState s{.phase = phase, .status = moving, .contact = "c"};
+    EXPECT_EQ(NextAction(s), T::kCancel) << PhaseName(phase);
+    s = Walk(s, {{InputFor(E::kDrive), T::kCancel},
+                 {SiteNews(Site(gram::JobState::kFailed, 9), true), T::kNone}});
+    EXPECT_EQ(s.phase, P::kCancelled);
+    s = Walk(s, {{InputFor(E::kDrive), T::kCommitEnd}, {InputFor(E::kForgotten), T::kReportEnd}});
+    EXPECT_EQ(DecideEnd(s, 3), EndOutcome::kNothing);
+  }
+  // Not at a site yet: let go at once.
+  EXPECT_EQ(NextAction(GridState{.status = moving}), T::kClear);
+  // The site refuses the cancel: it started there. The job waits for news.
+  GridState s{.phase = P::kCancelling, .status = moving, .contact = "c"};
+  auto step = Apply(s, GridInput{.event = E::kConflict});
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->state.phase, P::kCommitted);
+  EXPECT_EQ(step->task, T::kWait);
+  // News that it runs reports it running; news that it ended is stored as any end.
+  s = step->state;
+  step = Apply(s, SiteNews(Site(gram::JobState::kActive, 10), false));
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->task, T::kReport);
+  EXPECT_EQ(step->state.status, kite::kRunning);
+  step = Apply(s, SiteNews(Site(gram::JobState::kDone, 11), false));
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->state.phase, P::kSavingFinal);
+  step = Apply(step->state, GridInput{.event = E::kSaved, .status = moving});
+  ASSERT_TRUE(step);
+  step = Apply(step->state, InputFor(E::kDrive));
+  ASSERT_TRUE(step);
+  step = Apply(step->state, InputFor(E::kForgotten));
+  ASSERT_TRUE(step);
+  EXPECT_EQ(DecideEnd(step->state, 3), EndOutcome::kExited);
 }
 
 TEST(GridMachine, AStaleReplyIsJudgedByNewerNews) {

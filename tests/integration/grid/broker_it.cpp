@@ -1,0 +1,234 @@
+// The personal resource broker end to end (docs/broker.md): several test sites, each its own
+// kite-gatekeeper with the fork adapter's test limits (`kite testgrid up --name --slots
+// --start-delay`), the real agent asking them `info` and matching `grid_resource =
+// $$(GridResource)` jobs, the real gridmanager running them. Every job appends one line to a
+// shared file where it runs, so a job run twice, or run at two sites, is seen.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/fixtures/kite_env.h"
+
+namespace kite::testing {
+namespace {
+
+class Broker : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    env_.StopAgent();
+    env_.Kite({"testgrid", "down"});
+  }
+
+  // `kite testgrid up --name NAME FLAGS...`: the site's grid_resource.
+  std::string Site(const std::string& name, std::vector<std::string> flags = {}) {
+    flags.insert(flags.begin(), {"--name", name});
+    std::string r = env_.TestgridUp(flags);
+    EXPECT_FALSE(r.empty()) << name;
+    return r;
+  }
+  // config.toml with these sites and [broker] settings, then the agent.
+  void Start(const std::vector<std::string>& sites, const std::string& broker) {
+    std::string toml = "[broker]\nrefresh_interval = 1\n" + broker + "\n";
+    for (const auto& s : sites) toml += "[[resource]]\ngrid_resource = \"" + s + "\"\n";
+    WriteFile(env_.home() + "/config.toml", toml);
+    env_.StartAgent();
+  }
+  // A cluster of `n` brokered jobs that each append "PROCESS DIR" to runs.txt (DIR: where the
+  // site ran it) after sleeping `seconds`.
+  int SubmitJobs(int n, const std::string& seconds, const std::string& extra = "") {
+    runs_ = env_.dir() + "/runs.txt";
+    env_.Write("job.sh",
+               "#!/bin/sh\nsleep " + seconds + "\necho \"$1 $(pwd)\" >> " + runs_ + "\n", 0755);
+    return env_.Submit("universe = grid\ngrid_resource = $$(GridResource)\n"
+                       "executable = " +
+                       env_.dir() +
+                       "/job.sh\ntransfer_executable = false\narguments = $(Process)\n"
+                       "requirements = TARGET.MaxWallTime >= 120\n"
+                       "rank = -TARGET.EstimatedWaitTime\nlog = job.log\n" +
+                       extra + "queue " + std::to_string(n) + "\n");
+  }
+  void WaitDone(int cluster, int seconds) const {
+    auto r = env_.Kite({"wait", "--timeout", std::to_string(seconds), std::to_string(cluster)});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err << env_.Kite({"q", "-nobatch"}).out
+                              << env_.Kite({"status", "-grid"}).out;
+  }
+  // Site name (from the directory the job ran in) -> runs; every process exactly once.
+  std::map<std::string, int> RunsBySite(int n) const {
+    std::map<std::string, int> by_site;
+    std::set<int> seen;
+    std::istringstream in(ReadFileOr(runs_));
+    std::string line;
+    std::regex re("^([0-9]+) .*/testgrid/sites/([^/]+)/state/.*$");
+    while (std::getline(in, line)) {
+      std::smatch m;
+      EXPECT_TRUE(std::regex_match(line, m, re)) << line;
+      if (m.empty()) continue;
+      EXPECT_TRUE(seen.insert(std::stoi(m[1])).second) << "job " << m[1] << " ran twice";
+      ++by_site[m[2]];
+    }
+    EXPECT_EQ(seen.size(), static_cast<size_t>(n)) << ReadFileOr(runs_);
+    return by_site;
+  }
+  // `kite status -grid` as site -> its line.
+  std::map<std::string, std::string> GridStatus() const {
+    auto r = env_.Kite({"status", "-grid"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::map<std::string, std::string> out;
+    std::istringstream in(r.out);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.starts_with("kite ")) out[line.substr(0, line.find(' ', 5))] = line;
+    }
+    return out;
+  }
+  std::string Port(const std::string& resource) const {
+    return resource.substr(resource.rfind(':') + 1, resource.find('/') - resource.rfind(':') - 1);
+  }
+
+  KiteEnv env_{"broker"};
+  std::string runs_;
+};
+
+// Three sites of different speeds: brokered jobs go mostly to the fastest, every one runs once,
+// and `kite status -grid` shows what Kite observed at each.
+TEST_F(Broker, ThreeSitesOfDifferentSpeedsFastestTakesMost) {
+  std::string fast = Site("fast", {"--slots", "8"});
+  std::string mid = Site("mid", {"--slots", "3", "--start-delay", "2"});
+  std::string slow = Site("slow", {"--slots", "2", "--start-delay", "5"});
+  Start({slow, mid, fast}, "");  // the fastest listed last: the order does not decide
+  int c = SubmitJobs(300, "0.2");
+  WaitDone(c, 400);
+  auto by_site = RunsBySite(300);
+  EXPECT_GT(by_site["fast"], by_site["mid"]);
+  EXPECT_GT(by_site["fast"], by_site["slow"]);
+  EXPECT_GT(by_site["fast"], 150) << by_site["fast"] << " " << by_site["mid"] << " "
+                                  << by_site["slow"];
+  auto status = GridStatus();
+  ASSERT_EQ(status.size(), 3u);
+  for (const auto& [site, line] : status) {
+    EXPECT_NE(line.find("usable"), std::string::npos) << line;
+  }
+  // Waits were observed at the fast site (its P50 column is a duration, not "-").
+  std::regex observed("fork +usable +[0-9]+/[0-9]+ +[0-9]+ +[0-9hms]+ +[0-9hms]+ +[0-9hms]+");
+  EXPECT_TRUE(std::regex_search(status[fast], observed)) << status[fast];
+  // The job ads say where each went.
+  auto h = env_.Kite({"history", "-af", "MATCH_GridResource"});
+  std::map<std::string, int> matched;
+  std::istringstream in(h.out);
+  for (std::string line; std::getline(in, line);) ++matched[line];
+  EXPECT_EQ(matched[fast], by_site["fast"]);
+  EXPECT_EQ(matched[mid], by_site["mid"]);
+  EXPECT_EQ(matched[slow], by_site["slow"]);
+}
+
+// A site that stops starting jobs while Kite's wait there: after max_queue_wait they are
+// cancelled there and run elsewhere, once; the user log shows each move.
+TEST_F(Broker, JobsPendingAtADrainedSiteMoveAndRunOnce) {
+  std::string a = Site("a", {"--slots", "2"});
+  std::string b = Site("b", {"--slots", "2", "--start-delay", "1"});
+  Start({a, b}, "max_queue_wait = 4\nmax_pending_per_site = 10\n");
+  // B is drained once it has Kite's jobs waiting, before it starts them.
+  auto drained = env_.Kite({"testgrid", "limits", "--name", "b", "--slots", "2",
+                            "--start-delay", "3600"});
+  ASSERT_EQ(drained.exit_code, 0) << drained.err;
+  int c = SubmitJobs(20, "0.3");
+  WaitDone(c, 240);
+  auto by_site = RunsBySite(20);
+  EXPECT_EQ(by_site["b"], 0);
+  EXPECT_EQ(by_site["a"], 20);
+  // Every job that was at B moved, and says so.
+  auto h = env_.Kite({"history", "-af", "ProcId", "NumGridMigrations"});
+  int moved = 0;
+  std::istringstream in(h.out);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.ends_with(" undefined")) ++moved;
+  }
+  EXPECT_GT(moved, 0) << h.out;
+  std::string log = ReadFileOr(env_.dir() + "/job.log");
+  size_t events = 0;
+  for (size_t p = log.find("Moved off grid resource " + b); p != std::string::npos;
+       p = log.find("Moved off grid resource " + b, p + 1)) {
+    ++events;
+  }
+  EXPECT_EQ(events, static_cast<size_t>(moved)) << log;
+  EXPECT_NE(log.find("max_queue_wait"), std::string::npos);
+}
+
+// A site whose grid-mapfile does not list the user is never chosen for that proxy; once it does,
+// it is used again. A site that does not answer is skipped, and used again when it answers.
+TEST_F(Broker, RefusingAndUnreachableSitesAreSkippedUntilTheyServe) {
+  std::string good = Site("good", {"--slots", "2", "--start-delay", "1"});
+  std::string refusing = Site("refusing", {"--slots", "8"});
+  std::string gone = Site("gone", {"--slots", "8"});
+  std::string gridmap = env_.home() + "/testgrid/sites/refusing/grid-mapfile";
+  std::string allowed = ReadFileOr(gridmap);
+  WriteFile(gridmap, "\"/O=Grid/CN=someone else\" nobody\n");
+  ASSERT_EQ(env_.Kite({"testgrid", "down", "--name", "gone"}).exit_code, 0);
+  Start({good, refusing, gone}, "");
+  int c = SubmitJobs(10, "0.1");
+  WaitDone(c, 120);
+  auto by_site = RunsBySite(10);
+  EXPECT_EQ(by_site["good"], 10);
+  auto status = GridStatus();
+  EXPECT_NE(status[refusing].find("refused"), std::string::npos) << status[refusing];
+  EXPECT_NE(status[gone].find("unreach"), std::string::npos) << status[gone];
+  EXPECT_NE(ReadFileOr(env_.home() + "/agent.log").find(refusing + " refuses the identity"),
+            std::string::npos);
+
+  // The site maps the user again, and the other comes back on its port.
+  WriteFile(gridmap, allowed);
+  ASSERT_FALSE(Site("gone", {"--slots", "8", "--port", Port(gone)}).empty());
+  std::string runs = runs_;
+  int c2 = SubmitJobs(40, "0.1");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        auto s = GridStatus();
+        return s[refusing].find(" usable") != std::string::npos &&
+               s[gone].find(" usable") != std::string::npos;
+      },
+      30))
+      << env_.Kite({"status", "-grid"}).out;
+  WaitDone(c2, 120);
+  std::map<std::string, int> second;
+  std::istringstream in(ReadFileOr(runs));
+  for (std::string line; std::getline(in, line);) {
+    for (const char* s : {"good", "refusing", "gone"}) {
+      if (line.find("/sites/" + std::string(s) + "/") != std::string::npos) ++second[s];
+    }
+  }
+  EXPECT_GT(second["refusing"] + second["gone"], 0) << ReadFileOr(runs);
+}
+
+// A site whose info ad is malformed (its administrator's attributes do not parse), or claims an
+// attribute only the agent sets, is unusable with the reason said; the other sites serve.
+TEST_F(Broker, AMalformedSiteAdMakesTheSiteUnusableAndNothingElse) {
+  std::string good = Site("good", {"--slots", "4"});
+  env_.Write("bad.attrs", "Requirements = (((\n");
+  std::string bad = Site("bad", {"--slots", "8", "--site-attributes", env_.dir() + "/bad.attrs"});
+  env_.Write("liar.attrs", "EstimatedWaitTime = 0\n");
+  std::string liar =
+      Site("liar", {"--slots", "8", "--site-attributes", env_.dir() + "/liar.attrs"});
+  env_.Write("picky.attrs", "Requirements = TARGET.Owner == \"nobody-at-all\"\n");
+  std::string picky =
+      Site("picky", {"--slots", "8", "--site-attributes", env_.dir() + "/picky.attrs"});
+  Start({bad, liar, picky, good}, "");
+  int c = SubmitJobs(12, "0.1");
+  WaitDone(c, 120);
+  auto by_site = RunsBySite(12);
+  EXPECT_EQ(by_site["good"], 12);  // picky's own Requirements refuse this user's jobs
+  auto status = GridStatus();
+  EXPECT_NE(status[bad].find("unusable"), std::string::npos) << status[bad];
+  EXPECT_NE(status[bad].find("site ad:"), std::string::npos) << status[bad];
+  EXPECT_NE(status[liar].find("only the agent sets"), std::string::npos) << status[liar];
+  EXPECT_NE(status[picky].find(" usable"), std::string::npos) << status[picky];
+  std::string log = ReadFileOr(env_.home() + "/agent.log");
+  EXPECT_NE(log.find("broker: " + bad + ": site ad:"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace kite::testing
