@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 namespace kite::agent {
 namespace {
@@ -28,6 +29,44 @@ TEST(AgentConfig, ReadsKnownKeys) {
   EXPECT_DOUBLE_EQ(o->periodic_interval, 0.5);
   EXPECT_EQ(o->max_local_jobs, 0);
   EXPECT_DOUBLE_EQ(o->kill_grace, 3);
+}
+
+TEST(AgentConfig, ResourcesAndBroker) {
+  auto o = ParseAgentOptions("/h",
+                             "[broker]\nrefresh_interval = \"30s\"\nmax_queue_wait = 600\n"
+                             "max_pending_per_site = 4\n"
+                             "[[resource]]\ngrid_resource = \"kite ce1.example.org:9618/slurm\"\n"
+                             "[[resource]]\ngrid_resource = \"kite ce2.example.org:9618/sge\"\n"
+                             "cost = 2.0\nsite = \"ce2\"\ngpu = true\nslots = 3\n",
+                             "config.toml");
+  ASSERT_TRUE(o) << o.error().ToString();
+  EXPECT_DOUBLE_EQ(o->broker.refresh_interval, 30);
+  EXPECT_DOUBLE_EQ(o->broker.max_queue_wait, 600);
+  EXPECT_EQ(o->broker.max_pending_per_site, 4);
+  ASSERT_EQ(o->broker.resources.size(), 2u);
+  EXPECT_EQ(o->broker.resources[0].grid_resource, "kite ce1.example.org:9618/slurm");
+  const auto& list = o->broker.resources[1].attributes;
+  std::map<std::string, std::string> attrs(list.begin(), list.end());
+  EXPECT_EQ(attrs, (std::map<std::string, std::string>{
+                       {"cost", "2.0"}, {"site", "\"ce2\""}, {"gpu", "true"}, {"slots", "3"}}));
+  // Mistakes are said, with the line.
+  for (const auto& [text, why] : std::vector<std::pair<std::string, std::string>>{
+           {"[[resource]]\ncost = 1\n", "grid_resource is required"},
+           {"[[resource]]\ngrid_resource = \"gsiftp ce1:1\"\n", "not a kite resource"},
+           {"[[resource]]\ngrid_resource = \"kite a:1\"\n[[resource]]\n"
+            "grid_resource = \"kite a:1\"\n",
+            "listed twice"},
+           {"[[resource]]\ngrid_resource = \"kite a:1\"\nEstimatedWaitTime = 0\n",
+            "sets EstimatedWaitTime itself"},
+           {"[[resource]]\ngrid_resource = \"kite a:1\"\nlist = [1]\n", "expected a string"},
+           {"resource = 1\n", "[[resource]] table"},
+           {"[broker]\nmax_pending_per_site = 0\n", "out of range"},
+       }) {
+    auto bad = ParseAgentOptions("/h", text, "config.toml");
+    ASSERT_FALSE(bad) << text;
+    EXPECT_NE(bad.error().message().find(why), std::string::npos) << bad.error().message();
+    EXPECT_NE(bad.error().message().find("config.toml:"), std::string::npos);
+  }
 }
 
 TEST(AgentConfig, PoolKeys) {

@@ -371,5 +371,53 @@ TEST(SgeFormat, OutcomesOnceGone) {
   EXPECT_EQ(unknown->state, BatchState::kLost);
 }
 
+TEST(SgeFormat, SiteInfoFromQstatQhostAndQconf) {
+  std::string queues =
+      "CLUSTER QUEUE                   CQLOAD   USED    RES  AVAIL  TOTAL aoACDS  cdsuE  \n"
+      "--------------------------------------------------------------------------------\n"
+      "all.q                             0.05      2      0      2      4      0      0 \n"
+      "long.q                            0.00      0      0      0      2      0      2 \n";
+  std::string jobs =
+      "<?xml version='1.0'?>\n<job_info  xmlns:xsd=\"x\">\n  <queue_info>\n"
+      "    <job_list state=\"running\"><JB_job_number>1</JB_job_number><JB_name>a</JB_name>"
+      "<state>r</state></job_list>\n  </queue_info>\n  <job_info>\n"
+      "    <job_list state=\"pending\"><JB_job_number>2</JB_job_number><JB_name>b</JB_name>"
+      "<state>qw</state></job_list>\n"
+      "    <job_list state=\"pending\"><JB_job_number>3</JB_job_number><JB_name>c</JB_name>"
+      "<state>hqw</state></job_list>\n  </job_info>\n</job_info>\n";
+  std::string hosts =
+      "HOSTNAME                ARCH         NCPU NSOC NCOR NTHR  LOAD  MEMTOT  MEMUSE  SWAPTO  "
+      "SWAPUS\n"
+      "----------------------------------------------------------------------------------------"
+      "------\n"
+      "global                  -               -    -    -    -     -       -       -       -  "
+      "     -\n"
+      "node1                   lx-amd64        4    1    4    4  0.05   23.4G    1.2G    0.0  "
+      "     0.0\n"
+      "node2                   lx-amd64        2    1    2    2  0.00  512.0M  100.0M    0.0  "
+      "     0.0\n";
+  std::vector<std::string> limits = {"qname all.q\nh_rt                  1:30:00\n",
+                                     "qname long.q\nh_rt                  INFINITY\n"};
+  auto i = ParseSiteInfo(queues, jobs, hosts, limits);
+  ASSERT_TRUE(i) << i.error().ToString();
+  EXPECT_EQ(i->batch_system, "sge");
+  EXPECT_EQ(i->queues, (std::vector<std::string>{"all.q", "long.q"}));
+  EXPECT_EQ(i->total_cpus, 6);
+  EXPECT_EQ(i->free_cpus, 2);  // long.q's slots are disabled
+  EXPECT_EQ(i->running_jobs, 1);
+  EXPECT_EQ(i->pending_jobs, 2);
+  EXPECT_EQ(i->memory_mb, static_cast<int64_t>(23.4 * 1024));
+  EXPECT_EQ(i->max_walltime_s, 0);  // long.q has no limit
+  EXPECT_FALSE(i->estimated_start_s);
+  auto limited = ParseSiteInfo(queues, jobs, hosts, {limits[0]});
+  ASSERT_TRUE(limited);
+  EXPECT_EQ(limited->max_walltime_s, 5400);
+  EXPECT_EQ(ParseHardRuntime("5400"), 5400);
+  EXPECT_EQ(ParseHardRuntime("INFINITY"), 0);
+  EXPECT_FALSE(ParseHardRuntime("1:x"));
+  EXPECT_FALSE(ParseSiteInfo("nothing here\n", jobs, hosts, limits));
+  EXPECT_FALSE(ParseSiteInfo(queues, "<not xml", hosts, limits));
+}
+
 }  // namespace
 }  // namespace kite::gram::batch::sge

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <ctime>
+
 #include <algorithm>
 
 #include "gram/batch/command.h"
@@ -245,6 +247,58 @@ TEST(BatchCommand, FindsProgramsInAPathList) {
   EXPECT_EQ(FindInPath("sh", "/nonexistent::/bin"), "/bin/sh");
   EXPECT_EQ(FindInPath("no-such-tool-here", "/bin:/usr/bin"), "");
   EXPECT_EQ(FindInPath("sh", ""), "");
+}
+
+TEST(SlurmFormat, TimeLimits) {
+  EXPECT_EQ(ParseTimeLimit("UNLIMITED"), 0);
+  EXPECT_EQ(ParseTimeLimit("INFINITE"), 0);
+  EXPECT_EQ(ParseTimeLimit("30"), 1800);
+  EXPECT_EQ(ParseTimeLimit("30:15"), 1815);
+  EXPECT_EQ(ParseTimeLimit("1:00:00"), 3600);
+  EXPECT_EQ(ParseTimeLimit("2-12"), 2 * 86400 + 12 * 3600);
+  EXPECT_EQ(ParseTimeLimit("2-12:30:05"), 2 * 86400 + 12 * 3600 + 30 * 60 + 5);
+  for (const char* bad : {"", "x", "1:2:3:4", "-1", "1-", "a-1", "1:-2"}) {
+    EXPECT_FALSE(ParseTimeLimit(bad)) << bad;
+  }
+}
+
+TEST(SlurmFormat, SiteInfoFromSinfoAndSqueue) {
+  // node1 is in two partitions (counted once); node3 is drained (its CPUs are "other").
+  std::string nodes = "node1|2/2/0/4|8000\nnode1|2/2/0/4|8000\nnode2|0/4/0/4|16000\n"
+                      "node3|0/0/4/4|16000\n";
+  std::string parts = "debug*|up|30:00\nlong|up|2-00:00:00\nold|down|UNLIMITED\n";
+  double now = 1'800'000'000;
+  std::string queue = "RUNNING|2027-01-15T08:00:00\nPENDING|N/A\nPENDING|N/A\n";
+  auto i = ParseSiteInfo(nodes, parts, queue, now);
+  ASSERT_TRUE(i) << i.error().ToString();
+  EXPECT_EQ(i->batch_system, "slurm");
+  EXPECT_EQ(i->total_cpus, 12);
+  EXPECT_EQ(i->free_cpus, 6);
+  EXPECT_EQ(i->memory_mb, 16000);
+  EXPECT_EQ(i->queues, (std::vector<std::string>{"debug", "long", "old"}));
+  EXPECT_EQ(i->default_queue, "debug");
+  EXPECT_EQ(i->max_walltime_s, 2 * 86400);  // the down partition's limit does not count
+  EXPECT_EQ(i->running_jobs, 1);
+  EXPECT_EQ(i->pending_jobs, 2);
+  EXPECT_FALSE(i->estimated_start_s);  // pending jobs, and Slurm has no estimate for them
+  // Nothing pending and free CPUs: a job starts now. An up partition without a limit: none.
+  auto idle = ParseSiteInfo(nodes, "debug*|up|UNLIMITED\n", "", now);
+  ASSERT_TRUE(idle);
+  EXPECT_EQ(idle->estimated_start_s, 0);
+  EXPECT_EQ(idle->max_walltime_s, 0);
+  // Slurm's estimates: a new job starts after the last pending one.
+  struct tm tm {};
+  time_t t = static_cast<time_t>(now) + 600;
+  localtime_r(&t, &tm);
+  char when[64];
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%S", &tm);
+  auto busy = ParseSiteInfo(nodes, parts, std::string("PENDING|") + when + "\nPENDING|N/A\n", now);
+  ASSERT_TRUE(busy);
+  EXPECT_EQ(busy->estimated_start_s, 600);
+  // Answers that are not Slurm's are refused.
+  EXPECT_FALSE(ParseSiteInfo("garbage\n", parts, queue, now));
+  EXPECT_FALSE(ParseSiteInfo(nodes, "", queue, now));
+  EXPECT_FALSE(ParseSiteInfo("n|1/x/0/4|1\n", parts, queue, now));
 }
 
 }  // namespace
