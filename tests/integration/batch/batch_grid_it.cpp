@@ -13,6 +13,7 @@
 #include <sstream>
 #include <thread>
 
+#include "classad/io.h"
 #include "common/exec_status.h"
 #include "common/files.h"
 #include "tests/integration/batch/batch_grid.h"
@@ -383,6 +384,46 @@ TEST_P(BatchGrid, PollingCostStaysFlatWithManyJobs) {
   // A system that lists cancelled jobs lists every one (Grid Engine lists none).
   EXPECT_EQ(cluster().Jobs(JobSet::kCancelled).size(),
             static_cast<size_t>(t.cancelled_state.empty() ? 0 : cancelled));
+}
+
+// The gatekeeper's `info` (docs/protocol.md, "Site information"): the batch system's own
+// account of its CPUs and queue, as the broker reads it. A drained node (Slurm) or a disabled
+// queue (Grid Engine) offers no free CPU, and a job waiting there is counted.
+TEST_P(BatchGrid, TheSiteAdSaysWhatTheSystemOffersAndHowBusyItIs) {
+  ASSERT_NO_FATAL_FAILURE(StartAll("info"));
+  auto ad = [&]() -> classad::ClassAd {
+    auto text = client_->Info();
+    EXPECT_TRUE(text) << text.error().ToString();
+    if (!text) return {};
+    auto parsed = classad::ParseNewAd(*text);
+    EXPECT_TRUE(parsed) << *text;
+    return parsed ? *parsed : classad::ClassAd();
+  };
+  classad::ClassAd idle = ad();
+  EXPECT_EQ(idle.EvaluateString("BatchSystem"), GetParam().name);
+  // Slurm: the node's 8 CPUs. Grid Engine: the slots of its queues (all.q and other.q, 8 each
+  // on the one host here: it would run 16 jobs at once).
+  EXPECT_EQ(idle.EvaluateInt("TotalCpus"), GetParam().name == "sge" ? 16 : 8);
+  EXPECT_EQ(idle.EvaluateInt("FreeCpus"), idle.EvaluateInt("TotalCpus"));
+  EXPECT_EQ(idle.EvaluateInt("PendingJobs"), 0);
+  EXPECT_GT(idle.EvaluateInt("Memory").value_or(0), 0);
+  EXPECT_GT(idle.EvaluateInt("MaxWallTime").value_or(0), 0);
+  EXPECT_NE(idle.Lookup("Queues"), nullptr);
+  HoldQueues();
+  std::string id = Run("1", Site::ShellJob("exit 0"));
+  // The job manager asks the system at most every 5 s.
+  classad::ClassAd busy;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        busy = ad();
+        return busy.EvaluateInt("PendingJobs").value_or(0) >= 1 &&
+               busy.EvaluateInt("FreeCpus").value_or(-1) == 0;
+      },
+      30))
+      << classad::ToOldText(busy);
+  ReleaseQueues();
+  auto end = Site::WaitFor(*client_, id, JobState::kDone, 60);
+  ASSERT_TRUE(end) << end.error().ToString();
 }
 
 // Slurm takes a thousand jobs in a few minutes; Grid Engine's qsub is slower, so a hundred.
