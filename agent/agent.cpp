@@ -105,6 +105,14 @@ Status Agent::Start() {
     });
     return proxies;
   });
+  flood_ = std::make_unique<Flood>(
+      io_, *queue_, *pool_, *broker_, options_.home + "/flood.json",
+      Flood::Hooks{[this] { CommitSoon(); },
+                   [this](const std::vector<Job*>& jobs, const std::string& reason) {
+                     std::vector<std::string> errors;
+                     Act(Action::kRemove, jobs, reason, &errors);
+                     for (const auto& e : errors) spdlog::warn("flood: {}", e);
+                   }});
   waiters_ = std::make_unique<Waiters>(io_, *queue_, *store_);
   dags_ = std::make_unique<Dags>(io_, *queue_, options_,
                                  Dags::Hooks{[this] { CommitSoon(); }, retire,
@@ -150,6 +158,7 @@ Status Agent::Start() {
   OnChildSignal();  // reap anything that ended before the handler was installed
   supervisor_->Ensure();
   broker_->Start();
+  flood_->Start();
   spdlog::info("agent: serving {} with {} jobs queued", options_.socket_path(),
                queue_->jobs().size());
   return {};
@@ -163,7 +172,7 @@ void Agent::OnStatusChange(Job& j, bool leaving) {
       j.ad.Lookup("x509userproxy"))
     CheckCredentialsSoon();
   if (j.universe == kUniverseGrid) {
-    broker_->OnStatus(j, leaving);
+    broker_->OnStatus(j, leaving);  // brokered jobs and flood glide-ins
     grid_->OnStatus(j, leaving);
   } else if (j.universe == kUniverseLocal) {
     local_->OnStatus(j, leaving);
@@ -264,6 +273,7 @@ void Agent::Stop() {
   if (local_startd_) local_startd_->Stop();
   if (pool_tls_) pool_tls_->Stop();
   if (pool_) pool_->Close();
+  if (flood_) flood_->Stop();
   if (broker_) broker_->Stop();
   if (rest_) {
     rest_->Close();

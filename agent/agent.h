@@ -26,6 +26,7 @@
 #include "agent/api.h"
 #include "agent/config.h"
 #include "agent/broker.h"
+#include "agent/flood.h"
 #include "agent/grid_hub.h"
 #include "agent/queue.h"
 #include "agent/waiters.h"
@@ -107,6 +108,8 @@ class Agent {
   }
   // The broker (agent/broker.h): the grid sites of config.toml and their ads.
   Broker& broker() { return *broker_; }
+  // Glide-in flooding (agent/flood.h): kite glidein flood.
+  Flood& flood() { return *flood_; }
   // The personal pool: its slots (kite status) and the negotiator's queue.
   const Pool& pool() const { return *pool_; }
   // The DAG runner (agent/dags.h): kite dag submit / status.
@@ -139,6 +142,7 @@ class Agent {
   std::unique_ptr<LocalJobs> local_;
   std::unique_ptr<GridHub> grid_;
   std::unique_ptr<Broker> broker_;
+  std::unique_ptr<Flood> flood_;
   std::unique_ptr<GridManagerSupervisor> supervisor_;
   std::unique_ptr<Pool> pool_;                 // the personal pool (agent/pool.h)
   std::unique_ptr<PoolTlsListener> pool_tls_;  // glide-ins dial in here (agent/pool_tls.h)

@@ -86,6 +86,10 @@ bool Broker::IsBrokered(const Job& job) {
   return r && grid::IsBrokered(*r);
 }
 
+bool Broker::IsFlood(const Job& job) {
+  return job.universe == kUniverseGrid && job.ad.EvaluateBool("KiteFlood").value_or(false);
+}
+
 bool Broker::AwaitsMatch(const Job& job) {
   return job.status == kIdle && IsBrokered(job) && !job.ad.EvaluateString("MATCH_GridResource");
 }
@@ -93,12 +97,15 @@ bool Broker::AwaitsMatch(const Job& job) {
 void Broker::Track(Job& job) {
   Tracked& t = jobs_[job.key];
   double now = queue_.Now();
-  std::string site = job.ad.EvaluateString("MATCH_GridResource").value_or("");
+  bool flood = !IsBrokered(job);  // a flood glide-in names its site itself
+  std::string site = job.ad.EvaluateString(flood ? "GridResource" : "MATCH_GridResource")
+                         .value_or("");
   if (site != t.site) t.started = false;
   int before = t.status;
   t.status = job.status;
   t.site = site;
-  t.matched_at = static_cast<double>(job.ad.EvaluateInt("LastMatchTime").value_or(0));
+  t.matched_at =
+      static_cast<double>(job.ad.EvaluateInt(flood ? "QDate" : "LastMatchTime").value_or(0));
   t.proxy = GridHub::ProxyOf(job);
   // A move ends when the job starts where it is, or is held or removed meanwhile.
   if (job.status != kIdle && job.ad.EvaluateString("GridMigrate")) {
@@ -123,7 +130,7 @@ void Broker::Track(Job& job) {
 }
 
 void Broker::OnStatus(Job& job, bool leaving) {
-  if (!IsBrokered(job)) return;
+  if (!IsBrokered(job) && !IsFlood(job)) return;
   if (leaving) {
     jobs_.erase(job.key);
     return;
@@ -154,7 +161,7 @@ void Broker::Tick() {
 
 // Asks every site again, as every proxy with brokered jobs, once its refresh interval passed.
 void Broker::Refresh(double now) {
-  std::set<std::string> proxies;
+  std::set<std::string> proxies = watched_;
   for (const auto& [key, t] : jobs_) {
     if (!t.proxy.empty() && (t.status == kIdle || t.status == kRunning)) proxies.insert(t.proxy);
   }
@@ -391,7 +398,7 @@ void Broker::Replan(double now) {
   for (auto& [key, t] : jobs_) {
     if (t.status != kIdle || t.site.empty() || t.matched_at <= 0) continue;
     Job* j = queue_.Find(key);
-    if (!j || j->ad.EvaluateString("GridMigrate")) continue;
+    if (!j || !IsBrokered(*j) || j->ad.EvaluateString("GridMigrate")) continue;
     double limit = j->ad.EvaluateReal("MaxQueueWait").value_or(settings_.max_queue_wait);
     double waited = now - t.matched_at;
     if (!(limit > 0) || waited <= limit) continue;
@@ -456,6 +463,17 @@ void Broker::FinishMove(Job& job) {
                from);
   Track(job);
   match_due_ = true;
+}
+
+std::vector<Broker::Offer> Broker::UsableSites(const std::string& proxy) {
+  double now = queue_.Now();
+  std::vector<Offer> out;
+  for (const auto& r : settings_.resources) {
+    auto e = entries_.find({proxy, r.grid_resource});
+    if (e == entries_.end() || !Usable(e->second)) continue;
+    out.push_back({r.grid_resource, Compose(e->first, e->second, now), StateOf(r.grid_resource, now)});
+  }
+  return out;
 }
 
 std::vector<SiteView> Broker::Sites() {

@@ -70,6 +70,8 @@ class Broker {
   // Whether `job` waits for the broker (brokered, idle, no site chosen): no gridmanager yet.
   static bool AwaitsMatch(const Job& job);
   static bool IsBrokered(const Job& job);
+  // A glide-in submitted by flooding (KiteFlood): its waits at its site are observed too.
+  static bool IsFlood(const Job& job);
 
   // Every site for every proxy with brokered jobs (and each configured site once when there is
   // none), with the agent's attributes.
@@ -77,6 +79,17 @@ class Broker {
 
   // Test and status: the resources configured.
   const BrokerSettings& settings() const { return settings_; }
+
+  // Sites are asked as `proxy` too while it is watched (glide-in flooding), brokered jobs or not.
+  void Watch(const std::string& proxy) { watched_.insert(proxy); }
+  void Unwatch(const std::string& proxy) { watched_.erase(proxy); }
+  // The sites usable for `proxy` now, with the agent's attributes and what Kite observed.
+  struct Offer {
+    std::string resource;
+    classad::ClassAd ad;
+    SiteState state;
+  };
+  std::vector<Offer> UsableSites(const std::string& proxy);
 
   // Matches now (tests; otherwise every second while jobs wait).
   void MatchNow();
@@ -133,6 +146,7 @@ class Broker {
   std::map<SiteKey, Entry> entries_;
   std::map<std::string, SiteRecord> records_;  // per resource
   std::map<JobKey, Tracked> jobs_;
+  std::set<std::string> watched_;
   bool match_due_ = false;
   bool stopped_ = true;
 

@@ -51,4 +51,26 @@ ApiResponse HandlePoolStatus(Agent& agent, const json::object& body) {
   return Reply(http::status::ok, std::move(out));
 }
 
+ApiResponse HandleFlood(Agent& agent, const json::object& body) {
+  if (auto* stop = body.if_contains("stop"); stop && stop->is_bool() && stop->as_bool()) {
+    if (auto st = agent.flood().Clear(); !st) {
+      return Reply(http::status::internal_server_error,
+                   json::serialize(json::object{{"error", st.error().message()}}) + "\n");
+    }
+  } else if (auto* req = body.if_contains("request")) {
+    if (!req->is_object()) {
+      return Reply(http::status::bad_request, R"({"error":"request must be an object"})");
+    }
+    auto f = glidein::FloodFromJson(json::serialize(*req));
+    Status st = f ? agent.flood().Configure(std::move(*f)) : Status(Fail(f.error()));
+    if (!st) {
+      return Reply(http::status::bad_request,
+                   json::serialize(json::object{{"error", st.error().message()}}) + "\n");
+    }
+    agent.flood().Tick();
+  }
+  return Reply(http::status::ok,
+               json::serialize(json::object{{"status", agent.flood().Describe()}}) + "\n");
+}
+
 }  // namespace kite::agent

@@ -1,6 +1,8 @@
 // A glide-in's submit description, and `kite glidein q`'s table.
 #include "glidein/glidein_job.h"
 
+#include <boost/json.hpp>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -227,6 +229,113 @@ Result<std::string> GlideinSubmitText(const GlideinRequest& r, const GlideinSett
     t += "queue\n";
   }
   return t;
+}
+
+std::string FloodToJson(const FloodRequest& f) {
+  const GlideinRequest& r = f.request;
+  const GlideinSetting& s = f.setting;
+  boost::json::object o{
+      {"constraint", f.constraint},
+      {"max", f.max},
+      {"cpus", r.cpus},
+      {"memory_mib", r.memory_mib},
+      {"lifetime", r.lifetime},
+      {"idle_timeout", r.idle_timeout},
+      {"start", r.start},
+      {"suspend", r.policy.suspend},
+      {"continue", r.policy.cont},
+      {"preempt", r.policy.preempt},
+      {"kill", r.policy.kill},
+      {"retirement", r.policy.retirement},
+      {"periodic_checkpoint", r.policy.periodic_checkpoint},
+      {"agent", s.agent},
+      {"agent_identity", s.agent_identity},
+      {"proxy", s.proxy},
+      {"bootstrap", s.bootstrap},
+      {"startd", s.startd},
+      {"starter", s.starter},
+      {"exec", s.exec},
+      {"startd_sha256", s.startd_sha256},
+      {"starter_sha256", s.starter_sha256},
+      {"exec_sha256", s.exec_sha256},
+      {"rsc_lib", s.rsc_lib},
+      {"rsc_lib_sha256", s.rsc_lib_sha256},
+      {"output_dir", s.output_dir}};
+  return boost::json::serialize(o);
+}
+
+Result<FloodRequest> FloodFromJson(std::string_view text) {
+  boost::system::error_code ec;
+  auto v = boost::json::parse(text, ec);
+  if (ec || !v.is_object()) return Fail(ErrorCode::kInvalidInput, "flood: not a JSON object");
+  const auto& o = v.as_object();
+  FloodRequest f;
+  auto str = [&](const char* key, std::string* out) -> Status {
+    const auto* x = o.if_contains(key);
+    if (!x || !x->is_string())
+      return Fail(ErrorCode::kInvalidInput, std::string("flood: ") + key + " must be a string");
+    *out = std::string(x->as_string());
+    return {};
+  };
+  auto num = [&](const char* key, double* out) -> Status {
+    const auto* x = o.if_contains(key);
+    if (!x || !x->is_number())
+      return Fail(ErrorCode::kInvalidInput, std::string("flood: ") + key + " must be a number");
+    *out = x->to_number<double>();
+    if (!std::isfinite(*out) || *out < 0)
+      return Fail(ErrorCode::kInvalidInput, std::string("flood: ") + key + " out of range");
+    return {};
+  };
+  GlideinRequest& r = f.request;
+  GlideinSetting& s = f.setting;
+  double max = 0, cpus = 0, memory = 0;
+  for (auto [key, out] : std::initializer_list<std::pair<const char*, std::string*>>{
+           {"constraint", &f.constraint},
+           {"start", &r.start},
+           {"suspend", &r.policy.suspend},
+           {"continue", &r.policy.cont},
+           {"preempt", &r.policy.preempt},
+           {"kill", &r.policy.kill},
+           {"retirement", &r.policy.retirement},
+           {"periodic_checkpoint", &r.policy.periodic_checkpoint},
+           {"agent", &s.agent},
+           {"agent_identity", &s.agent_identity},
+           {"proxy", &s.proxy},
+           {"bootstrap", &s.bootstrap},
+           {"startd", &s.startd},
+           {"starter", &s.starter},
+           {"exec", &s.exec},
+           {"startd_sha256", &s.startd_sha256},
+           {"starter_sha256", &s.starter_sha256},
+           {"exec_sha256", &s.exec_sha256},
+           {"rsc_lib", &s.rsc_lib},
+           {"rsc_lib_sha256", &s.rsc_lib_sha256},
+           {"output_dir", &s.output_dir}}) {
+    if (auto st = str(key, out); !st) return Fail(st.error());
+  }
+  for (auto [key, out] : std::initializer_list<std::pair<const char*, double*>>{
+           {"max", &max},
+           {"cpus", &cpus},
+           {"memory_mib", &memory},
+           {"lifetime", &r.lifetime},
+           {"idle_timeout", &r.idle_timeout}}) {
+    if (auto st = num(key, out); !st) return Fail(st.error());
+  }
+  if (max < 1 || max > 100000 || max != std::floor(max))
+    return Fail(ErrorCode::kInvalidInput, "flood: max must be a whole number from 1 to 100000");
+  if (cpus < 1 || cpus > 4096 || cpus != std::floor(cpus))
+    return Fail(ErrorCode::kInvalidInput, "flood: cpus must be a whole number from 1 to 4096");
+  if (memory > 1e12 || memory != std::floor(memory))
+    return Fail(ErrorCode::kInvalidInput, "flood: memory_mib must be a whole number");
+  f.max = static_cast<int>(max);
+  r.cpus = static_cast<int>(cpus);
+  r.memory_mib = static_cast<int64_t>(memory);
+  if (f.constraint.empty()) f.constraint = "true";
+  // What GlideinSubmitText would refuse is refused now, not at the first site.
+  r.resource = "kite flood.invalid:1/fork";
+  if (auto t = GlideinSubmitText(r, s, 1); !t) return Fail(t.error());
+  r.resource.clear();
+  return f;
 }
 
 std::string FormatGlideinTable(const std::vector<classad::ClassAd>& jobs,

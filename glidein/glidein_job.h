@@ -72,6 +72,21 @@ std::vector<std::string> BootstrapArguments(const GlideinRequest& r, const Glide
 Result<std::string> GlideinSubmitText(const GlideinRequest& r, const GlideinSetting& s,
                                       long cluster);
 
+// Glide-in flooding (`kite glidein flood`, docs/broker.md): while idle vanilla jobs that
+// `constraint` selects wait with no slot to take them, the agent keeps glide-ins pending at
+// every site that can host them, never more than `max` pending or running. `request.resource`
+// and `request.count` are the agent's to choose per site.
+struct FloodRequest {
+  std::string constraint;  // ClassAd expression over the idle jobs
+  int max = 0;             // glide-ins pending or running at once
+  GlideinRequest request;
+  GlideinSetting setting;
+};
+// The JSON the CLI sends and the agent keeps ($KITE_HOME/flood.json), and back; kInvalidInput
+// names what is missing or wrong.
+std::string FloodToJson(const FloodRequest& f);
+Result<FloodRequest> FloodFromJson(std::string_view text);
+
 // `kite glidein q`: one line per glide-in job, with the slots its startd advertises now (from
 // the pool's slot ads, matched by StartdName), and a totals line.
 std::string FormatGlideinTable(const std::vector<classad::ClassAd>& jobs,

@@ -44,6 +44,13 @@ struct SubmitArgs {
   std::string proxy, agent;
 };
 
+struct FloodArgs {
+  std::string constraint = "true";
+  int max = 0;
+  bool stop = false, status = false;
+  SubmitArgs shape;
+};
+
 struct RmArgs {
   std::vector<std::string> ids;
   bool all = false;
@@ -112,10 +119,8 @@ std::string ProgramOrDie(const std::string& name) {
   return path;
 }
 
-void Submit(const SubmitArgs& a) {
-  glidein::GlideinRequest r = a.request;
-  r.lifetime = SecondsOrDie("--lifetime", a.lifetime);
-  r.idle_timeout = SecondsOrDie("--idle-timeout", a.idle_timeout);
+// The desktop's side of every glide-in: where to dial, as whom, and Kite's programs.
+glidein::GlideinSetting SettingOrDie(const SubmitArgs& a) {
   glidein::GlideinSetting s;
   s.agent = AgentAddressOrDie(a.agent);
   s.proxy = a.proxy.empty() ? DefaultProxyPath() : a.proxy;
@@ -136,6 +141,19 @@ void Submit(const SubmitArgs& a) {
   }
   s.output_dir = KiteHome() + "/glidein";
   if (auto st = MakeDirs(s.output_dir, 0700); !st) Die(st.error());
+  return s;
+}
+
+glidein::GlideinRequest RequestOrDie(const SubmitArgs& a) {
+  glidein::GlideinRequest r = a.request;
+  r.lifetime = SecondsOrDie("--lifetime", a.lifetime);
+  r.idle_timeout = SecondsOrDie("--idle-timeout", a.idle_timeout);
+  return r;
+}
+
+void Submit(const SubmitArgs& a) {
+  glidein::GlideinRequest r = RequestOrDie(a);
+  glidein::GlideinSetting s = SettingOrDie(a);
   auto client = ConnectOrDie();
   SubmittedCluster done =
       SubmitClusterOrDie(*client, [&](int cluster) -> Result<submit::ParsedCluster> {
@@ -146,6 +164,27 @@ void Submit(const SubmitArgs& a) {
         return submit::ParseSubmitText(*text, "<kite glidein submit>", options);
       });
   std::printf("%zu glide-in(s) submitted to cluster %d.\n", done.jobs, done.cluster);
+}
+
+void FloodCommand(const FloodArgs& a) {
+  json::object body;
+  if (a.stop) {
+    body["stop"] = true;
+  } else if (!a.status) {
+    if (a.max <= 0) Die("--max: say how many glide-ins may be pending or running at once");
+    glidein::FloodRequest f;
+    f.constraint = a.constraint;
+    f.max = a.max;
+    f.request = RequestOrDie(a.shape);
+    f.setting = SettingOrDie(a.shape);
+    body["request"] = json::parse(glidein::FloodToJson(f));
+  }
+  auto client = ConnectOrDie();
+  auto r = client->Post("/v1/glidein/flood", body);
+  if (!r) Die(r.error());
+  if (r->status != 200) Die(AgentError(*r));
+  auto v = json::parse(r->body);
+  std::printf("%s", std::string(v.at("status").as_string()).c_str());
 }
 
 Result<std::vector<classad::ClassAd>> QueryAds(AgentClient& client, const json::array& ids,
@@ -227,6 +266,43 @@ void RegisterGlideinCommands(CLI::App& app) {
       "this agent's pool for vanilla jobs");
   g->require_subcommand(1);
 
+  // The glide-ins' shape and where they dial: the same for submit and flood.
+  auto shape = [](CLI::App* cmd, SubmitArgs& a) {
+    cmd->add_option("--cpus", a.request.cpus,
+                    "CPUs of each glide-in, asked of the batch system; one slot per CPU (default 1)")
+        ->check(CLI::Range(1, 1024));
+    cmd->add_option("--memory", a.request.memory_mib,
+                    "MiB of each glide-in, asked of the batch system and split over its slots "
+                    "(default: the node's memory, nothing asked)")
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--lifetime", a.lifetime,
+                    "how long a glide-in offers its slots: 90s, 10m, 2h, or seconds; 0 = until "
+                    "the batch system stops it (default 2h; the walltime asked is 5 min more)");
+    cmd->add_option("--idle-timeout", a.idle_timeout,
+                    "a glide-in leaves after this long without a job; 0 = never (default 10m)");
+    cmd->add_option("--start", a.request.start,
+                    "the slots' START expression; TARGET is the job (default true)");
+    cmd->add_option("--suspend", a.request.policy.suspend,
+                    "SUSPEND: while true, a running job is stopped (default false)");
+    cmd->add_option("--continue", a.request.policy.cont,
+                    "CONTINUE: when true, a suspended job goes on (default true)");
+    cmd->add_option(
+        "--preempt", a.request.policy.preempt,
+        "PREEMPT: when true, the job is vacated and runs again elsewhere (default false)");
+    cmd->add_option("--kill", a.request.policy.kill,
+                    "KILL: when true while a job is vacated, it is killed at once (default false)");
+    cmd->add_option("--max-job-retirement-time", a.request.policy.retirement,
+                    "seconds a preempted job may still run to its end (default 0)");
+    cmd->add_option("--periodic-checkpoint", a.request.policy.periodic_checkpoint,
+                    "PERIODIC_CHECKPOINT: when true, a job with transparent checkpoints takes one, "
+                    "e.g. 'time() - LastPeriodicCheckpoint > 3600' (default false)");
+    cmd->add_option("--proxy", a.proxy,
+                    "the proxy the glide-ins run with and are trusted by (default: X509_USER_PROXY "
+                    "or /tmp/x509up_u<uid>)");
+    cmd->add_option("--agent", a.agent,
+                    "HOST:PORT the glide-ins dial (default: $KITE_HOME/pool.address, written by "
+                    "the agent)");
+  };
   static SubmitArgs s;
   auto* sub = g->add_subcommand("submit", "submit glide-ins to a grid resource");
   sub->add_option("--resource", s.request.resource,
@@ -234,41 +310,24 @@ void RegisterGlideinCommands(CLI::App& app) {
       ->required();
   sub->add_option("--count", s.request.count, "glide-ins to submit (default 1)")
       ->check(CLI::Range(1, 10000));
-  sub->add_option("--cpus", s.request.cpus,
-                  "CPUs of each glide-in, asked of the batch system; one slot per CPU (default 1)")
-      ->check(CLI::Range(1, 1024));
-  sub->add_option("--memory", s.request.memory_mib,
-                  "MiB of each glide-in, asked of the batch system and split over its slots "
-                  "(default: the node's memory, nothing asked)")
-      ->check(CLI::NonNegativeNumber);
-  sub->add_option("--lifetime", s.lifetime,
-                  "how long a glide-in offers its slots: 90s, 10m, 2h, or seconds; 0 = until "
-                  "the batch system stops it (default 2h; the walltime asked is 5 min more)");
-  sub->add_option("--idle-timeout", s.idle_timeout,
-                  "a glide-in leaves after this long without a job; 0 = never (default 10m)");
-  sub->add_option("--start", s.request.start,
-                  "the slots' START expression; TARGET is the job (default true)");
-  sub->add_option("--suspend", s.request.policy.suspend,
-                  "SUSPEND: while true, a running job is stopped (default false)");
-  sub->add_option("--continue", s.request.policy.cont,
-                  "CONTINUE: when true, a suspended job goes on (default true)");
-  sub->add_option(
-      "--preempt", s.request.policy.preempt,
-      "PREEMPT: when true, the job is vacated and runs again elsewhere (default false)");
-  sub->add_option("--kill", s.request.policy.kill,
-                  "KILL: when true while a job is vacated, it is killed at once (default false)");
-  sub->add_option("--max-job-retirement-time", s.request.policy.retirement,
-                  "seconds a preempted job may still run to its end (default 0)");
-  sub->add_option("--periodic-checkpoint", s.request.policy.periodic_checkpoint,
-                  "PERIODIC_CHECKPOINT: when true, a job with transparent checkpoints takes one, "
-                  "e.g. 'time() - LastPeriodicCheckpoint > 3600' (default false)");
-  sub->add_option("--proxy", s.proxy,
-                  "the proxy the glide-ins run with and are trusted by (default: X509_USER_PROXY "
-                  "or /tmp/x509up_u<uid>)");
-  sub->add_option("--agent", s.agent,
-                  "HOST:PORT the glide-ins dial (default: $KITE_HOME/pool.address, written by "
-                  "the agent)");
+  shape(sub, s);
   sub->callback([] { Submit(s); });
+
+  static FloodArgs f;
+  auto* fl = g->add_subcommand(
+      "flood",
+      "keep glide-ins pending at every [[resource]] site that can host them while idle vanilla "
+      "jobs wait that no slot can take, more where Kite saw shorter waits; cancel the pending "
+      "ones once enough have started (docs/broker.md)");
+  fl->add_option("--for", f.constraint,
+                 "the idle jobs to flood for: a ClassAd expression (default: every idle vanilla "
+                 "job)");
+  fl->add_option("--max", f.max, "glide-ins pending or running at once, at most")
+      ->check(CLI::Range(1, 100000));
+  fl->add_flag("--stop", f.stop, "stop flooding and cancel the pending glide-ins");
+  fl->add_flag("--status", f.status, "say what flooding does now");
+  shape(fl, f.shape);
+  fl->callback([] { FloodCommand(f); });
 
   auto* q = g->add_subcommand("q", "list glide-in jobs and the slots each advertises");
   q->callback([] { Query(); });

@@ -230,5 +230,81 @@ TEST_F(Broker, AMalformedSiteAdMakesTheSiteUnusableAndNothingElse) {
   EXPECT_NE(log.find("broker: " + bad + ": site ad:"), std::string::npos) << log;
 }
 
+// Flooding (kite glidein flood): 200 idle vanilla jobs and no slot; glide-ins go to all three
+// sites, never more than --max at once; the fast site's glide-ins take the jobs, the ones still
+// pending at the slow sites are cancelled before they start, every job runs once, and no
+// glide-in is left once the jobs are done and the idle timeout has passed.
+TEST_F(Broker, FloodingPutsGlideinsEverywhereAndCancelsTheOnesNotNeeded) {
+  std::string fast = Site("fast", {"--slots", "4"});
+  std::string mid = Site("mid", {"--slots", "4", "--start-delay", "120"});
+  std::string slow = Site("slow", {"--slots", "4", "--start-delay", "300"});
+  std::string toml = "[pool]\nlocal_slots = 0\n[broker]\nrefresh_interval = 1\n";
+  for (const auto& r : {fast, mid, slow}) toml += "[[resource]]\ngrid_resource = \"" + r + "\"\n";
+  WriteFile(env_.home() + "/config.toml", toml);
+  env_.StartAgent();
+  runs_ = env_.dir() + "/runs.txt";
+  env_.Write("vjob.sh", "#!/bin/sh\nsleep 0.2\necho \"$1 here\" >> " + runs_ + "\n", 0755);
+  int c = env_.Submit("universe = vanilla\nexecutable = vjob.sh\narguments = $(Process)\n"
+                      "log = vjob.log\nqueue 200\n");
+  auto r = env_.Kite({"glidein", "flood", "--max", "4", "--cpus", "4", "--idle-timeout", "10s",
+                      "--lifetime", "20m"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("flooding for idle jobs"), std::string::npos) << r.out;
+  // Glide-ins pending or running: never more than --max, sampled while the jobs run.
+  auto live = [&] {
+    auto q = env_.Kite({"q", "-constraint", "KiteFlood =?= true", "-af", "JobStatus"});
+    int n = 0;
+    std::istringstream in(q.out);
+    for (std::string line; std::getline(in, line);) n += line == "1" || line == "2";
+    return n;
+  };
+  int most = 0;
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        most = std::max(most, live());
+        return env_.JobStatus(std::to_string(c) + ".199") == 4 &&
+               env_.Kite({"q", "-totals", std::to_string(c)}).out.find(" 0 jobs;") !=
+                   std::string::npos;
+      },
+      300))
+      << env_.Kite({"glidein", "q"}).out << env_.Kite({"glidein", "flood", "--status"}).out;
+  EXPECT_LE(most, 4);
+  EXPECT_GT(most, 0);
+  // Every job ran once.
+  std::set<int> seen;
+  std::istringstream in(ReadFileOr(runs_));
+  for (std::string line; std::getline(in, line);) {
+    EXPECT_TRUE(seen.insert(std::stoi(line)).second) << "job " << line << " ran twice";
+  }
+  EXPECT_EQ(seen.size(), 200u);
+  // The fast site's glide-ins leave once idle for their timeout, the others are cancelled: none is
+  // left in the queue.
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        return env_.Kite({"q", "-constraint", "KiteFlood =?= true", "-af", "JobStatus"})
+            .out.empty();
+      },
+      120))
+      << env_.Kite({"glidein", "q"}).out;
+  // Glide-ins went to every site; those at the slow sites were cancelled, never started.
+  auto h = env_.Kite({"history", "-constraint", "KiteFlood =?= true", "-af", "GridResource",
+                      "JobStatus", "JobCurrentStartDate"});
+  std::map<std::string, std::vector<std::string>> by_site;
+  std::istringstream hin(h.out);
+  for (std::string line; std::getline(hin, line);) {
+    by_site[line.substr(0, line.find(' ', 5))].push_back(line);
+  }
+  EXPECT_FALSE(by_site[fast].empty()) << h.out;
+  for (const auto& site : {mid, slow}) {
+    ASSERT_FALSE(by_site[site].empty()) << "no glide-in went to " << site << "\n" << h.out;
+    for (const auto& line : by_site[site]) {
+      EXPECT_NE(line.find(" 3 undefined"), std::string::npos) << "not cancelled unstarted: " << line;
+    }
+  }
+  auto stop = env_.Kite({"glidein", "flood", "--stop"});
+  EXPECT_EQ(stop.exit_code, 0) << stop.err;
+  EXPECT_EQ(stop.out, "not flooding\n");
+}
+
 }  // namespace
 }  // namespace kite::testing
