@@ -89,8 +89,8 @@ Status Agent::Start() {
   auto retire = [this](Job& j) { Finish(j); };
   local_ = std::make_unique<LocalJobs>(io_, *queue_, options_,
                                        LocalJobs::Hooks{[this] { CommitSoon(); }, retire});
-  grid_ = std::make_unique<GridHub>(io_, *queue_,
-                                    GridHub::Hooks{retire, [this](Job& j) { broker_->FinishMove(j); }});
+  grid_ = std::make_unique<GridHub>(
+      io_, *queue_, GridHub::Hooks{retire, [this](Job& j) { broker_->FinishMove(j); }});
   broker_ = std::make_unique<Broker>(io_, *queue_, options_.broker, Broker::Hooks{[this](Job& j) {
                                        grid_->OnStatus(j, false);  // the gridmanager hears of it
                                        CommitSoon();

@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "agent/api.h"
-#include "agent/config.h"
 #include "agent/broker.h"
+#include "agent/config.h"
 #include "agent/flood.h"
 #include "agent/grid_hub.h"
 #include "agent/queue.h"

@@ -10,8 +10,8 @@
 #include "agent/grid_hub.h"
 #include "agent/negotiator.h"
 #include "classad/expr.h"
-#include "common/strings.h"
 #include "common/clock.h"
+#include "common/strings.h"
 #include "credentials/proxy.h"
 #include "credentials/verify.h"
 #include "gram/client.h"
@@ -31,8 +31,8 @@ Result<std::string> AskInfo(const std::string& proxy, const std::string& resourc
   if (!where) return Fail(where.error());
   auto cred = credentials::LoadProxyFile(proxy);
   if (!cred) return Fail(cred.error());
-  auto verifier =
-      credentials::Verifier::Create({.ca_dir = ca_dir.empty() ? credentials::DefaultCaDir() : ca_dir});
+  auto verifier = credentials::Verifier::Create(
+      {.ca_dir = ca_dir.empty() ? credentials::DefaultCaDir() : ca_dir});
   if (!verifier) return Fail(verifier.error());
   gram::ClientOptions o;
   o.host = where->host;
@@ -49,7 +49,11 @@ Result<std::string> AskInfo(const std::string& proxy, const std::string& resourc
 }  // namespace
 
 Broker::Broker(boost::asio::io_context& io, JobQueue& queue, BrokerSettings settings, Hooks hooks)
-    : io_(io), queue_(queue), settings_(std::move(settings)), hooks_(std::move(hooks)), timer_(io) {}
+    : io_(io),
+      queue_(queue),
+      settings_(std::move(settings)),
+      hooks_(std::move(hooks)),
+      timer_(io) {}
 
 Broker::~Broker() {
   Stop();
@@ -98,8 +102,8 @@ void Broker::Track(Job& job) {
   Tracked& t = jobs_[job.key];
   double now = queue_.Now();
   bool flood = !IsBrokered(job);  // a flood glide-in names its site itself
-  std::string site = job.ad.EvaluateString(flood ? "GridResource" : "MATCH_GridResource")
-                         .value_or("");
+  std::string site =
+      job.ad.EvaluateString(flood ? "GridResource" : "MATCH_GridResource").value_or("");
   if (site != t.site) t.started = false;
   int before = t.status;
   t.status = job.status;
@@ -153,10 +157,11 @@ void Broker::Tick() {
   Replan(queue_.Now());
   if (match_due_) Match();
   timer_.expires_after(std::chrono::milliseconds(static_cast<int64_t>(kMatchInterval * 1000)));
-  timer_.async_wait([this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
-    if (ec || alive.expired()) return;
-    Tick();
-  });
+  timer_.async_wait(
+      [this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
+        if (ec || alive.expired()) return;
+        Tick();
+      });
 }
 
 // Asks every site again, as every proxy with brokered jobs, once its refresh interval passed.
@@ -213,9 +218,10 @@ void Broker::OnAnswer(Answer a) {
     bool down = err.code() == ErrorCode::kUnavailable || err.code() == ErrorCode::kTimeout;
     if (refused) {
       if (!e.refused) {
-        spdlog::warn("broker: {} refuses the identity of proxy {}: {} (not chosen for its jobs "
-                     "until it accepts it)",
-                     site, a.key.proxy, err.message());
+        spdlog::warn(
+            "broker: {} refuses the identity of proxy {}: {} (not chosen for its jobs "
+            "until it accepts it)",
+            site, a.key.proxy, err.message());
       }
       e.refused = true;
       e.reachable = true;
@@ -240,7 +246,8 @@ void Broker::OnAnswer(Answer a) {
   auto ad = ParseSiteAd(*a.ad);
   e.reachable = true;
   e.last_contact = a.when;
-  if (e.refused) spdlog::info("broker: {} accepts the identity of proxy {} again", site, a.key.proxy);
+  if (e.refused)
+    spdlog::info("broker: {} accepts the identity of proxy {} again", site, a.key.proxy);
   e.refused = false;
   if (!ad) {
     if (!e.malformed) spdlog::warn("broker: {}: {} (site unusable)", site, ad.error().message());
@@ -287,8 +294,10 @@ classad::ClassAd Broker::Compose(const SiteKey& key, const Entry& e, double now)
   if (s.wait_p90) ad.Assign("ObservedWaitP90", static_cast<int64_t>(*s.wait_p90 + 0.5));
   if (s.start_rate) ad.Assign("ObservedStartRate", *s.start_rate * 60);  // jobs per minute
   auto rec = records_.find(key.resource);
-  ad.Assign("ObservedWaits", static_cast<int64_t>(rec == records_.end() ? 0 : rec->second.Waits(now)));
-  ad.Assign("KiteAttempts", static_cast<int64_t>(rec == records_.end() ? 0 : rec->second.Attempts(now)));
+  ad.Assign("ObservedWaits",
+            static_cast<int64_t>(rec == records_.end() ? 0 : rec->second.Waits(now)));
+  ad.Assign("KiteAttempts",
+            static_cast<int64_t>(rec == records_.end() ? 0 : rec->second.Attempts(now)));
   ad.Assign("FailureRate", rec == records_.end() ? 0.0 : rec->second.FailureRate(now));
   ad.Assign("KitePending", static_cast<int64_t>(s.kite_pending));
   ad.Assign("KiteRunning", static_cast<int64_t>(running));
@@ -297,8 +306,9 @@ classad::ClassAd Broker::Compose(const SiteKey& key, const Entry& e, double now)
   ad.Assign("Usable", Usable(e));
   if (!Usable(e)) {
     std::string why = e.refused ? "refused: " + e.error
-                      : !e.reachable ? (e.error.empty() ? "not asked yet" : "unreachable: " + e.error)
-                                     : e.error;
+                      : !e.reachable
+                          ? (e.error.empty() ? "not asked yet" : "unreachable: " + e.error)
+                          : e.error;
     ad.Assign("UnusableReason", why);
   }
   return ad;
@@ -331,6 +341,7 @@ void Broker::Match() {
     double wait = 0;
   };
   std::map<std::string, std::vector<Candidate>> by_proxy;
+  std::map<std::string, std::unique_ptr<SiteMatcher>> matchers;  // per proxy, once its sites are
   auto candidates = [&](const std::string& proxy) -> std::vector<Candidate>& {
     auto [it, fresh] = by_proxy.try_emplace(proxy);
     if (!fresh) return it->second;
@@ -349,10 +360,17 @@ void Broker::Match() {
   };
   size_t matched = 0, unmatched = 0;
   for (auto& [order, j] : waiting) {
-    auto& cands = candidates(GridHub::ProxyOf(*j));
+    std::string proxy = GridHub::ProxyOf(*j);
+    auto& cands = candidates(proxy);
+    auto& matcher = matchers[proxy];
+    if (!matcher) {
+      std::vector<const classad::ClassAd*> ads;
+      for (auto& c : cands) ads.push_back(&c.ad);
+      matcher = std::make_unique<SiteMatcher>(std::move(ads));
+    }
     std::vector<SiteChoice> choices;
     for (auto& c : cands) choices.push_back({&c.ad, c.room, c.wait});
-    auto best = BestSite(j->ad, choices);
+    auto best = PickSite(matcher->For(j->ad), choices);
     if (!best) {
       ++unmatched;
       continue;
@@ -471,7 +489,8 @@ std::vector<Broker::Offer> Broker::UsableSites(const std::string& proxy) {
   for (const auto& r : settings_.resources) {
     auto e = entries_.find({proxy, r.grid_resource});
     if (e == entries_.end() || !Usable(e->second)) continue;
-    out.push_back({r.grid_resource, Compose(e->first, e->second, now), StateOf(r.grid_resource, now)});
+    out.push_back(
+        {r.grid_resource, Compose(e->first, e->second, now), StateOf(r.grid_resource, now)});
   }
   return out;
 }

@@ -37,7 +37,8 @@ struct ResourceSetting {
 struct BrokerSettings {
   std::vector<ResourceSetting> resources;
   double refresh_interval = 60;  // seconds between `info` requests to a site
-  int max_pending_per_site = 16;  // Kite's jobs waiting at a site at once (more when it has more free CPUs)
+  int max_pending_per_site =
+      16;  // Kite's jobs waiting at a site at once (more when it has more free CPUs)
   double max_queue_wait = 1800;  // seconds a job may wait at a site before it is moved (0: never)
   double info_timeout = 20;      // seconds an `info` request may take
   std::string ca_dir;            // trusted CAs ("" = as the Globus tools)
@@ -102,21 +103,21 @@ class Broker {
     std::string proxy, resource;
     auto operator<=>(const SiteKey&) const = default;
   };
-  struct Entry {  // one site as one proxy sees it
+  struct Entry {                         // one site as one proxy sees it
     std::optional<classad::ClassAd> ad;  // the last good ad
     bool asked = false;                  // a request is out
     double last_try = -1e18;             // wall time of the last request
     double last_contact = 0;             // of the last answer
     bool reachable = false;
-    bool refused = false;                // the site refused this proxy's identity
-    bool malformed = false;              // the last answer was not a usable ad
-    std::string error;                   // why it is not usable
+    bool refused = false;    // the site refused this proxy's identity
+    bool malformed = false;  // the last answer was not a usable ad
+    std::string error;       // why it is not usable
   };
   struct Tracked {  // a brokered job
     int status = 0;
-    std::string site;        // MATCH_GridResource ("" = not matched)
-    double matched_at = 0;   // LastMatchTime
-    bool started = false;    // its wait at `site` was recorded
+    std::string site;       // MATCH_GridResource ("" = not matched)
+    double matched_at = 0;  // LastMatchTime
+    bool started = false;   // its wait at `site` was recorded
     std::string proxy;
   };
   struct Answer {

@@ -270,8 +270,8 @@ Status ParseResources(const toml::node& node, const std::string& filename,
     }
     for (const auto& other : *out) {
       if (other.grid_resource == r.grid_resource)
-        return Fail(ErrorCode::kInvalidInput, Where(filename, tbl, "resource") + ": " +
-                                                  r.grid_resource + " is listed twice");
+        return Fail(ErrorCode::kInvalidInput,
+                    Where(filename, tbl, "resource") + ": " + r.grid_resource + " is listed twice");
     }
     out->push_back(std::move(r));
   }
@@ -375,7 +375,8 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
   for (auto&& [section, node] : root) {
     std::string sec(section.str());
     if (sec == "resource") {
-      if (auto st = ParseResources(node, filename, &o.broker.resources); !st) return Fail(st.error());
+      if (auto st = ParseResources(node, filename, &o.broker.resources); !st)
+        return Fail(st.error());
       continue;
     }
     auto it = known.find(sec);

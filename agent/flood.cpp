@@ -49,8 +49,7 @@ void Flood::Start() {
   if (auto text = ReadFile(state_path_)) {
     auto f = glidein::FloodFromJson(*text);
     if (!f) {
-      spdlog::error("flood: {} is unreadable, not flooding: {}", state_path_,
-                    f.error().message());
+      spdlog::error("flood: {} is unreadable, not flooding: {}", state_path_, f.error().message());
     } else if (auto st = Configure(std::move(*f)); !st) {
       spdlog::error("flood: {}", st.error().message());
     }
@@ -81,8 +80,8 @@ Status Flood::Configure(glidein::FloodRequest request) {
   }
   constraint_ = *expr;
   broker_.Watch(request.setting.proxy);
-  spdlog::info("flood: glide-ins of {} CPUs for idle jobs where {}, at most {}", request.request.cpus,
-               request.constraint, request.max);
+  spdlog::info("flood: glide-ins of {} CPUs for idle jobs where {}, at most {}",
+               request.request.cpus, request.constraint, request.max);
   request_ = std::move(request);
   return {};
 }
@@ -106,11 +105,12 @@ Status Flood::Clear() {
 void Flood::Arm() {
   if (stopped_) return;
   timer_.expires_after(std::chrono::milliseconds(static_cast<int64_t>(kInterval * 1000)));
-  timer_.async_wait([this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
-    if (ec || alive.expired()) return;
-    Tick();
-    Arm();
-  });
+  timer_.async_wait(
+      [this, alive = std::weak_ptr<int>(alive_)](const boost::system::error_code& ec) {
+        if (ec || alive.expired()) return;
+        Tick();
+        Arm();
+      });
 }
 
 Result<int> Flood::SubmitTo(const std::string& resource, int count) {
@@ -261,9 +261,10 @@ void Flood::Tick() {
   for (int i = 0; i < surplus && i < static_cast<int>(order.size()); ++i) {
     cancel.push_back(order[i].second);
   }
-  spdlog::info("flood: cancelling {} pending glide-in(s): {} idle job(s) are covered by the "
-               "glide-ins started or starting",
-               cancel.size(), idle);
+  spdlog::info(
+      "flood: cancelling {} pending glide-in(s): {} idle job(s) are covered by the "
+      "glide-ins started or starting",
+      cancel.size(), idle);
   if (hooks_.remove) {
     hooks_.remove(cancel, "glide-in flooding: enough glide-ins have started for the idle jobs");
   }

@@ -14,10 +14,10 @@ namespace {
 
 // Set by the agent from what it observed; a site may not say them.
 constexpr std::array<std::string_view, 15> kAgentAttributes = {
-    "GridResource",     "Name",           "EstimatedWaitTime", "ObservedWaitP50",
-    "ObservedWaitP90",  "ObservedWaits",  "FailureRate",       "LastContact",
-    "Reachable",        "KiteRunning",    "KitePending",       "KiteAttempts",
-    "Usable",           "UnusableReason", "ObservedStartRate"};
+    "GridResource",    "Name",           "EstimatedWaitTime", "ObservedWaitP50",
+    "ObservedWaitP90", "ObservedWaits",  "FailureRate",       "LastContact",
+    "Reachable",       "KiteRunning",    "KitePending",       "KiteAttempts",
+    "Usable",          "UnusableReason", "ObservedStartRate"};
 
 }  // namespace
 
@@ -92,9 +92,8 @@ std::optional<double> SiteRecord::WaitPercentile(double p, double now) const {
 }
 
 size_t SiteRecord::Waits(double now) const {
-  return static_cast<size_t>(std::count_if(waits_.begin(), waits_.end(), [&](const Wait& w) {
-    return now - w.when <= window_;
-  }));
+  return static_cast<size_t>(std::count_if(waits_.begin(), waits_.end(),
+                                           [&](const Wait& w) { return now - w.when <= window_; }));
 }
 
 std::optional<double> SiteRecord::StartRate(double now) const {
@@ -120,9 +119,8 @@ double SiteRecord::FailureRate(double now) const {
 }
 
 size_t SiteRecord::Attempts(double now) const {
-  return static_cast<size_t>(std::count_if(ends_.begin(), ends_.end(), [&](const auto& e) {
-    return now - e.first <= window_;
-  }));
+  return static_cast<size_t>(std::count_if(
+      ends_.begin(), ends_.end(), [&](const auto& e) { return now - e.first <= window_; }));
 }
 
 double EstimateWait(const classad::ClassAd& site, const SiteState& state) {
@@ -146,30 +144,63 @@ int SiteRoom(const classad::ClassAd& site, const SiteState& state, int max_pendi
   return static_cast<int>(std::clamp<int64_t>(cap - state.kite_pending, 0, 1 << 30));
 }
 
-std::optional<size_t> BestSite(const classad::ClassAd& job, const std::vector<SiteChoice>& sites) {
+std::vector<SiteMatch> MatchingSites(const classad::ClassAd& job,
+                                     const std::vector<const classad::ClassAd*>& sites) {
+  std::vector<SiteMatch> out;
+  for (size_t i = 0; i < sites.size(); ++i) {
+    const classad::ClassAd* s = sites[i];
+    if (s == nullptr || !classad::RequirementsMet(job, *s)) continue;
+    // A site ad need not have a Requirements; when it has one, the job must meet it.
+    if (s->Lookup("Requirements") != nullptr && !classad::RequirementsMet(*s, job)) continue;
+    out.push_back({i, classad::Rank(job, *s)});
+  }
+  return out;
+}
+
+std::optional<size_t> PickSite(const std::vector<SiteMatch>& matching,
+                               const std::vector<SiteChoice>& sites) {
   std::optional<size_t> best;
   double best_rank = 0;
-  for (size_t i = 0; i < sites.size(); ++i) {
-    const SiteChoice& s = sites[i];
-    if (s.room <= 0 || s.ad == nullptr || !classad::RequirementsMet(job, *s.ad)) continue;
-    // A site ad need not have a Requirements; when it has one, the job must meet it.
-    if (s.ad->Lookup("Requirements") != nullptr && !classad::RequirementsMet(*s.ad, job)) continue;
-    double rank = classad::Rank(job, *s.ad);
+  for (const SiteMatch& m : matching) {
+    const SiteChoice& s = sites[m.index];
+    if (s.room <= 0) continue;
     if (!best) {
-      best = i;
-      best_rank = rank;
+      best = m.index;
+      best_rank = m.rank;
       continue;
     }
     const SiteChoice& b = sites[*best];
-    if (rank > best_rank ||
-        (rank == best_rank &&
-         (s.estimated_wait < b.estimated_wait ||
-          (s.estimated_wait == b.estimated_wait && s.room > b.room)))) {
-      best = i;
-      best_rank = rank;
+    if (m.rank > best_rank ||
+        (m.rank == best_rank && (s.estimated_wait < b.estimated_wait ||
+                                 (s.estimated_wait == b.estimated_wait && s.room > b.room)))) {
+      best = m.index;
+      best_rank = m.rank;
     }
   }
   return best;
+}
+
+std::optional<size_t> BestSite(const classad::ClassAd& job, const std::vector<SiteChoice>& sites) {
+  std::vector<const classad::ClassAd*> ads;
+  for (const auto& s : sites) ads.push_back(s.ad);
+  return PickSite(MatchingSites(job, ads), sites);
+}
+
+SiteMatcher::SiteMatcher(std::vector<const classad::ClassAd*> sites)
+    : sites_(std::move(sites)), kinds_(sites_) {}
+
+const std::vector<SiteMatch>& SiteMatcher::For(const classad::ClassAd& job) {
+  auto kind = kinds_.KindOf(job);
+  if (kind) {
+    if (auto it = by_kind_.find(*kind); it != by_kind_.end()) return it->second;
+  }
+  ++evaluations_;
+  auto matches = MatchingSites(job, sites_);
+  if (!kind) {
+    scratch_ = std::move(matches);
+    return scratch_;
+  }
+  return by_kind_.emplace(std::move(*kind), std::move(matches)).first->second;
 }
 
 }  // namespace kite::agent

@@ -10,6 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include <map>
+
+#include "agent/negotiator.h"
 #include "classad/classad.h"
 #include "common/error.h"
 
@@ -61,7 +64,7 @@ class SiteRecord {
     bool started = true;
   };
   std::deque<Wait> waits_;
-  std::deque<std::pair<double, bool>> ends_;     // (when, failed)
+  std::deque<std::pair<double, bool>> ends_;  // (when, failed)
 };
 
 // What the broker knows of a site at one moment besides its ad.
@@ -96,5 +99,34 @@ struct SiteChoice {
 // Rank values highest; among equals, the shortest estimated wait, then the most room, then the
 // first. nullopt when none.
 std::optional<size_t> BestSite(const classad::ClassAd& job, const std::vector<SiteChoice>& sites);
+
+// The sites `job` matches both ways, each with the job's Rank of it (index into `sites`).
+struct SiteMatch {
+  size_t index = 0;
+  double rank = 0;
+};
+std::vector<SiteMatch> MatchingSites(const classad::ClassAd& job,
+                                     const std::vector<const classad::ClassAd*>& sites);
+// BestSite's choice among `matching` (MatchingSites of the same sites), with room and waits as
+// they are now.
+std::optional<size_t> PickSite(const std::vector<SiteMatch>& matching,
+                               const std::vector<SiteChoice>& sites);
+
+// MatchingSites for many jobs against one set of site ads: jobs of one kind (agent/negotiator.h,
+// MatchKinds: every attribute matchmaking could read is the same) share one evaluation, so
+// 10,000 jobs of a cluster cost one job's ClassAd work, not 10,000 (HTCondor's autoclusters).
+class SiteMatcher {
+ public:
+  explicit SiteMatcher(std::vector<const classad::ClassAd*> sites);
+  const std::vector<SiteMatch>& For(const classad::ClassAd& job);
+  size_t evaluations() const { return evaluations_; }  // jobs whose matches were evaluated
+
+ private:
+  std::vector<const classad::ClassAd*> sites_;
+  MatchKinds kinds_;
+  std::map<std::string, std::vector<SiteMatch>> by_kind_;
+  std::vector<SiteMatch> scratch_;
+  size_t evaluations_ = 0;
+};
 
 }  // namespace kite::agent

@@ -13,6 +13,13 @@ std::string_view Trim(std::string_view s) {
   return s.substr(b, e - b);
 }
 
+std::optional<int64_t> ParseCount(std::string_view s) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < 0) return std::nullopt;
+  return v;
+}
+
 std::string ToLower(std::string_view s) {
   std::string out(s);
   for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));

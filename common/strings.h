@@ -11,6 +11,9 @@ namespace kite {
 
 std::string_view Trim(std::string_view s);
 std::string ToLower(std::string_view s);
+// The whole of `s` as a whole number of 0 or more ("12"); nullopt for anything else ("", "-1",
+// "1.5", "12x", out of range).
+std::optional<int64_t> ParseCount(std::string_view s);
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 // Splits on `sep`, trimming each piece; empty pieces are dropped when `skip_empty`.
 std::vector<std::string> Split(std::string_view s, char sep, bool skip_empty = true);

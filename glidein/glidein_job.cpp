@@ -234,33 +234,32 @@ Result<std::string> GlideinSubmitText(const GlideinRequest& r, const GlideinSett
 std::string FloodToJson(const FloodRequest& f) {
   const GlideinRequest& r = f.request;
   const GlideinSetting& s = f.setting;
-  boost::json::object o{
-      {"constraint", f.constraint},
-      {"max", f.max},
-      {"cpus", r.cpus},
-      {"memory_mib", r.memory_mib},
-      {"lifetime", r.lifetime},
-      {"idle_timeout", r.idle_timeout},
-      {"start", r.start},
-      {"suspend", r.policy.suspend},
-      {"continue", r.policy.cont},
-      {"preempt", r.policy.preempt},
-      {"kill", r.policy.kill},
-      {"retirement", r.policy.retirement},
-      {"periodic_checkpoint", r.policy.periodic_checkpoint},
-      {"agent", s.agent},
-      {"agent_identity", s.agent_identity},
-      {"proxy", s.proxy},
-      {"bootstrap", s.bootstrap},
-      {"startd", s.startd},
-      {"starter", s.starter},
-      {"exec", s.exec},
-      {"startd_sha256", s.startd_sha256},
-      {"starter_sha256", s.starter_sha256},
-      {"exec_sha256", s.exec_sha256},
-      {"rsc_lib", s.rsc_lib},
-      {"rsc_lib_sha256", s.rsc_lib_sha256},
-      {"output_dir", s.output_dir}};
+  boost::json::object o{{"constraint", f.constraint},
+                        {"max", f.max},
+                        {"cpus", r.cpus},
+                        {"memory_mib", r.memory_mib},
+                        {"lifetime", r.lifetime},
+                        {"idle_timeout", r.idle_timeout},
+                        {"start", r.start},
+                        {"suspend", r.policy.suspend},
+                        {"continue", r.policy.cont},
+                        {"preempt", r.policy.preempt},
+                        {"kill", r.policy.kill},
+                        {"retirement", r.policy.retirement},
+                        {"periodic_checkpoint", r.policy.periodic_checkpoint},
+                        {"agent", s.agent},
+                        {"agent_identity", s.agent_identity},
+                        {"proxy", s.proxy},
+                        {"bootstrap", s.bootstrap},
+                        {"startd", s.startd},
+                        {"starter", s.starter},
+                        {"exec", s.exec},
+                        {"startd_sha256", s.startd_sha256},
+                        {"starter_sha256", s.starter_sha256},
+                        {"exec_sha256", s.exec_sha256},
+                        {"rsc_lib", s.rsc_lib},
+                        {"rsc_lib_sha256", s.rsc_lib_sha256},
+                        {"output_dir", s.output_dir}};
   return boost::json::serialize(o);
 }
 
@@ -313,12 +312,12 @@ Result<FloodRequest> FloodFromJson(std::string_view text) {
            {"output_dir", &s.output_dir}}) {
     if (auto st = str(key, out); !st) return Fail(st.error());
   }
-  for (auto [key, out] : std::initializer_list<std::pair<const char*, double*>>{
-           {"max", &max},
-           {"cpus", &cpus},
-           {"memory_mib", &memory},
-           {"lifetime", &r.lifetime},
-           {"idle_timeout", &r.idle_timeout}}) {
+  for (auto [key, out] :
+       std::initializer_list<std::pair<const char*, double*>>{{"max", &max},
+                                                              {"cpus", &cpus},
+                                                              {"memory_mib", &memory},
+                                                              {"lifetime", &r.lifetime},
+                                                              {"idle_timeout", &r.idle_timeout}}) {
     if (auto st = num(key, out); !st) return Fail(st.error());
   }
   if (max < 1 || max > 100000 || max != std::floor(max))

@@ -363,7 +363,8 @@ Result<SimpleRequest> ParseSimpleRequest(std::string_view text) {
   SimpleRequest r;
   if (auto st = GetRequestId(*o, &r.request_id); !st) return Fail(st.error());
   if (const json::value* v = o->if_contains("only_pending")) {
-    if (!v->is_bool()) return Fail(ErrorCode::kInvalidInput, "only_pending: expected true or false");
+    if (!v->is_bool())
+      return Fail(ErrorCode::kInvalidInput, "only_pending: expected true or false");
     r.only_pending = v->as_bool();
   }
   return r;

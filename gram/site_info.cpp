@@ -53,7 +53,9 @@ std::string SiteAdText(const batch::SiteInfo& info, const std::string& extra, do
   }
   ad += info.queues.empty() ? "}" : " }";
   if (!info.default_queue.empty()) ad += "; DefaultQueue = " + Quote(info.default_queue);
-  auto num = [&](const char* name, int64_t v) { ad += std::string("; ") + name + " = " + std::to_string(v); };
+  auto num = [&](const char* name, int64_t v) {
+    ad += std::string("; ") + name + " = " + std::to_string(v);
+  };
   num("TotalCpus", info.total_cpus);
   num("FreeCpus", info.free_cpus);
   num("Memory", info.memory_mb);

@@ -64,7 +64,8 @@ Result<std::string> ExpandBrokered(
                 "'" + std::string(text) + "': a $$( without its closing parenthesis");
   }
   if (!missing.empty()) {
-    return Fail(ErrorCode::kNotFound, "not matched to a site yet ($$(" + missing + ") has no value)");
+    return Fail(ErrorCode::kNotFound,
+                "not matched to a site yet ($$(" + missing + ") has no value)");
   }
   return out;
 }

@@ -220,7 +220,8 @@ Result<PollJob> ParsePollJob(const json::value& v) {
   auto* id = o->if_contains("id");
   if (!id || !id->is_string() || id->as_string().empty()) return Bad("each job needs an id");
   auto status = GetInt(*o, "status", -1);
-  if (!status || ((*status < kStatusLeftQueue || *status > kite::kHeld) && *status != kStatusMoving))
+  if (!status ||
+      ((*status < kStatusLeftQueue || *status > kite::kHeld) && *status != kStatusMoving))
     return Bad("job " + std::string(id->as_string()) + " needs a status from 0 to 5, or " +
                std::to_string(kStatusMoving));
   PollJob j{std::string(id->as_string()), *status, ""};

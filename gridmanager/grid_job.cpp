@@ -99,9 +99,8 @@ Result<GridJobPlan> PlanGridJob(const classad::ClassAd& ad) {
   if (!resource) return Fail(Bad("GridResource", "missing"));
   if (grid::IsBrokered(*resource)) {
     // The broker chose the site: its values are the job's MATCH_ attributes.
-    auto expanded = grid::ExpandBrokered(*resource, [&ad](const std::string& name) {
-      return ad.EvaluateString("MATCH_" + name);
-    });
+    auto expanded = grid::ExpandBrokered(
+        *resource, [&ad](const std::string& name) { return ad.EvaluateString("MATCH_" + name); });
     if (!expanded) return Fail(expanded.error());
     resource = std::move(*expanded);
   }

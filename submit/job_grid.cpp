@@ -209,9 +209,9 @@ Status EmitGridResource(JobContext& ctx) {
     auto names = grid::BrokeredNames(text);
     if (auto e = grid::ExpandBrokered(text, [](const std::string&) { return std::string("x"); });
         !e || names.empty()) {
-      return Fail(ctx.ErrorAt("grid_resource", "grid_resource: " +
-                                                   (e ? std::string("no attribute name")
-                                                      : e.error().message())));
+      return Fail(ctx.ErrorAt(
+          "grid_resource",
+          "grid_resource: " + (e ? std::string("no attribute name") : e.error().message())));
     }
     ctx.Emit("GridResource", Quoted(text));
     return {};

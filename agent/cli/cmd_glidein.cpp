@@ -268,8 +268,9 @@ void RegisterGlideinCommands(CLI::App& app) {
 
   // The glide-ins' shape and where they dial: the same for submit and flood.
   auto shape = [](CLI::App* cmd, SubmitArgs& a) {
-    cmd->add_option("--cpus", a.request.cpus,
-                    "CPUs of each glide-in, asked of the batch system; one slot per CPU (default 1)")
+    cmd->add_option(
+           "--cpus", a.request.cpus,
+           "CPUs of each glide-in, asked of the batch system; one slot per CPU (default 1)")
         ->check(CLI::Range(1, 1024));
     cmd->add_option("--memory", a.request.memory_mib,
                     "MiB of each glide-in, asked of the batch system and split over its slots "

@@ -94,7 +94,7 @@ std::string GridTable(const std::vector<classad::ClassAd>& ads, bool rows) {
     bool ok = ad.EvaluateBool("Usable").value_or(false);
     usable += ok ? 1 : 0;
     if (!rows) continue;
-    std::string state = ok ? "usable"
+    std::string state = ok                                              ? "usable"
                         : !ad.EvaluateBool("Reachable").value_or(false) ? "unreach"
                                                                         : "unusable";
     std::string cpus = ad.Lookup("TotalCpus")
@@ -103,21 +103,19 @@ std::string GridTable(const std::vector<classad::ClassAd>& ads, bool rows) {
                            : "-";
     std::string pending =
         ad.Lookup("PendingJobs") ? std::to_string(ad.EvaluateInt("PendingJobs").value_or(0)) : "-";
-    std::snprintf(line, sizeof line,
-                  "%-34s %-6s %-9s %9s %7s %8s %8s %8s %7lld %7lld %4.0f%%  %s\n",
-                  Text(ad, "GridResource").c_str(), Text(ad, "BatchSystem", "-").c_str(),
-                  state.c_str(), cpus.c_str(), pending.c_str(),
-                  Wait(ad.EvaluateInt("EstimatedWaitTime")).c_str(),
-                  Wait(ad.EvaluateInt("ObservedWaitP50")).c_str(),
-                  Wait(ad.EvaluateInt("ObservedWaitP90")).c_str(),
-                  static_cast<long long>(ad.EvaluateInt("KiteRunning").value_or(0)),
-                  static_cast<long long>(ad.EvaluateInt("KitePending").value_or(0)),
-                  100 * ad.EvaluateReal("FailureRate").value_or(0),
-                  Text(ad, "UnusableReason").c_str());
+    std::snprintf(
+        line, sizeof line, "%-34s %-6s %-9s %9s %7s %8s %8s %8s %7lld %7lld %4.0f%%  %s\n",
+        Text(ad, "GridResource").c_str(), Text(ad, "BatchSystem", "-").c_str(), state.c_str(),
+        cpus.c_str(), pending.c_str(), Wait(ad.EvaluateInt("EstimatedWaitTime")).c_str(),
+        Wait(ad.EvaluateInt("ObservedWaitP50")).c_str(),
+        Wait(ad.EvaluateInt("ObservedWaitP90")).c_str(),
+        static_cast<long long>(ad.EvaluateInt("KiteRunning").value_or(0)),
+        static_cast<long long>(ad.EvaluateInt("KitePending").value_or(0)),
+        100 * ad.EvaluateReal("FailureRate").value_or(0), Text(ad, "UnusableReason").c_str());
     out += line;
   }
-  std::snprintf(line, sizeof line, "%sTotal %zu site(s): %d usable\n", rows ? "\n" : "",
-                ads.size(), usable);
+  std::snprintf(line, sizeof line, "%sTotal %zu site(s): %d usable\n", rows ? "\n" : "", ads.size(),
+                usable);
   out += line;
   return out;
 }

@@ -15,8 +15,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <string>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -223,10 +223,10 @@ pid_t StartGatekeeper(const Paths& p, const std::string& ca_dir, const UpOptions
   char poll[32];
   std::snprintf(poll, sizeof poll, "%g", o.batch_poll_interval);
   std::string listen = "127.0.0.1:" + std::to_string(o.port);
-  so.argv = {so.program,    "--listen",  listen,        "--state-dir", p.state,
-             "--cert",      p.host_cert, "--key",       p.host_key,    "--ca-dir",
-             ca_dir,        "--gridmap", p.gridmap,     "--batch",     o.batch,
-             "--port-file", p.port,      "--log",       p.log,         "--batch-poll-interval",
+  so.argv = {so.program,    "--listen",      listen,    "--state-dir", p.state,
+             "--cert",      p.host_cert,     "--key",   p.host_key,    "--ca-dir",
+             ca_dir,        "--gridmap",     p.gridmap, "--batch",     o.batch,
+             "--port-file", p.port,          "--log",   p.log,         "--batch-poll-interval",
              poll,          "--fork-limits", p.limits};
   if (!o.site_attributes.empty()) {
     so.argv.push_back("--site-attributes");
@@ -298,8 +298,8 @@ void Up(const UpOptions& o) {
   std::string proxy = EnsureProxy(p, ca.trusted_dir(), subject, &note);
   pid_t pid = StartGatekeeper(p, ca.trusted_dir(), o);
   std::string for_site = o.name.empty() ? "" : " for test site " + o.name;
-  std::printf("kite-gatekeeper (pid %d)%s serves %s with the %s adapter\n", pid,
-              for_site.c_str(), subject.c_str(), o.batch.c_str());
+  std::printf("kite-gatekeeper (pid %d)%s serves %s with the %s adapter\n", pid, for_site.c_str(),
+              subject.c_str(), o.batch.c_str());
   if (auto limits = ReadFile(p.limits)) {
     std::string l;
     for (const auto& line : Split(*limits, '\n')) {
@@ -441,12 +441,12 @@ void RegisterTestgridCommands(CLI::App& app) {
     Up(options);
   });
   static std::string name;
-  auto* status = tg->add_subcommand(
-      "status", "say whether the test grid's sites run (exit 3 when none does)");
+  auto* status =
+      tg->add_subcommand("status", "say whether the test grid's sites run (exit 3 when none does)");
   status->add_option("--name", name, "only this named site");
   status->callback([] { Status(name); });
-  auto* down = tg->add_subcommand(
-      "down", "stop the sites' gatekeepers and the job managers they started");
+  auto* down =
+      tg->add_subcommand("down", "stop the sites' gatekeepers and the job managers they started");
   down->add_option("--name", name, "only this named site");
   down->callback([] { Down(name); });
   auto* limits = tg->add_subcommand(

@@ -68,13 +68,13 @@ struct AdapterOptions {
 // The site as its batch system sees it, for the gatekeeper's `info` answer (docs/protocol.md,
 // "Site information"). Counts are of the whole system (every user), where the system says them.
 struct SiteInfo {
-  std::string batch_system;          // "fork", "slurm", "sge"
-  std::vector<std::string> queues;   // partitions (Slurm) or cluster queues (Grid Engine)
-  std::string default_queue;         // where a job naming none goes ("" when unknown)
-  int64_t total_cpus = 0;            // cores the system may give jobs
-  int64_t free_cpus = 0;             // of those, idle now
-  int64_t memory_mb = 0;             // memory of one node (the largest), MiB
-  int64_t max_walltime_s = 0;        // the longest run-time limit a job may ask; 0: no limit
+  std::string batch_system;         // "fork", "slurm", "sge"
+  std::vector<std::string> queues;  // partitions (Slurm) or cluster queues (Grid Engine)
+  std::string default_queue;        // where a job naming none goes ("" when unknown)
+  int64_t total_cpus = 0;           // cores the system may give jobs
+  int64_t free_cpus = 0;            // of those, idle now
+  int64_t memory_mb = 0;            // memory of one node (the largest), MiB
+  int64_t max_walltime_s = 0;       // the longest run-time limit a job may ask; 0: no limit
   int64_t running_jobs = 0;
   int64_t pending_jobs = 0;
   // The system's own estimate of when a job submitted now would start, seconds from now (Slurm:

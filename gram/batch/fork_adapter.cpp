@@ -143,7 +143,8 @@ class ForkAdapter : public BatchAdapter {
     PruneRunning();
     // A job the job manager stopped asking about (cancelled, forgotten) no longer waits.
     auto now = Clock::now();
-    std::erase_if(waiting_, [&](const auto& w) { return now - w.second.asked > std::chrono::seconds(5); });
+    std::erase_if(waiting_,
+                  [&](const auto& w) { return now - w.second.asked > std::chrono::seconds(5); });
     SiteInfo i;
     i.batch_system = "fork";
     unsigned cores = std::thread::hardware_concurrency();
@@ -201,7 +202,8 @@ class ForkAdapter : public BatchAdapter {
       limits_stamp_ = {};
       return limits_;
     }
-    std::pair<int64_t, int64_t> stamp{st.st_size, st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec};
+    std::pair<int64_t, int64_t> stamp{st.st_size,
+                                      st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec};
     if (stamp != limits_stamp_) {
       limits_stamp_ = stamp;
       limits_ = ParseForkLimits(ReadFile(options_.fork_limits_file).value_or(""));

@@ -139,7 +139,8 @@ class SgeAdapter : public CommandAdapter {
 
   Result<SiteInfo> Info() override {
     if (Paused()) return Unreachable();
-    auto ask = [this](const std::string& tool, const std::vector<std::string>& args) -> Result<std::string> {
+    auto ask = [this](const std::string& tool,
+                      const std::vector<std::string>& args) -> Result<std::string> {
       auto r = Run(tool, args);
       if (!r) return Fail(r.error());
       if (r->exit_code != 0) {

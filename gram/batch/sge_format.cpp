@@ -391,13 +391,6 @@ std::optional<BatchOutcome> DecideOutcome(const std::string& sge_id,
 
 namespace {
 
-std::optional<int64_t> Count(std::string_view t) {
-  int64_t v = 0;
-  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (ec != std::errc() || end != t.data() + t.size() || v < 0) return std::nullopt;
-  return v;
-}
-
 struct QueueLine {
   std::string name;
   int64_t avail = 0, total = 0;
@@ -412,7 +405,7 @@ std::vector<QueueLine> QueueLines(std::string_view text) {
     }
     // CLUSTER QUEUE, CQLOAD, USED, RES, AVAIL, TOTAL, aoACDS, cdsuE
     if (f.size() < 6 || f[0] == "CLUSTER" || f[0].starts_with("---")) continue;
-    auto avail = Count(f[4]), total = Count(f[5]);
+    auto avail = ParseCount(f[4]), total = ParseCount(f[5]);
     if (!avail || !total) continue;
     out.push_back({f[0], *avail, *total});
   }
@@ -424,13 +417,23 @@ int64_t MemoryMb(std::string_view t) {
   if (t.empty() || t == "-") return 0;
   double unit = 1.0 / (1024 * 1024);
   switch (t.back()) {
-    case 'K': unit = 1.0 / 1024; break;
-    case 'M': unit = 1; break;
-    case 'G': unit = 1024; break;
-    case 'T': unit = 1024 * 1024; break;
-    default: break;
+    case 'K':
+      unit = 1.0 / 1024;
+      break;
+    case 'M':
+      unit = 1;
+      break;
+    case 'G':
+      unit = 1024;
+      break;
+    case 'T':
+      unit = 1024 * 1024;
+      break;
+    default:
+      break;
   }
-  std::string number(std::isdigit(static_cast<unsigned char>(t.back())) ? t : t.substr(0, t.size() - 1));
+  std::string number(
+      std::isdigit(static_cast<unsigned char>(t.back())) ? t : t.substr(0, t.size() - 1));
   char* end = nullptr;
   double v = std::strtod(number.c_str(), &end);
   if (end == number.c_str() || *end != '\0' || !(v >= 0) || v > 1e15) return 0;
@@ -450,7 +453,7 @@ std::optional<int64_t> ParseHardRuntime(std::string_view text) {
   if (text == "INFINITY" || text == "infinity") return 0;
   std::vector<int64_t> parts;
   for (const auto& p : Split(std::string(text), ':')) {
-    auto n = Count(p);
+    auto n = ParseCount(p);
     if (!n || *n > 1000000000) return std::nullopt;
     parts.push_back(*n);
   }

@@ -101,7 +101,7 @@ class SlurmAdapter : public CommandAdapter {
     return out;
   }
 
- Result<SiteInfo> Info() override {
+  Result<SiteInfo> Info() override {
     if (Paused()) return Unreachable();
     std::string answers[3];
     const std::vector<std::string> asks[3] = {

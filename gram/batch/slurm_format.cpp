@@ -230,13 +230,6 @@ std::optional<BatchOutcome> DecideOutcome(const std::string& slurm_id,
 
 namespace {
 
-std::optional<int64_t> Number(std::string_view t) {
-  int64_t v = 0;
-  auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), v);
-  if (ec != std::errc() || end != t.data() + t.size() || v < 0) return std::nullopt;
-  return v;
-}
-
 // "2026-11-27T11:00:00" (local time) -> Unix time.
 std::optional<double> ParseStart(std::string_view t) {
   struct tm tm {};
@@ -257,7 +250,7 @@ std::optional<int64_t> ParseTimeLimit(std::string_view text) {
   int64_t days = 0;
   bool have_days = false;
   if (auto dash = text.find('-'); dash != std::string_view::npos) {
-    auto d = Number(text.substr(0, dash));
+    auto d = ParseCount(text.substr(0, dash));
     if (!d) return std::nullopt;
     days = *d;
     have_days = true;
@@ -265,7 +258,7 @@ std::optional<int64_t> ParseTimeLimit(std::string_view text) {
   }
   std::vector<int64_t> parts;
   for (const auto& p : Split(std::string(text), ':')) {
-    auto n = Number(p);
+    auto n = ParseCount(p);
     if (!n) return std::nullopt;
     parts.push_back(*n);
   }
@@ -273,7 +266,8 @@ std::optional<int64_t> ParseTimeLimit(std::string_view text) {
   int64_t s = 0;
   if (have_days) {
     // days-hours[:minutes[:seconds]]
-    s = parts[0] * 3600 + (parts.size() > 1 ? parts[1] * 60 : 0) + (parts.size() > 2 ? parts[2] : 0);
+    s = parts[0] * 3600 + (parts.size() > 1 ? parts[1] * 60 : 0) +
+        (parts.size() > 2 ? parts[2] : 0);
   } else if (parts.size() == 1) {
     s = parts[0] * 60;  // minutes
   } else if (parts.size() == 2) {
@@ -296,8 +290,8 @@ Result<SiteInfo> ParseSiteInfo(std::string_view nodes, std::string_view partitio
     if (f.size() != 3) continue;
     auto cpus = Split(f[1], '/');
     if (cpus.size() != 4) continue;
-    auto idle = Number(cpus[1]), total = Number(cpus[3]);
-    auto mem = Number(Trim(f[2]));
+    auto idle = ParseCount(cpus[1]), total = ParseCount(cpus[3]);
+    auto mem = ParseCount(Trim(f[2]));
     if (!idle || !total) continue;
     any_node = true;
     if (!seen.insert(f[0]).second) continue;  // a node in several partitions counts once

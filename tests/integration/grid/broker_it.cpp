@@ -42,15 +42,16 @@ class Broker : public ::testing::Test {
   // site ran it) after sleeping `seconds`.
   int SubmitJobs(int n, const std::string& seconds, const std::string& extra = "") {
     runs_ = env_.dir() + "/runs.txt";
-    env_.Write("job.sh",
-               "#!/bin/sh\nsleep " + seconds + "\necho \"$1 $(pwd)\" >> " + runs_ + "\n", 0755);
-    return env_.Submit("universe = grid\ngrid_resource = $$(GridResource)\n"
-                       "executable = " +
-                       env_.dir() +
-                       "/job.sh\ntransfer_executable = false\narguments = $(Process)\n"
-                       "requirements = TARGET.MaxWallTime >= 120\n"
-                       "rank = -TARGET.EstimatedWaitTime\nlog = job.log\n" +
-                       extra + "queue " + std::to_string(n) + "\n");
+    env_.Write("job.sh", "#!/bin/sh\nsleep " + seconds + "\necho \"$1 $(pwd)\" >> " + runs_ + "\n",
+               0755);
+    return env_.Submit(
+        "universe = grid\ngrid_resource = $$(GridResource)\n"
+        "executable = " +
+        env_.dir() +
+        "/job.sh\ntransfer_executable = false\narguments = $(Process)\n"
+        "requirements = TARGET.MaxWallTime >= 120\n"
+        "rank = -TARGET.EstimatedWaitTime\nlog = job.log\n" +
+        extra + "queue " + std::to_string(n) + "\n");
   }
   void WaitDone(int cluster, int seconds) const {
     auto r = env_.Kite({"wait", "--timeout", std::to_string(seconds), std::to_string(cluster)});
@@ -133,8 +134,8 @@ TEST_F(Broker, JobsPendingAtADrainedSiteMoveAndRunOnce) {
   std::string b = Site("b", {"--slots", "2", "--start-delay", "1"});
   Start({a, b}, "max_queue_wait = 4\nmax_pending_per_site = 10\n");
   // B is drained once it has Kite's jobs waiting, before it starts them.
-  auto drained = env_.Kite({"testgrid", "limits", "--name", "b", "--slots", "2",
-                            "--start-delay", "3600"});
+  auto drained =
+      env_.Kite({"testgrid", "limits", "--name", "b", "--slots", "2", "--start-delay", "3600"});
   ASSERT_EQ(drained.exit_code, 0) << drained.err;
   int c = SubmitJobs(20, "0.3");
   WaitDone(c, 240);
@@ -244,8 +245,9 @@ TEST_F(Broker, FloodingPutsGlideinsEverywhereAndCancelsTheOnesNotNeeded) {
   env_.StartAgent();
   runs_ = env_.dir() + "/runs.txt";
   env_.Write("vjob.sh", "#!/bin/sh\nsleep 0.2\necho \"$1 here\" >> " + runs_ + "\n", 0755);
-  int c = env_.Submit("universe = vanilla\nexecutable = vjob.sh\narguments = $(Process)\n"
-                      "log = vjob.log\nqueue 200\n");
+  int c = env_.Submit(
+      "universe = vanilla\nexecutable = vjob.sh\narguments = $(Process)\n"
+      "log = vjob.log\nqueue 200\n");
   auto r = env_.Kite({"glidein", "flood", "--max", "4", "--cpus", "4", "--idle-timeout", "10s",
                       "--lifetime", "20m"});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -298,7 +300,8 @@ TEST_F(Broker, FloodingPutsGlideinsEverywhereAndCancelsTheOnesNotNeeded) {
   for (const auto& site : {mid, slow}) {
     ASSERT_FALSE(by_site[site].empty()) << "no glide-in went to " << site << "\n" << h.out;
     for (const auto& line : by_site[site]) {
-      EXPECT_NE(line.find(" 3 undefined"), std::string::npos) << "not cancelled unstarted: " << line;
+      EXPECT_NE(line.find(" 3 undefined"), std::string::npos)
+          << "not cancelled unstarted: " << line;
     }
   }
   auto stop = env_.Kite({"glidein", "flood", "--stop"});

@@ -62,11 +62,9 @@ TEST(SiteAd, MalformedOrLyingAdsAreRefusedWithTheReason) {
       {"[ BatchSystem = \"x\"; TotalCpus = 1; FreeCpus = 1; Memory = 1; MaxWallTime = 1; "
        "RunningJobs = 0 ]",
        "PendingJobs"},
-      {std::string(kGood).replace(std::string(kGood).size() - 1, 1,
-                                  "; EstimatedWaitTime = 0 ]"),
+      {std::string(kGood).replace(std::string(kGood).size() - 1, 1, "; EstimatedWaitTime = 0 ]"),
        "only the agent sets"},
-      {std::string(kGood).replace(std::string(kGood).size() - 1, 1,
-                                  "; BatchEstimatedStart = -5 ]"),
+      {std::string(kGood).replace(std::string(kGood).size() - 1, 1, "; BatchEstimatedStart = -5 ]"),
        "BatchEstimatedStart"},
       {"[ BatchSystem = \"" + std::string(kMaxSiteAdBytes, 'x') + "\" ]", "longer than"},
   };
@@ -139,16 +137,18 @@ TEST(SiteRoom, UnknownSitesAreTriedWithLittle) {
 }
 
 TEST(BestSite, RequirementsBothWaysThenRankThenWaitThenRoom) {
-  classad::ClassAd job = Ad("[ Owner = \"jane\"; RequestMemory = 2048; "
-                            "Requirements = TARGET.Memory >= MY.RequestMemory; "
-                            "Rank = -TARGET.Cost ]");
+  classad::ClassAd job =
+      Ad("[ Owner = \"jane\"; RequestMemory = 2048; "
+         "Requirements = TARGET.Memory >= MY.RequestMemory; "
+         "Rank = -TARGET.Cost ]");
   classad::ClassAd small = Ad(kGood), big = Ad(kGood), picky = Ad(kGood), cheap = Ad(kGood);
   small.Assign("Memory", 1024);
   big.Assign("Cost", 2.0);
   picky.InsertText("Requirements", "TARGET.Owner == \"bob\"");
   picky.Assign("Cost", 0.0);
   cheap.Assign("Cost", 1.0);
-  std::vector<SiteChoice> sites = {{&small, 10, 0}, {&big, 10, 0}, {&picky, 10, 0}, {&cheap, 10, 50}};
+  std::vector<SiteChoice> sites = {
+      {&small, 10, 0}, {&big, 10, 0}, {&picky, 10, 0}, {&cheap, 10, 50}};
   EXPECT_EQ(BestSite(job, sites), 3u);  // the best Rank that matches both ways, wait aside
   sites[3].room = 0;
   EXPECT_EQ(BestSite(job, sites), 1u);  // no room left there
@@ -158,6 +158,31 @@ TEST(BestSite, RequirementsBothWaysThenRankThenWaitThenRoom) {
   classad::ClassAd plain = Ad("[ Requirements = true ]");
   std::vector<SiteChoice> even = {{&big, 3, 30}, {&cheap, 2, 10}, {&small, 5, 10}};
   EXPECT_EQ(BestSite(plain, even), 2u);
+}
+
+TEST(SiteMatcher, JobsOfOneKindShareOneEvaluation) {
+  std::vector<classad::ClassAd> ads;
+  for (int i = 0; i < 10; ++i) {
+    ads.push_back(Ad(kGood));
+    ads.back().Assign("Memory", 1000 * i);
+  }
+  std::vector<const classad::ClassAd*> ptrs;
+  for (auto& a : ads) ptrs.push_back(&a);
+  SiteMatcher m(ptrs);
+  std::vector<SiteChoice> choices;
+  for (auto* a : ptrs) choices.push_back({a, 5, 0});
+  for (int j = 0; j < 100; ++j) {
+    classad::ClassAd job = Ad("[ Requirements = TARGET.Memory >= 4500; Rank = TARGET.Memory ]");
+    job.Assign("ProcId", j);  // not read by matchmaking: the same kind
+    const auto& matching = m.For(job);
+    EXPECT_EQ(matching.size(), 5u);
+    EXPECT_EQ(PickSite(matching, choices), BestSite(job, choices));
+    EXPECT_EQ(PickSite(matching, choices), 9u);
+  }
+  EXPECT_EQ(m.evaluations(), 1u);
+  classad::ClassAd other = Ad("[ Requirements = TARGET.Memory >= 8500 ]");
+  EXPECT_EQ(m.For(other).size(), 1u);
+  EXPECT_EQ(m.evaluations(), 2u);
 }
 
 }  // namespace

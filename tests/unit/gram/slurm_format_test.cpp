@@ -264,8 +264,9 @@ TEST(SlurmFormat, TimeLimits) {
 
 TEST(SlurmFormat, SiteInfoFromSinfoAndSqueue) {
   // node1 is in two partitions (counted once); node3 is drained (its CPUs are "other").
-  std::string nodes = "node1|2/2/0/4|8000\nnode1|2/2/0/4|8000\nnode2|0/4/0/4|16000\n"
-                      "node3|0/0/4/4|16000\n";
+  std::string nodes =
+      "node1|2/2/0/4|8000\nnode1|2/2/0/4|8000\nnode2|0/4/0/4|16000\n"
+      "node3|0/0/4/4|16000\n";
   std::string parts = "debug*|up|30:00\nlong|up|2-00:00:00\nold|down|UNLIMITED\n";
   double now = 1'800'000'000;
   std::string queue = "RUNNING|2027-01-15T08:00:00\nPENDING|N/A\nPENDING|N/A\n";
