@@ -370,12 +370,20 @@ void Broker::Match() {
     }
     std::vector<SiteChoice> choices;
     for (auto& c : cands) choices.push_back({&c.ad, c.room, c.wait});
-    auto best = PickSite(matcher->For(j->ad), choices);
+    auto best = PreferredSite(j->ad, matcher->For(j->ad), choices);
     if (!best) {
       ++unmatched;
       continue;
     }
     Candidate& c = cands[*best];
+    // The job is in that site's queue now, sent or waiting for room there: the next job sees it.
+    ++c.state.kite_pending;
+    c.wait = EstimateWait(c.ad, c.state);
+    c.ad.Assign("EstimatedWaitTime", static_cast<int64_t>(c.wait + 0.5));
+    if (c.room <= 0) {
+      ++unmatched;  // late binding: it waits for room where it would start soonest
+      continue;
+    }
     auto resource = j->ad.EvaluateString("GridResource").value_or("");
     for (const auto& name : grid::BrokeredNames(resource)) {
       if (EqualsIgnoreCase(name, "GridResource")) continue;
@@ -387,19 +395,20 @@ void Broker::Match() {
     }
     queue_.SetAttr(*j, "MATCH_GridResource", classad::MakeString(c.resource));
     queue_.SetAttr(*j, "LastMatchTime", classad::MakeInteger(static_cast<int64_t>(queue_.Now())));
-    // The next job sees this one waiting there too.
     --c.room;
-    ++c.state.kite_pending;
-    c.wait = EstimateWait(c.ad, c.state);
     ++matched;
     Track(*j);
     if (hooks_.matched) hooks_.matched(*j);
     spdlog::debug("broker: job {}.{} -> {}", j->key.cluster, j->key.proc, c.resource);
   }
   if (matched > 0) {
-    spdlog::info("broker: matched {} job(s) to sites; {} wait for a site with room", matched,
-                 unmatched);
+    spdlog::info(
+        "broker: matched {} job(s) to sites; {} wait for room where they would start "
+        "soonest, or for a site that matches",
+        matched, unmatched);
   }
+  // Jobs left waiting are matched again next pass (room frees as jobs start).
+  if (unmatched > 0) match_due_ = true;
 }
 
 // Jobs waiting at a site longer than their max_queue_wait, where another site that matches them

@@ -180,6 +180,30 @@ std::optional<size_t> PickSite(const std::vector<SiteMatch>& matching,
   return best;
 }
 
+std::optional<size_t> PreferredSite(const classad::ClassAd& job,
+                                    const std::vector<SiteMatch>& matching,
+                                    const std::vector<SiteChoice>& sites) {
+  std::optional<size_t> best;
+  double best_rank = 0;
+  for (const SiteMatch& m : matching) {
+    const SiteChoice& s = sites[m.index];
+    double rank = classad::Rank(job, *s.ad);
+    if (!best) {
+      best = m.index;
+      best_rank = rank;
+      continue;
+    }
+    const SiteChoice& b = sites[*best];
+    if (rank > best_rank ||
+        (rank == best_rank && (s.estimated_wait < b.estimated_wait ||
+                               (s.estimated_wait == b.estimated_wait && s.room > b.room)))) {
+      best = m.index;
+      best_rank = rank;
+    }
+  }
+  return best;
+}
+
 std::optional<size_t> BestSite(const classad::ClassAd& job, const std::vector<SiteChoice>& sites) {
   std::vector<const classad::ClassAd*> ads;
   for (const auto& s : sites) ads.push_back(s.ad);

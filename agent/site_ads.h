@@ -51,7 +51,7 @@ class SiteRecord {
   // Kite's jobs started there per second, over the window (counted from the first start in it,
   // and over at least kMinRateSpan seconds); nullopt with fewer than two starts.
   std::optional<double> StartRate(double now) const;
-  static constexpr double kMinRateSpan = 30;
+  static constexpr double kMinRateSpan = 10;
   // Failed attempts over all attempts in the window (0 when none ended).
   double FailureRate(double now) const;
   size_t Attempts(double now) const;
@@ -111,6 +111,13 @@ std::vector<SiteMatch> MatchingSites(const classad::ClassAd& job,
 // they are now.
 std::optional<size_t> PickSite(const std::vector<SiteMatch>& matching,
                                const std::vector<SiteChoice>& sites);
+// The site `job` should go to or wait for (late binding): among `matching`, the highest Rank,
+// evaluated now against each site's ad as it stands (its EstimatedWaitTime grows as jobs are
+// given to it), then the shortest wait, then the most room — with or without room. When that site
+// has no room the job waits for it rather than go where it would start later. nullopt: none.
+std::optional<size_t> PreferredSite(const classad::ClassAd& job,
+                                    const std::vector<SiteMatch>& matching,
+                                    const std::vector<SiteChoice>& sites);
 
 // MatchingSites for many jobs against one set of site ads: jobs of one kind (agent/negotiator.h,
 // MatchKinds: every attribute matchmaking could read is the same) share one evaluation, so

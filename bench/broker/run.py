@@ -39,7 +39,7 @@ def up(e):
     os.makedirs(e.home, exist_ok=True)
     resources = {}
     for name, flags in SITES:
-        out = e.kite("testgrid", "up", "--name", name, *flags).stdout
+        out = e.kite("testgrid", "up", "--name", name, *flags).stdout.decode()
         resources[name] = re.search(r"grid_resource = (kite [^\n]+)", out).group(1)
     toml = "[pool]\nlocal_slots = 0\n[broker]\nrefresh_interval = 1\n"
     for name, _ in SITES:
@@ -74,12 +74,12 @@ def makespan(mode):
         took = time.perf_counter() - t0
         per_site = {}
         attr = "MATCH_GridResource" if mode == "brokered" else "GridResource"
-        out = e.kite("history", "-af", attr).stdout
+        out = e.kite("history", "-af", attr).stdout.decode()
         names = {v: k for k, v in resources.items()}
         for line in out.splitlines():
             key = names.get(line.strip(), line.strip())
             per_site[key] = per_site.get(key, 0) + 1
-        status = e.kite("status", "-grid").stdout if mode == "brokered" else ""
+        status = e.kite("status", "-grid").stdout.decode() if mode == "brokered" else ""
         return {"seconds": took, "per_site": per_site, "status": status}
     finally:
         e.kite("testgrid", "down", check=False)

@@ -185,5 +185,21 @@ TEST(SiteMatcher, JobsOfOneKindShareOneEvaluation) {
   EXPECT_EQ(m.evaluations(), 2u);
 }
 
+// Late binding: a job waits for room at the site it would start at soonest rather than go where
+// it would start later; as that site's queue grows, the next site becomes the better one.
+TEST(PreferredSite, WaitsForTheSoonestSiteEvenWithoutRoom) {
+  classad::ClassAd fast = Ad(kGood), slow = Ad(kGood);
+  fast.Assign("EstimatedWaitTime", 5);
+  slow.Assign("EstimatedWaitTime", 60);
+  classad::ClassAd job = Ad("[ Requirements = true; Rank = -TARGET.EstimatedWaitTime ]");
+  std::vector<SiteChoice> sites = {{&slow, 10, 60}, {&fast, 0, 5}};
+  std::vector<SiteMatch> both = {{0, 0}, {1, 0}};
+  EXPECT_EQ(PreferredSite(job, both, sites), 1u);  // no room at fast, but it is still sooner
+  EXPECT_EQ(BestSite(job, sites), 0u);             // BestSite: only where there is room
+  fast.Assign("EstimatedWaitTime", 61);            // its queue grew past the other's wait
+  EXPECT_EQ(PreferredSite(job, both, sites), 0u);
+  EXPECT_FALSE(PreferredSite(job, {}, sites));
+}
+
 }  // namespace
 }  // namespace kite::agent
