@@ -118,16 +118,23 @@ void Broker::Track(Job& job) {
                  job.status == kRunning ? "it started there" : "no longer idle");
   }
   if (site.empty()) return;
+  if (before == 0) {
+    // First seen (submitted, or loaded after a restart): nothing happened at the site yet that
+    // this agent saw, and a job found running must not count its whole past as a wait.
+    t.started = job.status != kIdle;
+    return;
+  }
   SiteRecord& rec = records_[site];
   if (job.status == kRunning && !t.started) {
     t.started = true;
     rec.Waited(now, now - t.matched_at);
   }
-  if (job.status == kCompleted) rec.Ended(now, false);
+  if (job.status == kCompleted && before != kCompleted) rec.Ended(now, false);
   // Back to idle after it ran there (the site failed it: resubmitted), or held for the site's
-  // reason: a failed attempt.
-  if ((job.status == kIdle && before == kRunning) ||
-      (job.status == kHeld && before != kHeld && before != 0)) {
+  // reason (not the user's): a failed attempt.
+  bool site_hold = job.status == kHeld && before != kHeld &&
+                   job.ad.EvaluateInt("HoldReasonCode").value_or(0) == kHoldGridError;
+  if ((job.status == kIdle && before == kRunning) || site_hold) {
     rec.Ended(now, true);
     t.started = false;
   }
