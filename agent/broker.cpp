@@ -312,10 +312,10 @@ classad::ClassAd Broker::Compose(const SiteKey& key, const Entry& e, double now)
   ad.Assign("Reachable", e.reachable);
   ad.Assign("Usable", Usable(e));
   if (!Usable(e)) {
-    std::string why = e.refused ? "refused: " + e.error
-                      : !e.reachable
-                          ? (e.error.empty() ? "not asked yet" : "unreachable: " + e.error)
-                          : e.error;
+    std::string why = e.refused      ? "refused: " + e.error
+                      : !e.reachable ? (e.error.empty() ? "not asked yet (no job has needed it)"
+                                                        : "unreachable: " + e.error)
+                                     : e.error;
     ad.Assign("UnusableReason", why);
   }
   return ad;
@@ -522,7 +522,6 @@ std::vector<SiteView> Broker::Sites() {
   for (const auto& r : settings_.resources) {
     if (shown.count(r.grid_resource)) continue;
     Entry none;
-    none.error = "not asked yet: no brokered job needs it";
     out.push_back({r.grid_resource, "", Compose({"", r.grid_resource}, none, now)});
   }
   return out;

@@ -94,7 +94,9 @@ std::string GridTable(const std::vector<classad::ClassAd>& ads, bool rows) {
     bool ok = ad.EvaluateBool("Usable").value_or(false);
     usable += ok ? 1 : 0;
     if (!rows) continue;
+    std::string why = Text(ad, "UnusableReason");
     std::string state = ok                                              ? "usable"
+                        : why.starts_with("not asked")                  ? "unasked"
                         : !ad.EvaluateBool("Reachable").value_or(false) ? "unreach"
                                                                         : "unusable";
     std::string cpus = ad.Lookup("TotalCpus")
