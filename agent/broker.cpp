@@ -429,6 +429,20 @@ void Broker::Replan(double now) {
   };
   std::vector<Move> moves;
   std::map<std::string, int> sent;  // moves chosen this pass, per destination
+  // What each site's state and ad are this pass: nothing changes them until the moves are made,
+  // so each is worked out once, not once per waiting job.
+  std::map<std::string, SiteState> states;
+  auto state_of = [&](const std::string& resource) -> const SiteState& {
+    auto [it, fresh] = states.try_emplace(resource);
+    if (fresh) it->second = StateOf(resource, now);
+    return it->second;
+  };
+  std::map<SiteKey, classad::ClassAd> composed;
+  auto ad_of = [&](const SiteKey& key, const Entry& e) -> const classad::ClassAd& {
+    auto [it, fresh] = composed.try_emplace(key);
+    if (fresh) it->second = Compose(key, e, now);
+    return it->second;
+  };
   for (auto& [key, t] : jobs_) {
     if (t.status != kIdle || t.site.empty() || t.matched_at <= 0) continue;
     Job* j = queue_.Find(key);
@@ -439,24 +453,21 @@ void Broker::Replan(double now) {
     auto here = entries_.find({t.proxy, t.site});
     double here_wait = EstimateWait(
         here != entries_.end() && here->second.ad ? *here->second.ad : classad::ClassAd(),
-        StateOf(t.site, now));
+        state_of(t.site));
     // The other sites the job could go to now.
-    std::vector<classad::ClassAd> ads;
     std::vector<SiteChoice> choices;
     std::vector<std::string> names;
-    ads.reserve(settings_.resources.size());
     for (const auto& r : settings_.resources) {
       if (r.grid_resource == t.site) continue;
       auto e = entries_.find({t.proxy, r.grid_resource});
       if (e == entries_.end() || !Usable(e->second)) continue;
-      ads.push_back(Compose(e->first, e->second, now));
-      SiteState s = StateOf(r.grid_resource, now);
+      const classad::ClassAd& ad = ad_of(e->first, e->second);
+      SiteState s = state_of(r.grid_resource);
       s.kite_pending += sent[r.grid_resource];
-      choices.push_back({nullptr, SiteRoom(ads.back(), s, settings_.max_pending_per_site),
-                         EstimateWait(ads.back(), s)});
+      choices.push_back(
+          {&ad, SiteRoom(ad, s, settings_.max_pending_per_site), EstimateWait(ad, s)});
       names.push_back(r.grid_resource);
     }
-    for (size_t i = 0; i < choices.size(); ++i) choices[i].ad = &ads[i];
     auto best = BestSite(j->ad, choices);
     if (!best || !(choices[*best].estimated_wait < here_wait)) continue;
     ++sent[names[*best]];
