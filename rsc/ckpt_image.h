@@ -13,6 +13,8 @@
 namespace kite::rsc::ckpt {
 
 constexpr char kMagic[8] = {'K', 'I', 'T', 'E', 'C', 'K', 'P', '1'};
+// The image's file name at the top of the sandbox, and in a stored checkpoint.
+constexpr char kImageName[] = "kite_ckpt.img";
 constexpr size_t kPath = 4096;
 constexpr size_t kMaxRegions = 4096;
 constexpr size_t kMaxFds = 256;

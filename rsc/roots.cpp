@@ -37,8 +37,9 @@ std::vector<std::string> RemoteRoots(const classad::ClassAd& job) {
     if (v && *v != "/dev/null") add(*v);
   }
   // remote_io_paths: blanks and commas separate; relative ones are under the Iwd.
-  // Arguments: the words that are absolute paths (quotes around a word are not part of it).
-  for (const char* attr : {"RemoteIOPaths", "Arguments"}) {
+  // Arguments (Args in the old syntax): the words that are absolute paths (quotes around a word
+  // are not part of it).
+  for (const char* attr : {"RemoteIOPaths", "Arguments", "Args"}) {
     std::string v = job.EvaluateString(attr).value_or("");
     std::string word;
     for (size_t k = 0; k <= v.size(); ++k) {

@@ -1,5 +1,6 @@
 // Which paths a job with `want_remote_io` reaches through the shadow (docs/remote-io.md): its Iwd,
-// the files its submit file names (In, Out, Err, and absolute paths among its arguments), and
+// the files its submit file names (In, Out, Err, and absolute paths among its arguments, in
+// Arguments or the old syntax's Args), and
 // its `remote_io_paths`. System paths are never remote. Computed from the job's ad the same way
 // by the starter (to tell the job's library) and by the agent (to confine the shadow).
 #pragma once

@@ -8,8 +8,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
+#include <cstdio>
 #include <cstring>
 #include <utility>
+
+#include "common/strings.h"
+#include "rsc/roots.h"
 
 namespace kite::rsc {
 namespace {
@@ -18,11 +23,14 @@ namespace {
 constexpr int kOpenFlags =
     O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_APPEND | O_DIRECTORY | O_NOFOLLOW | O_DSYNC | O_SYNC;
 
-int OpenAt2(int dir, const std::string& rel, int flags, uint32_t mode) {
+// `no_links`: no symbolic link at all on the way (a file root: the root itself is the file the
+// submit file named, never what a link there points at).
+int OpenAt2(int dir, const std::string& rel, int flags, uint32_t mode, bool no_links = false) {
   struct open_how how {};
   how.flags = static_cast<uint64_t>(flags | O_CLOEXEC | ((flags & O_PATH) ? 0 : O_NOCTTY));
-  how.mode = (flags & O_CREAT) ? (mode & 07777) : 0;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  // Permission bits only: a job never makes a setuid, setgid or sticky file on the desktop.
+  how.mode = (flags & O_CREAT) ? (mode & 0777) : 0;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | (no_links ? RESOLVE_NO_SYMLINKS : 0);
   return static_cast<int>(
       ::syscall(SYS_openat2, dir, rel.empty() ? "." : rel.c_str(), &how, sizeof how));
 }
@@ -62,10 +70,12 @@ Stat FromStat(const struct stat& st) {
 
 }  // namespace
 
-ShadowIo::ShadowIo(std::vector<std::string> roots) : roots_(std::move(roots)) {}
+ShadowIo::ShadowIo(std::vector<std::string> roots, Limits limits)
+    : roots_(std::move(roots)), limits_(std::move(limits)) {}
 
 ShadowIo::~ShadowIo() {
   for (auto& [h, fd] : handles_) ::close(fd);
+  if (limits_.shared_open) *limits_.shared_open -= handles_.size();
   for (auto& [r, fd] : root_fds_) ::close(fd);
 }
 
@@ -74,11 +84,12 @@ std::vector<std::string> ShadowIo::TakeRefusals() {
 }
 
 int ShadowIo::Refuse(const std::string& path, const std::string& why) {
-  if (refusals_.size() < 100) refusals_.push_back(path.substr(0, 300) + ": " + why);
+  // The job chose the path: written so that it cannot forge or flood the agent's log.
+  if (refusals_.size() < 100) refusals_.push_back(ForLog(path) + ": " + why);
   return EACCES;
 }
 
-int ShadowIo::Resolve(const std::string& path, int* root_fd, std::string* rel) {
+int ShadowIo::Resolve(const std::string& path, int* root_fd, std::string* rel, bool* file_root) {
   if (!Plain(path)) return Refuse(path, "not a plain absolute path");
   for (const auto& root : roots_) {
     bool folder = !root.empty() && root.back() == '/';
@@ -103,10 +114,22 @@ int ShadowIo::Resolve(const std::string& path, int* root_fd, std::string* rel) {
     if (it == root_fds_.end()) {
       int fd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
       if (fd < 0) return errno;
+      // Where it really is, read from the open folder itself (no race with a link changed
+      // meanwhile): a root that leads into a system folder (a link to /etc) is none.
+      char link[64], real[PATH_MAX];
+      std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+      ssize_t n = ::readlink(link, real, sizeof real - 1);
+      if (n <= 0 || IsSystemPath(std::string(real, static_cast<size_t>(n)))) {
+        ::close(fd);
+        return Refuse(path, n <= 0 ? "its folder cannot be resolved"
+                                   : "its folder is the system folder " +
+                                         ForLog(std::string_view(real, static_cast<size_t>(n))));
+      }
       it = root_fds_.emplace(dir, fd).first;
     }
     *root_fd = it->second;
     *rel = name;
+    if (file_root) *file_root = !folder;
     return 0;
   }
   return Refuse(path, "outside the paths this job may use");
@@ -115,8 +138,11 @@ int ShadowIo::Resolve(const std::string& path, int* root_fd, std::string* rel) {
 int ShadowIo::OpenBeneath(const std::string& path, int flags, uint32_t mode, int* fd) {
   int root = -1;
   std::string rel;
-  if (int e = Resolve(path, &root, &rel)) return e;
-  *fd = OpenAt2(root, rel, flags, mode);
+  bool file_root = false;
+  if (int e = Resolve(path, &root, &rel, &file_root)) return e;
+  *fd = OpenAt2(root, rel, flags, mode, file_root);
+  if (*fd < 0 && file_root && errno == ELOOP)
+    return Refuse(path, "a file the job may use is a symbolic link; it is not followed");
   if (*fd >= 0) return 0;
   if (errno == EXDEV)
     return Refuse(path, "a symbolic link leads out of the paths this job may use");
@@ -126,7 +152,7 @@ int ShadowIo::OpenBeneath(const std::string& path, int flags, uint32_t mode, int
 int ShadowIo::Parent(const std::string& path, int* dir_fd, std::string* name) {
   int root = -1;
   std::string rel;
-  if (int e = Resolve(path, &root, &rel)) return e;
+  if (int e = Resolve(path, &root, &rel, nullptr)) return e;
   if (rel.empty()) return Refuse(path, "the root of the paths this job may use");
   size_t slash = rel.rfind('/');
   std::string dir = slash == std::string::npos ? "" : rel.substr(0, slash);
@@ -164,15 +190,30 @@ Reply ShadowIo::Do(const Request& r) {
   int fd = -1;
   switch (r.op) {
     case Op::kOpen: {
+      // Each open file holds one of the agent's descriptors: a run has at most max_handles, and
+      // all runs together at most max_shared; past either the job is told EMFILE, as by its own
+      // kernel, and the agent keeps descriptors for everything else.
+      bool shared_full = limits_.shared_open && *limits_.shared_open >= limits_.max_shared;
+      if (handles_.size() >= limits_.max_handles || shared_full) {
+        if (!emfile_noted_) {
+          emfile_noted_ = true;
+          Refuse(r.path, shared_full ? "the agent's remote files are all in use (EMFILE)"
+                                     : "the run has " + std::to_string(handles_.size()) +
+                                           " remote files open, its limit (EMFILE)");
+        }
+        return fail(EMFILE);
+      }
       if (int e = OpenBeneath(r.path, r.flags & kOpenFlags, r.mode, &fd)) return fail(e);
       int64_t h = next_handle_++;
       handles_[h] = fd;
+      if (limits_.shared_open) ++*limits_.shared_open;
       out.result = h;
       return out;
     }
     case Op::kClose: {
       auto it = handles_.find(r.handle);
       if (it == handles_.end()) return fail(EBADF);
+      if (limits_.shared_open) --*limits_.shared_open;
       int rc = ::close(it->second);
       handles_.erase(it);
       return rc == 0 ? out : fail(errno);
@@ -224,7 +265,7 @@ Reply ShadowIo::Do(const Request& r) {
         std::string name;
         int root = -1;
         std::string rel;
-        if (int e = Resolve(r.path, &root, &rel)) return fail(e);
+        if (int e = Resolve(r.path, &root, &rel, nullptr)) return fail(e);
         if (rel.empty()) {
           if (::fstatat(root, ".", &st, AT_SYMLINK_NOFOLLOW) != 0) return fail(errno);
         } else {
@@ -251,7 +292,7 @@ Reply ShadowIo::Do(const Request& r) {
       std::string name;
       if (int e = Parent(r.path, &fd, &name)) return fail(e);
       int rc = r.op == Op::kMkdir
-                   ? ::mkdirat(fd, name.c_str(), r.mode & 07777)
+                   ? ::mkdirat(fd, name.c_str(), r.mode & 0777)
                    : ::unlinkat(fd, name.c_str(), r.op == Op::kRmdir ? AT_REMOVEDIR : 0);
       int e = errno;
       ::close(fd);

@@ -20,6 +20,15 @@ TEST(RemoteRoots, IwdNamedFilesAbsoluteArgumentsAndRemoteIoPathsButNoSystemPaths
                                       "/home/me/shared", "/home/me/data/big.h5", "/home/me/x"}));
 }
 
+// The old syntax's arguments (Args, as `arguments = /a /b` without quotes gives) are read too.
+TEST(RemoteRoots, AbsolutePathsInTheOldArgumentsSyntax) {
+  auto ad = classad::ParseOldAd(
+      "Iwd = \"/home/me/run\"\nArgs = \"-i /home/me/data/in.h5 -o /home/me/out.h5 /etc/passwd\"\n");
+  ASSERT_TRUE(ad) << ad.error().message();
+  EXPECT_EQ(RemoteRoots(*ad),
+            (std::vector<std::string>{"/home/me/run", "/home/me/data/in.h5", "/home/me/out.h5"}));
+}
+
 TEST(RemoteRoots, NormalPathsFoldDotsAndNeverClimbAboveTheTop) {
   EXPECT_EQ(NormalPath("/a/b", "c/./d/../e"), "/a/b/c/e");
   EXPECT_EQ(NormalPath("/a", "/x//y/"), "/x/y");

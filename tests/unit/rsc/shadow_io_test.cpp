@@ -190,5 +190,95 @@ TEST_F(ShadowIoTest, MalformedRequestsAreAnsweredEinval) {
   EXPECT_EQ(s2->mode, 0100644u);
 }
 
+// Each open remote file holds one of the agent's descriptors: a run has at most max_handles,
+// all runs together at most max_shared; past either the job gets EMFILE, and the first is noted.
+TEST_F(ShadowIoTest, OpenFilesAreBoundedPerRunAndInAll) {
+  auto shared = std::make_shared<size_t>(0);
+  io_ = std::make_unique<ShadowIo>(
+      std::vector<std::string>{dir_ + "/iwd/"},
+      ShadowIo::Limits{.max_handles = 5, .shared_open = shared, .max_shared = 8});
+  std::vector<int64_t> handles;
+  for (int i = 0; i < 5; ++i) handles.push_back(Open(dir_ + "/iwd/in.txt", O_RDONLY));
+  for (auto h : handles) EXPECT_GT(h, 0);
+  EXPECT_EQ(*shared, 5u);
+  auto r = Do({.op = Op::kOpen, .flags = O_RDONLY, .path = dir_ + "/iwd/in.txt"});
+  EXPECT_EQ(r.error, EMFILE);
+  auto noted = io_->TakeRefusals();
+  ASSERT_EQ(noted.size(), 1u);
+  EXPECT_NE(noted[0].find("EMFILE"), std::string::npos) << noted[0];
+  // Closing one gives room again.
+  EXPECT_EQ(Do({.op = Op::kClose, .handle = handles.back()}).result, 0);
+  EXPECT_EQ(*shared, 4u);
+  EXPECT_GT(Open(dir_ + "/iwd/in.txt", O_RDONLY), 0);
+  // Another run shares the agent's budget: 3 more fit, then EMFILE.
+  ShadowIo other({dir_ + "/iwd/"}, {.max_handles = 100, .shared_open = shared, .max_shared = 8});
+  int opened = 0, emfile = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto rep = DecodeReply(other.Handle(Encode(Request{.seq = static_cast<uint64_t>(100 + i),
+                                                       .op = Op::kOpen,
+                                                       .flags = O_RDONLY,
+                                                       .path = dir_ + "/iwd/in.txt"})));
+    ASSERT_TRUE(rep);
+    opened += rep->result > 0;
+    emfile += rep->error == EMFILE;
+  }
+  EXPECT_EQ(opened, 3);
+  EXPECT_EQ(emfile, 2);
+  EXPECT_EQ(*shared, 8u);
+  io_.reset();  // a run that ends gives its files back
+  EXPECT_EQ(*shared, 3u);
+}
+
+// Files and folders a job creates on the desktop get permission bits only: never setuid,
+// setgid or sticky.
+TEST_F(ShadowIoTest, CreatedFilesGetPermissionBitsOnly) {
+  ::umask(0);
+  int64_t h = Open(dir_ + "/iwd/suid", O_WRONLY | O_CREAT, 07755);
+  ASSERT_GT(h, 0);
+  EXPECT_EQ(Do({.op = Op::kMkdir, .mode = 07777, .path = dir_ + "/iwd/sgid"}).result, 0);
+  ::umask(022);
+  struct stat st {};
+  ASSERT_EQ(::stat((dir_ + "/iwd/suid").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0755u);
+  ASSERT_EQ(::stat((dir_ + "/iwd/sgid").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0777u);
+}
+
+// A root named in the submit file that leads into a system folder (remote_io_paths = links/etc,
+// a link to /etc) gives nothing; a file root that is a link (error = out.txt, a link to a
+// sibling) is not followed; refusals are written safely for the log.
+TEST_F(ShadowIoTest, RootsAreCheckedWhereTheyReallyAre) {
+  fs::create_directories(dir_ + "/links");
+  fs::create_symlink("/etc", dir_ + "/links/etc");
+  fs::create_directories(dir_ + "/outdir");
+  Write(dir_ + "/outdir/secret2", "a sibling\n");
+  fs::create_symlink("secret2", dir_ + "/outdir/out.txt");
+  io_ = std::make_unique<ShadowIo>(
+      std::vector<std::string>{dir_ + "/iwd/", dir_ + "/links/etc/", dir_ + "/outdir/out.txt"});
+  EXPECT_EQ(Do({.op = Op::kOpen, .flags = O_RDONLY, .path = dir_ + "/links/etc/passwd"}).error,
+            EACCES);
+  EXPECT_EQ(Do({.op = Op::kStat, .path = dir_ + "/links/etc/hostname"}).error, EACCES);
+  EXPECT_EQ(Do({.op = Op::kOpen, .flags = O_RDONLY, .path = dir_ + "/outdir/out.txt"}).error,
+            EACCES);
+  EXPECT_EQ(Do({.op = Op::kStat, .path = dir_ + "/outdir/out.txt"}).error, EACCES);
+  EXPECT_EQ(Do({.op = Op::kOpen, .flags = O_RDONLY, .path = dir_ + "/outdir/secret2"}).error,
+            EACCES);
+  auto why = io_->TakeRefusals();
+  ASSERT_GE(why.size(), 3u);
+  EXPECT_NE(why[0].find("system folder /etc"), std::string::npos) << why[0];
+  EXPECT_NE(why[2].find("symbolic link"), std::string::npos) << why[2];
+  // A path with a line break in it cannot make a line of its own in the log.
+  EXPECT_EQ(Do({.op = Op::kOpen, .flags = O_RDONLY, .path = dir_ + "/nowhere\nFORGED"}).error,
+            EACCES);
+  auto injected = io_->TakeRefusals();
+  ASSERT_EQ(injected.size(), 1u);
+  EXPECT_EQ(injected[0].find('\n'), std::string::npos) << injected[0];
+  EXPECT_NE(injected[0].find("\\x0aFORGED"), std::string::npos) << injected[0];
+  // A file root that is a plain file is used as before.
+  fs::remove(dir_ + "/outdir/out.txt");
+  Write(dir_ + "/outdir/out.txt", "mine\n");
+  EXPECT_GT(Open(dir_ + "/outdir/out.txt", O_RDONLY), 0);
+}
+
 }  // namespace
 }  // namespace kite::rsc
