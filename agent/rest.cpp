@@ -16,6 +16,7 @@
 #include "agent/api.h"
 #include "classad/expr.h"
 #include "common/clock.h"
+#include "common/secret.h"
 
 namespace kite::agent {
 namespace {
@@ -23,7 +24,6 @@ namespace {
 namespace http = boost::beast::http;
 namespace json = boost::json;
 
-constexpr size_t kTokenBytes = 32;
 constexpr int kDefaultHistoryLimit = 1000;
 
 HttpResponse Text(http::status status, std::string body, const char* type) {
@@ -42,13 +42,6 @@ HttpResponse JsonError(http::status status, const std::string& message) {
   json::object o;
   o["error"] = message;
   return Json(status, json::serialize(o) + "\n");
-}
-
-bool IsHex(std::string_view s) {
-  for (char c : s) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
-  }
-  return true;
 }
 
 int HexDigit(char c) {
@@ -170,49 +163,7 @@ Result<json::object> JobsQuery(const RestTarget& t) {
 }  // namespace
 
 Result<std::string> LoadOrCreateRestToken(const std::string& path) {
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd >= 0) {
-      struct stat st;
-      std::string text(256, '\0');
-      ssize_t n = ::fstat(fd, &st) == 0 ? ::read(fd, text.data(), text.size()) : -1;
-      ::close(fd);
-      if (n < 0) return Fail(ErrorCode::kIo, path + ": " + std::strerror(errno));
-      if (st.st_uid != ::getuid() || (st.st_mode & 077) != 0) {
-        char mode[8];
-        std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-        return Fail(ErrorCode::kPermission,
-                    path + ": the token must be private to its owner (mode " + mode +
-                        "); chmod 600 it, or delete it to make a new one");
-      }
-      text.resize(static_cast<size_t>(n));
-      while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-      if (text.size() != 2 * kTokenBytes || !IsHex(text))
-        return Fail(ErrorCode::kInvalidInput,
-                    path + ": not a token (64 hex digits); delete it to make a new one");
-      return text;
-    }
-    if (errno != ENOENT) return Fail(ErrorCode::kIo, path + ": " + std::strerror(errno));
-    std::string token = RandomHex(kTokenBytes);
-    // Written whole to a private temporary file, then linked into place: the token file never
-    // holds half a token, and link() refuses to replace one another agent made meanwhile.
-    std::string tmp = path + ".tmp." + std::to_string(::getpid());
-    ::unlink(tmp.c_str());
-    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) return Fail(ErrorCode::kIo, tmp + ": " + std::strerror(errno));
-    std::string line = token + "\n";
-    bool ok = ::fchmod(fd, 0600) == 0 &&
-              ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size()) &&
-              ::fsync(fd) == 0;
-    ::close(fd);
-    int linked = ok ? ::link(tmp.c_str(), path.c_str()) : -1;
-    int link_errno = errno;
-    ::unlink(tmp.c_str());
-    if (linked == 0) return token;
-    if (ok && link_errno == EEXIST) continue;  // someone else's token won: read it
-    return Fail(ErrorCode::kIo, path + ": cannot write the token");
-  }
-  return Fail(ErrorCode::kIo, path + ": appeared and vanished while being read");
+  return LoadOrCreateSecret(path, "token");
 }
 
 bool BearerMatches(std::string_view authorization, std::string_view token) {
@@ -282,12 +233,16 @@ HttpResponse RestService::Handle(const HttpRequest& req) {
   return std::move(*out);
 }
 
+bool RestService::Authenticated(const HttpRequest& req) const {
+  return BearerMatches(req[http::field::authorization], token_);
+}
+
 void RestService::Route(const HttpRequest& req, RestReply reply) {
   bool read = req.method() == http::verb::get || req.method() == http::verb::head;
   auto target = ParseRestTarget(req.target());
   std::string path = target ? target->path : "";
   bool open = path == "/" || path == "/index.html" || path == "/healthz";
-  if (!open && !BearerMatches(req[http::field::authorization], token_)) {
+  if (!open && !Authenticated(req)) {
     // No hint of what exists or why: the status and the scheme.
     HttpResponse res{http::status::unauthorized, 11};
     res.set(http::field::www_authenticate, "Bearer");

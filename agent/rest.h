@@ -47,6 +47,9 @@ class RestService {
   // The same, waiting for the answer by running the agent's event loop (tests, the fuzz target).
   HttpResponse Handle(const HttpRequest& req);
 
+  // Whether `req` carries the endpoint's token.
+  bool Authenticated(const HttpRequest& req) const;
+
   // Responses sent, by status code (for /metrics).
   const std::map<int, uint64_t>& answered() const { return answered_; }
 

@@ -1,6 +1,7 @@
 // String helpers.
 #include "common/strings.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 
@@ -77,6 +78,25 @@ std::optional<unsigned> ParsePort(std::string_view text) {
   if (text.empty() || ec != std::errc() || end != text.data() + text.size() || p > 65535)
     return std::nullopt;
   return p;
+}
+
+std::string ForLog(std::string_view s, size_t max) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  size_t n = std::min(s.size(), max);
+  out.reserve(n + 8);
+  for (size_t i = 0; i < n; ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c > 0x7e || c == '\\') {
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (s.size() > max) out += "...";
+  return out;
 }
 
 }  // namespace kite

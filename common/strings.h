@@ -26,5 +26,9 @@ std::string ExactNumber(double v);
 std::optional<std::pair<std::string_view, std::string_view>> SplitHostPort(std::string_view text);
 // A port number: decimal digits only, at most 65535.
 std::optional<unsigned> ParsePort(std::string_view text);
+// Text from another party (a startd, a job, a site) made safe for one log line: control
+// characters, '\\' and bytes above 0x7e written as \xNN, and cut after `max` bytes of the input
+// ("..." marks the cut), so nobody can forge or flood log lines through it.
+std::string ForLog(std::string_view s, size_t max = 300);
 
 }  // namespace kite

@@ -30,5 +30,14 @@ TEST(Strings, HostAndPort) {
   EXPECT_FALSE(ParsePort("-1"));
 }
 
+// Text from another party goes into a log line as one line, of bounded length.
+TEST(Strings, ForLogWritesOneSafeLine) {
+  EXPECT_EQ(ForLog("plain /path/x.dat"), "plain /path/x.dat");
+  EXPECT_EQ(ForLog("a\nb\rc\td"), "a\\x0ab\\x0dc\\x09d");
+  EXPECT_EQ(ForLog("back\\slash"), "back\\x5cslash");
+  EXPECT_EQ(ForLog(std::string("nul\0x", 5)), "nul\\x00x");
+  EXPECT_EQ(ForLog("\xc3\xa9"), "\\xc3\\xa9");
+  EXPECT_EQ(ForLog(std::string(500, 'a'), 10), std::string(10, 'a') + "...");
+}
 }  // namespace
 }  // namespace kite
