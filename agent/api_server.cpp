@@ -2,10 +2,12 @@
 #include "agent/api_server.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
 
@@ -74,9 +76,17 @@ void ApiServer::Close() {
 
 void ApiServer::DoAccept() {
   Agent& agent = agent_;
+  // Connections waiting for a request hold at most a quarter of the agent's descriptors: past
+  // that (or when accepting finds none left) the one idle longest is closed, so the owner's next
+  // `kite` command always gets in (docs/architecture.md, the API).
+  rlimit lim{};
+  size_t files = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY
+                     ? static_cast<size_t>(lim.rlim_cur)
+                     : 65536;
+  auto roster = std::make_shared<IdleRoster>(std::max<size_t>(16, files / 4));
   loop_ = std::make_shared<AcceptLoop<boost::asio::local::stream_protocol>>(
       acceptor_, "agent: API", AcceptLoop<boost::asio::local::stream_protocol>::Limits{},
-      [&agent](Socket socket, PeerLimit::Slot) {
+      [&agent, roster](Socket socket, PeerLimit::Slot) {
         ::fcntl(socket.native_handle(), F_SETFD, FD_CLOEXEC);
         auto handler = [&agent, caller = PeerUser(socket.native_handle())](
                            const HttpRequest& req, std::function<void(HttpResponse)> reply) {
@@ -84,8 +94,10 @@ void ApiServer::DoAccept() {
           api.caller = caller;
           HandleApiRequest(agent, api, std::move(reply));
         };
-        std::make_shared<HttpSession<Socket>>(std::move(socket), ApiLimits(), handler)->Start();
+        std::make_shared<HttpSession<Socket>>(std::move(socket), ApiLimits(), handler, roster)
+            ->Start();
       });
+  loop_->OnExhausted([roster] { return roster->EvictOldest(); });
   loop_->Start();
 }
 

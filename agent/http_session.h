@@ -12,9 +12,11 @@
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <functional>
+#include <list>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace kite::agent {
 
@@ -26,9 +28,43 @@ using HttpHandler =
     std::function<void(const HttpRequest& req, std::function<void(HttpResponse)> reply)>;
 
 struct HttpLimits {
-  std::chrono::seconds idle{300};  // silence allowed while reading or writing
-  size_t max_header = 8192;        // bytes of request line and headers
-  size_t max_body = 1 << 20;       // bytes of request body
+  std::chrono::seconds idle{300};   // a reply must go out within it, and a request arrive
+  std::chrono::seconds request{0};  // when set: a whole request must arrive within it instead
+  size_t max_header = 8192;         // bytes of request line and headers
+  size_t max_body = 1 << 20;        // bytes of request body
+};
+
+// The sessions waiting for a request (a new connection, or one kept alive between requests),
+// oldest first, at most `cap`: one more closes the oldest. So whoever opens connections and
+// sends nothing (or a header line now and then) holds at most `cap` of them, and a client that
+// sends its request at once is always served. Used on one thread.
+class IdleRoster {
+ public:
+  using Entry = std::list<std::function<void()>>::iterator;
+  explicit IdleRoster(size_t cap) : cap_(cap) {}
+  // `close` ends the session; it is called at most once, after the entry is gone.
+  Entry Add(std::function<void()> close) {
+    while (cap_ > 0 && waiting_.size() >= cap_) EvictOldest();
+    waiting_.push_back(std::move(close));
+    return std::prev(waiting_.end());
+  }
+  void Remove(Entry e) { waiting_.erase(e); }
+  // Closes the session that has waited longest; false when none waits.
+  bool EvictOldest() {
+    if (waiting_.empty()) return false;
+    auto close = std::move(waiting_.front());
+    waiting_.pop_front();
+    ++evicted_;
+    close();
+    return true;
+  }
+  size_t size() const { return waiting_.size(); }
+  size_t evicted() const { return evicted_; }
+
+ private:
+  size_t cap_;
+  std::list<std::function<void()>> waiting_;
+  size_t evicted_ = 0;
 };
 
 // The answer to a request that could not be read: 431 (headers too large), 413 (body too large)
@@ -38,11 +74,14 @@ HttpResponse MalformedRequestReply(boost::system::error_code ec);
 template <class Socket>
 class HttpSession : public std::enable_shared_from_this<HttpSession<Socket>> {
  public:
-  HttpSession(Socket socket, HttpLimits limits, HttpHandler handler)
+  // `roster` (may be null): where the session waits for each request (IdleRoster).
+  HttpSession(Socket socket, HttpLimits limits, HttpHandler handler,
+              std::shared_ptr<IdleRoster> roster = nullptr)
       : socket_(std::move(socket)),
         timer_(socket_.get_executor()),
         limits_(limits),
-        handler_(std::move(handler)) {}
+        handler_(std::move(handler)),
+        roster_(std::move(roster)) {}
 
   void Start() { DoRead(); }
 
@@ -51,14 +90,23 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Socket>> {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(limits_.max_header));
     parser_->body_limit(limits_.max_body);
-    Arm();
+    if (roster_) {
+      waiting_ = roster_->Add([weak = this->weak_from_this()] {
+        if (auto self = weak.lock()) {
+          self->waiting_.reset();
+          boost::system::error_code ignored;
+          self->socket_.close(ignored);
+        }
+      });
+    }
+    Arm(limits_.request.count() > 0 ? limits_.request : limits_.idle);
     boost::beast::http::async_read(
         socket_, buffer_, *parser_,
         [self = this->shared_from_this()](auto ec, size_t) { self->OnRead(ec); });
   }
 
-  void Arm() {
-    timer_.expires_after(limits_.idle);
+  void Arm(std::chrono::seconds within) {
+    timer_.expires_after(within);
     timer_.async_wait([self = this->shared_from_this()](auto ec) {
       if (!ec) self->socket_.close();
     });
@@ -67,6 +115,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Socket>> {
   void OnRead(boost::system::error_code ec) {
     namespace http = boost::beast::http;
     timer_.cancel();
+    if (waiting_) roster_->Remove(*std::exchange(waiting_, std::nullopt));
     if (ec == http::error::end_of_stream || ec == boost::asio::error::eof) return;
     if (ec == boost::asio::error::operation_aborted || !socket_.is_open()) return;
     if (ec) {
@@ -78,7 +127,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Socket>> {
     auto req = parser_->release();
     bool keep = req.keep_alive();
     handler_(req, [self = this->shared_from_this(), keep](HttpResponse res) {
-      res.keep_alive(keep);
+      // A handler may close the connection after its reply; it never keeps one the client ends.
+      res.keep_alive(keep && res.keep_alive());
       if (!res.has_content_length()) res.prepare_payload();
       self->Write(std::move(res));
     });
@@ -86,7 +136,7 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Socket>> {
 
   void Write(HttpResponse res) {
     res_ = std::make_shared<HttpResponse>(std::move(res));
-    Arm();
+    Arm(limits_.idle);
     boost::beast::http::async_write(socket_, *res_,
                                     [self = this->shared_from_this()](auto ec, size_t) {
                                       self->timer_.cancel();
@@ -106,6 +156,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession<Socket>> {
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   std::shared_ptr<HttpResponse> res_;
+  std::shared_ptr<IdleRoster> roster_;
+  std::optional<IdleRoster::Entry> waiting_;  // its place in the roster while it waits
 };
 
 }  // namespace kite::agent

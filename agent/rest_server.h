@@ -15,11 +15,13 @@
 namespace kite {
 template <typename Protocol>
 class AcceptLoop;
+class PeerLimit;
 }  // namespace kite
 
 namespace kite::agent {
 
 class Agent;
+class IdleRoster;
 class RestService;
 
 // Starts the endpoint the agent's options ask for: the token (LoadOrCreateRestToken), the listener,
@@ -43,6 +45,8 @@ class RestServer {
   std::unique_ptr<RestService> service_;
   boost::asio::ip::tcp::acceptor acceptor_;
   std::shared_ptr<AcceptLoop<boost::asio::ip::tcp>> loop_;
+  std::shared_ptr<IdleRoster> roster_;  // connections waiting for a request
+  std::shared_ptr<PeerLimit> peers_;    // authenticated connections per address
 };
 
 }  // namespace kite::agent

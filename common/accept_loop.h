@@ -11,6 +11,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <cerrno>
 #include <functional>
 #include <memory>
 #include <string>
@@ -50,6 +51,10 @@ class AcceptLoop : public std::enable_shared_from_this<AcceptLoop<Protocol>> {
         socket_executor_(std::move(socket_executor)) {}
 
   void Start() { DoAccept(); }
+  // Called when accepting fails for want of descriptors (EMFILE, ENFILE): true when it freed one
+  // (closed an idle connection), and the loop then accepts again at once instead of pausing. So
+  // a listener with such a reserve keeps serving new clients while idle ones hold the rest.
+  void OnExhausted(std::function<bool()> free_one) { free_one_ = std::move(free_one); }
   // Stops accepting (a pending pause is cancelled). Call on the acceptor's executor.
   void Stop() {
     stopped_ = true;
@@ -77,6 +82,9 @@ class AcceptLoop : public std::enable_shared_from_this<AcceptLoop<Protocol>> {
   void OnAccepted(boost::system::error_code ec, Socket socket) {
     if (stopped_ || ec == boost::asio::error::operation_aborted) return;
     if (ec) {
+      if ((ec == boost::asio::error::no_descriptors || ec.value() == ENFILE) && free_one_ &&
+          free_one_())
+        return DoAccept();
       auto pause = pacer_.Failed(ec);
       if (pause.count() == 0) return DoAccept();
       pause_.expires_after(pause);
@@ -137,6 +145,7 @@ class AcceptLoop : public std::enable_shared_from_this<AcceptLoop<Protocol>> {
   size_t total_;
   size_t open_ = 0;       // on the acceptor's executor
   bool waiting_ = false;  // on the acceptor's executor: an accept is due once one closes
+  std::function<bool()> free_one_;
   OnAccept on_accept_;
   SocketExecutor socket_executor_;
   std::atomic<bool> stopped_{false};

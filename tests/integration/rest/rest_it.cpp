@@ -16,6 +16,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "credentials/ca.h"
 #include "credentials/certificate.h"
@@ -462,6 +463,55 @@ TEST_F(Rest, MalformedRequestsAreRefusedAndTheAgentServesOn) {
   EXPECT_EQ(q.exit_code, 0) << q.err;
   EXPECT_NE(q.out.find("Total for query"), std::string::npos);
   ::close(idle);
+}
+
+// Issue 25, defect 10: slow connections from loopback without a token (all local users share
+// 127.0.0.1) no longer keep everyone out. Each trickles a header line now and then; the others'
+// requests are answered meanwhile, and each slow one is closed once its request is 10 s late.
+TEST_F(Rest, SlowConnectionsWithoutTheTokenKeepNobodyOut) {
+  auto dial = [&] {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port_));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    timeval tv{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      ::close(fd);
+      return -1;
+    }
+    std::string start = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
+    (void)!::send(fd, start.data(), start.size(), MSG_NOSIGNAL);
+    return fd;
+  };
+  std::vector<int> slow;
+  for (int i = 0; i < 200; ++i) {
+    int fd = dial();
+    if (fd >= 0) slow.push_back(fd);
+  }
+  ASSERT_GE(slow.size(), 100u);
+  auto started = std::chrono::steady_clock::now();
+  int answered = 0;
+  for (int round = 0; round < 6; ++round) {
+    for (int fd : slow) (void)!::send(fd, "X-a: b\r\n", 8, MSG_NOSIGNAL);
+    EXPECT_EQ(Get("/healthz", "").status, 200) << "round " << round;
+    auto jobs = Get("/api/v1/jobs");
+    EXPECT_EQ(jobs.status, 200) << "round " << round << ": " << jobs.raw.substr(0, 200);
+    answered += jobs.status == 200;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  EXPECT_EQ(answered, 6);
+  // None of the slow ones got more than 10 s (and a little) to finish its request.
+  std::this_thread::sleep_until(started + std::chrono::seconds(12));
+  size_t open = 0;
+  for (int fd : slow) {
+    char c;
+    ssize_t n = ::recv(fd, &c, 1, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) ++open;
+    ::close(fd);
+  }
+  EXPECT_EQ(open, 0u) << "slow connections still open after their request's 10 s";
 }
 
 TEST_F(Rest, StatusPageInHeadlessChromiumShowsJobsAndCredentials) {

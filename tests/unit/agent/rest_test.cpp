@@ -11,6 +11,7 @@
 #include "agent/agent.h"
 #include "agent/api.h"
 #include "agent/config.h"
+#include "agent/http_session.h"
 #include "agent/rest_server.h"
 #include "tests/fixtures/temp_dir.h"
 
@@ -221,6 +222,34 @@ TEST_F(RestServiceTest, GridManagerResourceReportsAreKeptAndShown) {
   }
   EXPECT_TRUE(agent_->grid_resources().at("gk:9").reachable);
   EXPECT_EQ(agent_->grid_resources().count("x:1"), 0u);
+}
+
+}  // namespace
+}  // namespace kite::agent
+
+namespace kite::agent {
+namespace {
+
+// The sessions waiting for a request: at most `cap`, the one waiting longest closed first, so
+// connections that send nothing never keep out a client that sends its request at once.
+TEST(IdleRoster, TheOldestWaitingSessionMakesRoom) {
+  IdleRoster roster(3);
+  std::vector<int> closed;
+  std::vector<IdleRoster::Entry> entries;
+  for (int i = 0; i < 3; ++i) entries.push_back(roster.Add([&closed, i] { closed.push_back(i); }));
+  EXPECT_EQ(roster.size(), 3u);
+  EXPECT_TRUE(closed.empty());
+  roster.Remove(entries[0]);  // session 0 got its request: it no longer waits
+  roster.Add([&closed] { closed.push_back(3); });
+  EXPECT_TRUE(closed.empty());
+  roster.Add([&closed] { closed.push_back(4); });  // full: session 1 waited longest
+  EXPECT_EQ(closed, std::vector<int>{1});
+  EXPECT_TRUE(roster.EvictOldest());
+  EXPECT_EQ(closed, (std::vector<int>{1, 2}));
+  EXPECT_EQ(roster.size(), 2u);
+  EXPECT_EQ(roster.evicted(), 2u);
+  IdleRoster empty(1);
+  EXPECT_FALSE(empty.EvictOldest());
 }
 
 }  // namespace
