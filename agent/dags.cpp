@@ -151,6 +151,7 @@ struct Dags::Run {
   // file, or with DAGMAN_SUBMIT_DEPTH_FIRST minus when it became ready (the latest first).
   std::set<std::tuple<int, int64_t, size_t>> ready;
   bool depth_first = false;
+  int depth = 0;  // 0 for a DAG submitted by the user, its parent's + 1 for a sub-DAG
   int64_t readied = 0;
   void MakeReady(size_t i) {
     int64_t order = depth_first ? -++readied : static_cast<int64_t>(i);
@@ -307,6 +308,9 @@ Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
   if (int other = FindByFile(file))
     return Fail(ErrorCode::kConflict, file + " is already running as DAG " + std::to_string(other) +
                                           " (kite rm " + std::to_string(other) + " stops it)");
+  if (args.depth > kMaxDagDepth)
+    return Fail(ErrorCode::kInvalidInput,
+                "sub-DAGs nest more than " + std::to_string(kMaxDagDepth) + " deep");
   DagSubmitted out;
   out.nodes = parsed->nodes.size();
   out.warnings = parsed->warnings;
@@ -411,7 +415,8 @@ Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
                 {"DAGMaxPre", std::to_string(limits.max_pre)},
                 {"DAGMaxPost", std::to_string(limits.max_post)},
                 {"DAGAlwaysRunPost", limits.always_run_post.value_or(false) ? "true" : "false"},
-                {"DAGSubmitDepthFirst", depth_first ? "true" : "false"}};
+                {"DAGSubmitDepthFirst", depth_first ? "true" : "false"},
+                {"DAGDepth", std::to_string(args.depth)}};
   if (files.size() > 1) {
     std::string list;
     for (const auto& f : files) list += (list.empty() ? "" : ", ") + Quoted(f);
@@ -446,8 +451,16 @@ std::vector<int> Dags::Running() const {
 }
 
 int Dags::FindByFile(const std::string& file) const {
+  // The same file under another spelling (./../dag/x.dag, a link) is the same DAG: told by
+  // device and inode, not by name.
+  struct stat want {};
+  bool known = ::stat(file.c_str(), &want) == 0;
   for (const auto& [id, run] : runs_) {
     if (run->file == file) return id;
+    struct stat st {};
+    if (known && ::stat(run->file.c_str(), &st) == 0 && st.st_dev == want.st_dev &&
+        st.st_ino == want.st_ino)
+      return id;
   }
   return 0;
 }
@@ -494,6 +507,7 @@ void Dags::Load(Job& dag_job, bool recovering) {
   run->limits.max_post = static_cast<int>(dag_job.ad.EvaluateInt("DAGMaxPost").value_or(0));
   run->always_run_post = dag_job.ad.EvaluateBool("DAGAlwaysRunPost").value_or(false);
   run->depth_first = dag_job.ad.EvaluateBool("DAGSubmitDepthFirst").value_or(false);
+  run->depth = static_cast<int>(dag_job.ad.EvaluateInt("DAGDepth").value_or(0));
   run->out = std::fopen((*file + ".dagman.out").c_str(), "a");
   if (!run->dag.jobstate_log.empty()) {
     std::string path = kite::JoinPath(run->dir, run->dag.jobstate_log);
@@ -729,6 +743,7 @@ void Dags::SubmitNode(Run& run, size_t i, int reserved) {
     // A sub-DAG is a DAG of its own (its rescue DAG used on a retry), and its job is the node's.
     DagSubmitArgs sub;
     sub.files = {kite::JoinPath(kite::JoinPath(run.dir, node.dir), node.submit)};
+    sub.depth = run.depth + 1;
     sub.attrs = {{"JobBatchName", Quoted(BatchName(run))},
                  {"DAGManJobId", std::to_string(run.id)},
                  {"DAGNodeName", Quoted(node.name)},

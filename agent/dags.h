@@ -50,7 +50,12 @@ struct DagSubmitArgs {
   std::string insert_sub_file;
   // More attributes of the DAG's job: a sub-DAG's DAGManJobId, DAGNodeName... (its parent's).
   std::vector<SubmitAttr> attrs;
+  // How deep this DAG is among sub-DAGs (0: the user's); one deeper than kMaxDagDepth is refused.
+  int depth = 0;
 };
+
+// Sub-DAGs may nest this deep (each level is a DAG of its own, running at once).
+inline constexpr int kMaxDagDepth = 32;
 
 struct DagSubmitted {
   int cluster = 0;

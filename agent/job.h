@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,8 @@ struct Job {
 };
 
 std::string JobIdString(JobKey k);  // "12.3"
+// "12.3" -> {12, 3}; nullopt for anything that is not two whole numbers within kMaxJobId.
+std::optional<JobKey> ParseJobIdString(std::string_view id);
 
 // A job selector from the CLI, the API or the REST endpoint: "C" (a cluster) or "C.P" (one job).
 // Parsing refuses ids out of range (above kMaxJobId, negative, cluster 0) rather than wrapping.

@@ -13,6 +13,7 @@
 #include "agent/userlog.h"
 #include "classad/io.h"
 #include "classad/parser.h"
+#include "common/strings.h"
 
 namespace kite::agent {
 namespace {
@@ -89,6 +90,14 @@ const char* StatusName(int s) {
 
 std::string JobIdString(JobKey k) {
   return std::to_string(k.cluster) + "." + std::to_string(k.proc);
+}
+
+std::optional<JobKey> ParseJobIdString(std::string_view id) {
+  auto dot = id.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  auto c = ParseCount(id.substr(0, dot)), p = ParseCount(id.substr(dot + 1));
+  if (!c || !p || *c > kMaxJobId || *p > kMaxJobId) return std::nullopt;
+  return JobKey{static_cast<int>(*c), static_cast<int>(*p)};
 }
 
 Result<JobSelector> ParseJobSelector(std::string_view text) {
@@ -302,6 +311,11 @@ Result<int> JobQueue::Submit(const SubmitRequest& req, bool durable) {
   for (auto& a : req.common) {
     auto e = ParseSubmitAttr(a);
     if (!e) return Fail(e.error());
+    // The cluster's id is the one handed out, whatever a request says.
+    if (EqualsIgnoreCase(a.name, "ClusterId") &&
+        classad::Unparse(**e) != std::to_string(req.cluster))
+      return Fail(ErrorCode::kInvalidInput, "ClusterId " + a.expr + " is not the cluster's id " +
+                                                std::to_string(req.cluster));
     if (IsJobLevel(a.name)) {
       job_level.emplace_back(a.name, *e);
     } else {
@@ -315,6 +329,10 @@ Result<int> JobQueue::Submit(const SubmitRequest& req, bool durable) {
     for (auto& a : req.procs[i]) {
       auto e = ParseSubmitAttr(a);
       if (!e) return Fail(e.error());
+      // A job's ClusterId is its cluster's: one of its own would say it belongs to another.
+      if (EqualsIgnoreCase(a.name, "ClusterId"))
+        return Fail(ErrorCode::kInvalidInput,
+                    "job " + std::to_string(i) + ": ClusterId is the cluster's, not a job's own");
       procs[i].Insert(a.name, *e);
     }
     if (!procs[i].LookupOwn("ProcId")) procs[i].Assign("ProcId", static_cast<int64_t>(i));

@@ -65,6 +65,8 @@ class JobQueue {
   // A cluster id from NewCluster that will not be used (the submit file did not parse): the next
   // NewCluster hands it out again when no other was handed out since. Ids ever used never return.
   Status ReturnCluster(int id);
+  // Whether `id` was handed out by NewCluster and has not been submitted (nor returned) yet.
+  bool IsReserved(int id) const { return reserved_.contains(id); }
   // Adds a whole cluster, or nothing: a malformed expression or a cluster id that was never handed
   // out fails without changing anything. Durable when it returns (it flushes), unless `durable`
   // is false: then the cluster is written by the next Flush, in the same transaction as what

@@ -43,13 +43,26 @@ Result<classad::ClassAd> ParseSiteAd(std::string_view text) {
     }
   }
   if (!ad->EvaluateString("BatchSystem")) return bad("BatchSystem is not a string");
-  for (std::string_view name :
-       {"TotalCpus", "FreeCpus", "Memory", "MaxWallTime", "RunningJobs", "PendingJobs"}) {
+  // Bounds far above any real site, far below where the broker's sums could overflow: a site
+  // that says more is refused with the reason, not taken at its word.
+  constexpr int64_t kMaxCount = int64_t{1} << 30;   // CPUs, jobs
+  constexpr int64_t kMaxMemory = int64_t{1} << 40;  // MiB
+  constexpr int64_t kMaxWallTime = 2147483647;      // seconds; this value: no limit
+  for (auto [name, max] : {std::pair<std::string_view, int64_t>{"TotalCpus", kMaxCount},
+                           {"FreeCpus", kMaxCount},
+                           {"Memory", kMaxMemory},
+                           {"MaxWallTime", kMaxWallTime},
+                           {"RunningJobs", kMaxCount},
+                           {"PendingJobs", kMaxCount}}) {
     const classad::Expr* e = ad->LookupOwn(name);
     auto v = ad->EvaluateInt(name);
     auto r = ad->EvaluateReal(name);
     if (e == nullptr || !v || !r || *r != std::floor(*r) || *v < 0) {
       return bad(std::string(name) + " is not an integer of 0 or more");
+    }
+    if (*v > max) {
+      return bad(std::string(name) + " = " + std::to_string(*v) + " is more than " +
+                 std::to_string(max) + ", more than any site has");
     }
   }
   if (*ad->EvaluateInt("FreeCpus") > *ad->EvaluateInt("TotalCpus")) {
@@ -57,8 +70,8 @@ Result<classad::ClassAd> ParseSiteAd(std::string_view text) {
   }
   if (ad->LookupOwn("BatchEstimatedStart") != nullptr) {
     auto v = ad->EvaluateReal("BatchEstimatedStart");
-    if (!v || !(*v >= 0) || !std::isfinite(*v)) {
-      return bad("BatchEstimatedStart is not a number of 0 or more");
+    if (!v || !(*v >= 0) || !std::isfinite(*v) || *v > 1e9) {
+      return bad("BatchEstimatedStart is not a number of seconds from 0 to 1e9");
     }
   }
   return std::move(*ad);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <boost/json.hpp>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <regex>
@@ -441,6 +442,29 @@ TEST(Dag, MaxjobsAndACategorysMaxjobsHoldNodeJobsBack) {
 
 // kill -9 of the agent at random moments while a DAG of short local nodes runs: after the last
 // restart the DAG completes and every node ran exactly once.
+// Issue 25, defect 9: a DAG that names itself as a sub-DAG through another spelling of its path
+// (./../dag/alias.dag) is the same file: its node fails at once, saying so, and nothing recurses.
+TEST(Dag, ADagThatIsItsOwnSubDagUnderAnotherNameFailsAtOnce) {
+  KiteEnv env("dag-alias");
+  env.StartAgent();
+  std::filesystem::create_directories(env.dir() + "/dag");
+  WriteFile(env.dir() + "/dag/alias.dag", "SUBDAG EXTERNAL S ./../dag/alias.dag\n");
+  auto r = env.Kite({"dag", "submit", "dag/alias.dag"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int dag = DagCluster(r);
+  ASSERT_GT(dag, 0) << r.out;
+  EXPECT_EQ(WaitForDag(env, dag, 60), "1");
+  auto out = ReadFileOr(env.dir() + "/dag/alias.dag.dagman.out");
+  EXPECT_NE(out.find("is already running as DAG " + std::to_string(dag)), std::string::npos) << out;
+  // One DAG's job and no sub-DAG ever queued; one rescue DAG.
+  auto h = env.Kite({"history", "-af", "ClusterId"});
+  EXPECT_EQ(Lines(h.out).size(), 1u) << h.out;
+  size_t rescues = 0;
+  for (auto& e : std::filesystem::directory_iterator(env.dir() + "/dag"))
+    rescues += e.path().filename().string().find(".rescue") != std::string::npos;
+  EXPECT_EQ(rescues, 1u);
+}
+
 TEST(Dag, KillNineOfTheAgentWhileADagRunsRunsEveryNodeExactlyOnce) {
   KiteEnv env("dag-kill");
   env.StartAgent();

@@ -229,6 +229,36 @@ TEST(Hardening, IdleConnectionsPastTheFileLimitDoNotSpinTheAgent) {
   EXPECT_EQ(q.exit_code, 0) << q.err;
 }
 
+// Issue 25, defect 17: 1,100 idle connections to agent.sock past a lowered descriptor limit no
+// longer keep the owner's CLI out while they stay: the connections that only wait make room.
+TEST(Hardening, TheOwnersCliIsServedWhileIdleConnectionsHoldTheFileLimit) {
+  KiteEnv env("harden-fds-cli");
+  std::vector<std::string> argv = {"prlimit", "--nofile=256:256", BinDir() + "/kite", "agent",
+                                   "start"};
+  auto r = RunCommand(argv, env.Env(), env.dir());
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto flood = ConnectionFlood::Unix(Sock(env), 1100);
+  EXPECT_GT(flood.opened(), 256);
+  for (int i = 0; i < 3; ++i) {
+    auto q = RunCommand({"timeout", "20", BinDir() + "/kite", "q"}, env.Env(), env.dir());
+    EXPECT_EQ(q.exit_code, 0) << "kite q with the flood holding its connections: " << q.out
+                              << q.err;
+  }
+  int c = env.Submit("executable = /bin/true\nhold = true\nqueue\n");
+  EXPECT_GT(c, 0);
+}
+
+// Issue 25, defect 18: a job's ClusterId is its cluster's; a raw submit naming another is
+// refused and nothing is queued.
+TEST(Hardening, ARawSubmitCannotGiveAJobAnotherClusterId) {
+  KiteEnv env("harden-clusterid");
+  env.StartAgent();
+  auto reply = RawSubmit(env, json::array{json::array{"Cmd", "\"/bin/true\""}},
+                         json::array{json::array{json::array{"ClusterId", "1"}}});
+  EXPECT_NE(reply.find("ClusterId is the cluster's"), std::string::npos) << reply;
+  EXPECT_EQ(Queued(env), 0u);
+}
+
 TEST(Hardening, ACostlyConstraintNeitherFreezesTheAgentNorRunsLong) {
   KiteEnv env("harden-regex");
   env.StartAgent();

@@ -205,8 +205,9 @@ TEST_F(Broker, RefusingAndUnreachableSitesAreSkippedUntilTheyServe) {
   EXPECT_GT(second["refusing"] + second["gone"], 0) << ReadFileOr(runs);
 }
 
-// A site whose info ad is malformed (its administrator's attributes do not parse), or claims an
-// attribute only the agent sets, is unusable with the reason said; the other sites serve.
+// A site whose info ad is malformed (its administrator's attributes do not parse), claims an
+// attribute only the agent sets, or numbers no site has, is unusable with the reason said; the
+// other sites serve.
 TEST_F(Broker, AMalformedSiteAdMakesTheSiteUnusableAndNothingElse) {
   std::string good = Site("good", {"--slots", "4"});
   env_.Write("bad.attrs", "Requirements = (((\n");
@@ -217,7 +218,12 @@ TEST_F(Broker, AMalformedSiteAdMakesTheSiteUnusableAndNothingElse) {
   env_.Write("picky.attrs", "Requirements = TARGET.Owner == \"nobody-at-all\"\n");
   std::string picky =
       Site("picky", {"--slots", "8", "--site-attributes", env_.dir() + "/picky.attrs"});
-  Start({bad, liar, picky, good}, "");
+  // Issue 25, defect 14: numbers no site has (the probe's fake gatekeeper said 2^63 - 1 CPUs,
+  // all free): refused with the reason, not a site that is "usable" but never gets a job.
+  env_.Write("huge.attrs", "TotalCpus = 9223372036854775807\nFreeCpus = 9223372036854775807\n");
+  std::string huge =
+      Site("huge", {"--slots", "8", "--site-attributes", env_.dir() + "/huge.attrs"});
+  Start({bad, liar, picky, huge, good}, "");
   int c = SubmitJobs(12, "0.1");
   WaitDone(c, 120);
   auto by_site = RunsBySite(12);
@@ -227,6 +233,8 @@ TEST_F(Broker, AMalformedSiteAdMakesTheSiteUnusableAndNothingElse) {
   EXPECT_NE(status[bad].find("site ad:"), std::string::npos) << status[bad];
   EXPECT_NE(status[liar].find("only the agent sets"), std::string::npos) << status[liar];
   EXPECT_NE(status[picky].find(" usable"), std::string::npos) << status[picky];
+  EXPECT_NE(status[huge].find("unusable"), std::string::npos) << status[huge];
+  EXPECT_NE(status[huge].find("is more than"), std::string::npos) << status[huge];
   std::string log = ReadFileOr(env_.home() + "/agent.log");
   EXPECT_NE(log.find("broker: " + bad + ": site ad:"), std::string::npos) << log;
 }

@@ -118,6 +118,27 @@ TEST_F(Hardening, OnlyIdleOrHeldJobsOfAKnownUniverseMayBeSubmitted) {
   }
 }
 
+// A job's ClusterId is its cluster's: a proc that names another one (a raw /v1/submit) would
+// say it belongs to a cluster it does not.
+TEST_F(Hardening, AJobsClusterIdIsTheClustersOnly) {
+  auto req = Request(2);
+  req.procs[1].push_back({"ClusterId", "999"});
+  auto r = queue->Submit(req);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message().find("ClusterId is the cluster's"), std::string::npos)
+      << r.error().message();
+  EXPECT_TRUE(queue->jobs().empty());
+  auto common = Request(1);
+  common.common.push_back({"ClusterId", "999"});
+  auto c = queue->Submit(common);
+  ASSERT_FALSE(c);
+  EXPECT_NE(c.error().message().find("is not the cluster's id"), std::string::npos);
+  // The cluster's own id, as condor_submit writes it, is fine.
+  auto own = Request(1);
+  own.common.push_back({"ClusterId", std::to_string(own.cluster)});
+  EXPECT_TRUE(queue->Submit(own));
+}
+
 TEST_F(Hardening, ADagsJobIsRefusedUnlessTheAgentSubmitsItAsOne) {
   auto req = Request(1);
   req.common.push_back({"JobUniverse", "7"});  // a raw API submit

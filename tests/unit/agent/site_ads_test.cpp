@@ -67,6 +67,19 @@ TEST(SiteAd, MalformedOrLyingAdsAreRefusedWithTheReason) {
       {std::string(kGood).replace(std::string(kGood).size() - 1, 1, "; BatchEstimatedStart = -5 ]"),
        "BatchEstimatedStart"},
       {"[ BatchSystem = \"" + std::string(kMaxSiteAdBytes, 'x') + "\" ]", "longer than"},
+      // Numbers no site has (2^63 - 1 CPUs, free): refused with the reason, not taken as room.
+      {"[ BatchSystem = \"x\"; TotalCpus = 9223372036854775807; FreeCpus = 9223372036854775807; "
+       "Memory = 1; MaxWallTime = 1; RunningJobs = 0; PendingJobs = 0 ]",
+       "TotalCpus = 9223372036854775807 is more than"},
+      {"[ BatchSystem = \"x\"; TotalCpus = 1; FreeCpus = 1; Memory = 1; "
+       "MaxWallTime = 9223372036854775807; RunningJobs = 0; PendingJobs = 0 ]",
+       "MaxWallTime"},
+      {"[ BatchSystem = \"x\"; TotalCpus = 1; FreeCpus = 1; Memory = 1; MaxWallTime = 1; "
+       "RunningJobs = 0; PendingJobs = 4611686018427387904 ]",
+       "PendingJobs"},
+      {std::string(kGood).replace(std::string(kGood).size() - 1, 1,
+                                  "; BatchEstimatedStart = 1e300 ]"),
+       "BatchEstimatedStart"},
   };
   for (const auto& c : cases) {
     auto ad = ParseSiteAd(c.text);
