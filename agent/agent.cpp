@@ -95,8 +95,11 @@ Status Agent::Start() {
                                        grid_->OnStatus(j, false);  // the gridmanager hears of it
                                        CommitSoon();
                                      }});
-  pool_ =
-      std::make_unique<Pool>(io_, *queue_, options_, Pool::Hooks{[this] { CommitSoon(); }, retire});
+  auto authority = PoolAuthority::Open(options_.home + "/pool", WallNow);
+  if (!authority) return Fail(authority.error().Wrap("the pool's credentials"));
+  pool_authority_ = std::move(*authority);
+  pool_ = std::make_unique<Pool>(io_, *queue_, options_, *pool_authority_,
+                                 Pool::Hooks{[this] { CommitSoon(); }, retire});
   supervisor_ = std::make_unique<GridManagerSupervisor>(io_, options_, [this] {
     auto proxies = grid_->ProxiesNeedingManager();
     // A proxy the credential monitor found unusable holds its jobs; no gridmanager would start.
@@ -106,7 +109,7 @@ Status Agent::Start() {
     return proxies;
   });
   flood_ = std::make_unique<Flood>(
-      io_, *queue_, *pool_, *broker_, options_.home + "/flood.json",
+      io_, *queue_, *pool_, *broker_, *pool_authority_, options_.home + "/flood.json",
       Flood::Hooks{[this] { CommitSoon(); },
                    [this](const std::vector<Job*>& jobs, const std::string& reason) {
                      std::vector<std::string> errors;
@@ -150,8 +153,9 @@ Status Agent::Start() {
   if (auto st = pool_->Listen(options_.pool_socket_path()); !st) return st;
   pool_tls_ = std::make_unique<PoolTlsListener>(io_, options_, *pool_);
   pool_tls_->Start();
-  local_startd_ = std::make_unique<LocalStartd>(
-      io_, options_, [this](const std::string& name) { pool_->StartdDied(name); });
+  local_startd_ =
+      std::make_unique<LocalStartd>(io_, options_, *pool_authority_,
+                                    [this](const std::string& name) { pool_->StartdDied(name); });
   local_startd_->Start();
   ArmTimer(periodic_timer_, options_.periodic_interval, &Agent::PeriodicPolicy);
   local_->Schedule();
@@ -164,6 +168,10 @@ Status Agent::Start() {
   return {};
 }
 
+void Agent::RecheckPool() {
+  pool_->RecheckAdmissions();
+}
+
 // Every status change of every job passes here (the queue's hook), to the parts that follow it.
 void Agent::OnStatusChange(Job& j, bool leaving) {
   if (notifier_) notifier_->OnStatusChange(j, leaving);
@@ -174,6 +182,7 @@ void Agent::OnStatusChange(Job& j, bool leaving) {
   if (j.universe == kUniverseGrid) {
     broker_->OnStatus(j, leaving);  // brokered jobs and flood glide-ins
     grid_->OnStatus(j, leaving);
+    if (j.ad.EvaluateBool("KiteGlidein").value_or(false)) pool_->OnGlideinStatus(j, leaving);
   } else if (j.universe == kUniverseLocal) {
     local_->OnStatus(j, leaving);
   } else if (j.universe == kUniverseVanilla) {
@@ -356,7 +365,9 @@ std::string Agent::Analyze(const std::vector<JobKey>& keys) const {
   f.gridmanager = [this, now](const std::string& proxy) {
     return supervisor_->Describe(proxy, now);
   };
-  for (const auto& slot : pool_->Slots()) f.slots.push_back({slot.ad, slot.job.has_value()});
+  for (const auto& slot : pool_->Slots())
+    f.slots.push_back({slot.ad, slot.job.has_value(), slot.local});
+  f.local_restore_site_checkpoints = options_.pool.local_restore_site_checkpoints;
   auto before = local_->IdleBefore(std::set<JobKey>(keys.begin(), keys.end()));
   std::string out;
   for (JobKey k : keys) {

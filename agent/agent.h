@@ -45,6 +45,7 @@ class Notifier;
 class LocalJobs;
 class GridManagerSupervisor;
 class Pool;
+class PoolAuthority;
 class PoolTlsListener;
 class LocalStartd;
 class Dags;
@@ -112,6 +113,9 @@ class Agent {
   Flood& flood() { return *flood_; }
   // The personal pool: its slots (kite status) and the negotiator's queue.
   const Pool& pool() const { return *pool_; }
+  PoolAuthority& pool_authority() { return *pool_authority_; }
+  // A pool credential was revoked: every startd is checked again now (Pool::RecheckAdmissions).
+  void RecheckPool();
   // The DAG runner (agent/dags.h): kite dag submit / status.
   Dags& dags() { return *dags_; }
   // kite q -analyze for these jobs (agent/analyze.h).
@@ -144,8 +148,9 @@ class Agent {
   std::unique_ptr<Broker> broker_;
   std::unique_ptr<Flood> flood_;
   std::unique_ptr<GridManagerSupervisor> supervisor_;
-  std::unique_ptr<Pool> pool_;                 // the personal pool (agent/pool.h)
-  std::unique_ptr<PoolTlsListener> pool_tls_;  // glide-ins dial in here (agent/pool_tls.h)
+  std::unique_ptr<PoolAuthority> pool_authority_;  // who may join the pool (pool_authority.h)
+  std::unique_ptr<Pool> pool_;                     // the personal pool (agent/pool.h)
+  std::unique_ptr<PoolTlsListener> pool_tls_;      // glide-ins dial in here (agent/pool_tls.h)
   std::unique_ptr<LocalStartd> local_startd_;
   std::unique_ptr<Dags> dags_;
   std::unique_ptr<Waiters> waiters_;

@@ -72,9 +72,14 @@ std::string Vanilla(const Job& job, const AnalyzeFacts& f) {
     return "  The pool has no slot: start the agent with [pool] local_slots above 0, or submit "
            "glide-ins (kite glidein submit).\n";
   size_t free = 0, matching = 0, matching_free = 0, start_ok = 0;
+  // An image a site wrote is the program's whole memory: it goes to glide-ins' slots only.
+  bool site_image = !f.local_restore_site_checkpoints &&
+                    job.ad.EvaluateBool("TransparentCheckpoint").value_or(false) &&
+                    job.ad.EvaluateInt("NumCheckpoints").value_or(0) > 0 &&
+                    job.ad.EvaluateBool("CheckpointFromSite").value_or(false);
   for (const auto& s : f.slots) {
     free += !s.busy;
-    bool both = SlotMatches(job.ad, *s.ad);
+    bool both = SlotMatches(job.ad, *s.ad) && !(site_image && s.local);
     matching += both;
     matching_free += both && !s.busy;
     start_ok += classad::RequirementsMet(*s.ad, job.ad);
@@ -92,6 +97,12 @@ std::string Vanilla(const Job& job, const AnalyzeFacts& f) {
     }
   }
   out += "  Slots whose START accepts it: " + std::to_string(start_ok) + " of " + n + ".\n";
+  if (site_image) {
+    out += "  Its latest checkpoint is an image made at " +
+           job.ad.EvaluateString("CheckpointStartd").value_or("a site") +
+           "; it is not restored on this desktop's own slots ([pool] "
+           "local_restore_site_checkpoints = false), so only glide-ins' slots count.\n";
+  }
   out += "  Slots that match both ways: " + std::to_string(matching) + " (" +
          std::to_string(matching_free) + " free).\n";
   if (matching == 0)

@@ -31,8 +31,11 @@ struct AnalyzeFacts {
   struct Slot {
     const classad::ClassAd* ad = nullptr;
     bool busy = false;
+    bool local = false;  // the desktop's own startd's
   };
   std::vector<Slot> slots;
+  // [pool] local_restore_site_checkpoints: a site's transparent image may go to a local slot.
+  bool local_restore_site_checkpoints = false;
 };
 
 // condor_q -analyze's answer for one job: a first line naming the job and its status, then

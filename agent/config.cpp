@@ -327,7 +327,8 @@ Result<AgentOptions> ParseAgentOptions(const std::string& home, std::string_view
         {"listen", String(&o.pool.listen)},
         {"allow_remote", Bool(&o.pool.allow_remote)},
         {"proxy", Checked(&o.pool.proxy, AnyText)},
-        {"allow_identities", DistinguishedNames(&o.pool.allow_identities)}}},
+        {"allow_identities", DistinguishedNames(&o.pool.allow_identities)},
+        {"local_restore_site_checkpoints", Bool(&o.pool.local_restore_site_checkpoints)}}},
       {"mail",
        {{"smtp_url", Checked(&o.mail.smtp_url,
                              [](const std::string& v) -> Status {

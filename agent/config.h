@@ -50,6 +50,10 @@ struct PoolSettings {
   std::string proxy;
   // Identities (Globus-form DNs) accepted besides the proxy's own, normalised when read.
   std::vector<std::string> allow_identities;
+  // Whether a transparent checkpoint's image made at a glide-in (a site) may be restored on this
+  // desktop's own slots. An image is the program's whole memory: whoever runs the site could
+  // have written it. Off: such a job runs on glide-ins only while that checkpoint is its latest.
+  bool local_restore_site_checkpoints = false;
 };
 
 struct AgentOptions {

@@ -31,11 +31,12 @@ bool Hosts(const classad::ClassAd& site, const glidein::GlideinRequest& r) {
 }  // namespace
 
 Flood::Flood(boost::asio::io_context& io, JobQueue& queue, const Pool& pool, Broker& broker,
-             std::string state_path, Hooks hooks)
+             PoolAuthority& authority, std::string state_path, Hooks hooks)
     : io_(io),
       queue_(queue),
       pool_(pool),
       broker_(broker),
+      authority_(authority),
       state_path_(std::move(state_path)),
       hooks_(std::move(hooks)),
       timer_(io) {}
@@ -120,9 +121,12 @@ Result<int> Flood::SubmitTo(const std::string& resource, int count) {
   auto cluster = queue_.NewCluster();
   if (!cluster) return Fail(cluster.error());
   auto text = glidein::GlideinSubmitText(r, request_->setting, *cluster);
-  if (!text) {
+  Status issued = text ? IssueGlideinCredentials(authority_, *cluster, count, r.cpus, r.lifetime,
+                                                 request_->setting.output_dir)
+                       : Status(Fail(text.error()));
+  if (!issued) {
     (void)queue_.ReturnCluster(*cluster);
-    return Fail(text.error());
+    return Fail(issued.error());
   }
   *text = "+KiteFlood = true\n" + *text;
   submit::SubmitOptions options;

@@ -29,8 +29,9 @@ class Flood {
     // Remove these pending glide-ins (cancelled at their sites) for `reason`.
     std::function<void(const std::vector<Job*>&, const std::string& reason)> remove;
   };
+  // `authority` issues each glide-in it submits its pool credential.
   Flood(boost::asio::io_context& io, JobQueue& queue, const Pool& pool, Broker& broker,
-        std::string state_path, Hooks hooks);
+        PoolAuthority& authority, std::string state_path, Hooks hooks);
 
   // Reads the request kept in `state_path` and goes on with it (nothing when there is none).
   void Start();
@@ -58,6 +59,7 @@ class Flood {
   JobQueue& queue_;
   const Pool& pool_;
   Broker& broker_;
+  PoolAuthority& authority_;
   std::string state_path_;
   Hooks hooks_;
   boost::asio::steady_timer timer_;

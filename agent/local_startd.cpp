@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <thread>
 
 #include "common/clock.h"
@@ -20,10 +22,15 @@
 namespace kite::agent {
 namespace {
 
+// This host's name as a startd name (pool::CheckStartdName): other characters become '_'.
 std::string HostName() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == 0) return "localhost";
-  return buf;
+  std::string name(buf, std::min<size_t>(std::strlen(buf), 128));
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_' && c != '-') c = '_';
+  if (name[0] == '.' || name[0] == '-') name[0] = '_';
+  return name;
 }
 
 // Whether a startd holds the lock of work directory `work` (one that outlived an agent killed
@@ -39,8 +46,13 @@ bool StartdRunsIn(const std::string& work) {
 }  // namespace
 
 LocalStartd::LocalStartd(boost::asio::io_context& io, const AgentOptions& options,
-                         std::function<void(const std::string&)> died)
-    : io_(io), options_(options), died_(std::move(died)), name_(HostName()), timer_(io) {}
+                         PoolAuthority& authority, std::function<void(const std::string&)> died)
+    : io_(io),
+      options_(options),
+      authority_(authority),
+      died_(std::move(died)),
+      name_(HostName()),
+      timer_(io) {}
 
 int LocalSlotCount(const PoolSettings& pool) {
   if (pool.local_slots >= 0) return pool.local_slots;
@@ -49,6 +61,18 @@ int LocalSlotCount(const PoolSettings& pool) {
 
 void LocalStartd::Start() {
   if (LocalSlotCount(options_.pool) == 0) return;
+  // A fresh credential for each agent: good on the local door only, for this many slots.
+  auto issued = authority_.IssueToFile(
+      pool::CredentialClaims{.kind = pool::CredentialKind::kLocal,
+                             .name = name_,
+                             .slots = LocalSlotCount(options_.pool),
+                             .expires = static_cast<int64_t>(authority_.Now() + 365 * 86400.0)},
+      authority_.local_credential_path());
+  if (!issued) {
+    spdlog::error("agent: no local slots: cannot write the local startd's credential: {}",
+                  issued.error().ToString());
+    return;
+  }
   Spawn();
 }
 
@@ -90,6 +114,7 @@ void LocalStartd::Spawn() {
   startd.start = options_.pool.local_start;
   startd.policy = options_.pool.local_policy;
   startd.log_file = options_.home + "/startd.log";
+  startd.credential = authority_.local_credential_path();
   // When the agent is gone for a minute (killed and not restarted) it leaves too, rather than
   // dial a socket no one serves for ever; a restarted agent within the minute finds it.
   startd.agent_gone_timeout = 60;

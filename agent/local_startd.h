@@ -11,6 +11,7 @@
 #include <string>
 
 #include "agent/config.h"
+#include "agent/pool_authority.h"
 
 namespace kite::agent {
 
@@ -20,7 +21,9 @@ int LocalSlotCount(const PoolSettings& pool);
 class LocalStartd {
  public:
   // `died` is told the startd's name when it ends, so that its runs are settled at once.
-  LocalStartd(boost::asio::io_context& io, const AgentOptions& options,
+  // `authority` issues its pool credential (a startd from before reads the new one when it
+  // dials this agent).
+  LocalStartd(boost::asio::io_context& io, const AgentOptions& options, PoolAuthority& authority,
               std::function<void(const std::string&)> died);
   // Starts it (when local_slots is not 0).
   void Start();
@@ -36,6 +39,7 @@ class LocalStartd {
 
   boost::asio::io_context& io_;
   const AgentOptions& options_;
+  PoolAuthority& authority_;
   std::function<void(const std::string&)> died_;
   std::string name_;
   pid_t pid_ = 0;

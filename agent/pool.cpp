@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <deque>
 #include <filesystem>
 
+#include "agent/checkpoint_store.h"
 #include "agent/policy.h"
 #include "agent/userlog.h"
 #include "classad/expr.h"
@@ -26,6 +28,16 @@
 #include "rsc/shadow_io.h"
 
 namespace kite::agent {
+
+// One input file of a run.
+struct PoolInputFile {
+  std::string local;   // path on this machine
+  std::string remote;  // path in the sandbox
+  uint32_t mode = 0644;
+  uint64_t size = 0, sent = 0;
+  bool checkpoint = false;  // a file of the job's stored checkpoint (read without following links)
+};
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -34,11 +46,16 @@ using pool::MsgType;
 
 // What a startd may have queued towards it before more input is read from disk.
 constexpr size_t kOutboxHigh = 4 * pool::kChunk;
+// Seconds a new connection has to say its hello.
+constexpr double kHelloTimeout = 30;
 // How long a slot that refused a job is not offered another.
 constexpr double kRefusedCoolOff = 5;
 constexpr double kNegotiationSlice = 0.01;  // seconds of matchmaking before the agent's other work
 // HTCondor's default JobLeaseDuration.
 constexpr double kDefaultLease = 2400;
+// Runs lost one after another before their program started: the job is held at this many.
+constexpr int64_t kMaxStartFailures = 5;
+constexpr const char* kStartFailures = "NumStartFailures";
 // The names under which the startd sends the program's standard output and error.
 constexpr std::string_view kStdoutName = "_kite_stdout";
 constexpr std::string_view kStderrName = "_kite_stderr";
@@ -83,21 +100,21 @@ std::string Remapped(const Job& j, const std::string& name) {
   return name;
 }
 
-// One input file of a run.
-struct InputFile {
-  std::string local;   // path on this machine
-  std::string remote;  // path in the sandbox
-  uint32_t mode = 0644;
-  uint64_t size = 0, sent = 0;
-};
+using InputFile = PoolInputFile;
+// The job's input files (defined with the shadow's sending, below).
+Result<std::vector<InputFile>> InputsOf(const Job& j, classad::ClassAd* ad);
 
 }  // namespace
 
 struct Pool::Startd {
-  Startd(std::unique_ptr<pool::ByteStream> s, std::string p)
-      : stream(std::move(s)), peer(std::move(p)) {}
+  Startd(std::unique_ptr<pool::ByteStream> s, PoolPeer p, boost::asio::io_context& io)
+      : stream(std::move(s)), peer(std::move(p)), hello_timer(io) {}
   std::unique_ptr<pool::ByteStream> stream;
-  std::string peer;  // who is at the other end: "this user", or the TLS identity
+  PoolPeer peer;                                     // who is at the other end, through which door
+  std::optional<pool::CredentialClaims> credential;  // what let it in (set at its hello)
+  uint64_t refused = 0;                              // its messages about runs it does not hold
+  bool expelled = false;                  // refused after its hello: nothing more it says counts
+  boost::asio::steady_timer hello_timer;  // its hello must come within kHelloTimeout
   pool::FrameReader reader;
   std::array<char, 64 * 1024> buf{};
   std::deque<std::string> out;
@@ -128,8 +145,17 @@ struct Pool::Run {
   int fd = -1;             // the input file being sent
   double lease_until = 0;  // 0: its startd is connected
   bool vacating = false;
+  bool started = false;          // the startd said the program runs (or it ran before a restart)
   std::string output_error;      // an output file that could not be written
-  std::string checkpoint_error;  // a checkpoint file that could not be written
+  std::string checkpoint_error;  // why the checkpoint being received cannot be stored
+  // What its job's checkpoint may hold (from the job and its input files), made when first needed.
+  std::optional<CheckpointPolicy> policy;
+  std::map<std::string, StreamHash> receiving;  // the checkpoint arriving: each file's hash
+  // The stored checkpoint going back with the input: the digest it must have, and the sums of
+  // its files as they are sent (each file's hash in `sending` while it goes).
+  std::string expected_digest;
+  std::vector<CheckpointFileSum> restored;
+  StreamHash sending;
   // Remote system calls of the run's program (want_remote_io): the shadow's side, made at the
   // first call, and its counts already in the job's ad.
   std::unique_ptr<rsc::ShadowIo> io;
@@ -139,13 +165,23 @@ struct Pool::Run {
   }
 };
 
-Pool::Pool(boost::asio::io_context& io, JobQueue& queue, const AgentOptions& options, Hooks hooks)
+Pool::Pool(boost::asio::io_context& io, JobQueue& queue, const AgentOptions& options,
+           PoolAuthority& authority, Hooks hooks)
     : io_(io),
       queue_(queue),
       options_(options),
+      authority_(authority),
       hooks_(std::move(hooks)),
       acceptor_(io),
-      lease_timer_(io) {}
+      lease_timer_(io),
+      cool_timer_(io) {
+  // Remote I/O may hold half of the agent's descriptors; the rest are the agent's own work's.
+  rlimit lim{};
+  size_t limit = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY
+                     ? static_cast<size_t>(lim.rlim_cur)
+                     : 65536;
+  remote_open_max_ = std::max<size_t>(64, limit / 2);
+}
 
 Pool::~Pool() = default;
 
@@ -178,12 +214,19 @@ void Pool::Accept(Socket socket) {
     return;
   }
   Adopt(std::unique_ptr<pool::ByteStream>(new pool::AsioByteStream<Socket>(std::move(socket))),
-        "this user");
+        PoolPeer{.who = "this user", .door = PoolDoor::kLocal});
 }
 
-void Pool::Adopt(std::unique_ptr<pool::ByteStream> stream, std::string peer) {
-  auto sd = std::make_shared<Startd>(std::move(stream), std::move(peer));
+void Pool::Adopt(std::unique_ptr<pool::ByteStream> stream, PoolPeer peer) {
+  auto sd = std::make_shared<Startd>(std::move(stream), std::move(peer), io_);
   startds_.insert(sd);
+  // A connection that says no hello in time holds nothing for long.
+  sd->hello_timer.expires_after(std::chrono::seconds(static_cast<int64_t>(kHelloTimeout)));
+  sd->hello_timer.async_wait([this, weak = std::weak_ptr<Startd>(sd)](auto ec) {
+    auto s = weak.lock();
+    if (!ec && s && !s->welcomed && !s->closed)
+      OnGone(s, "no hello within " + std::to_string(static_cast<int>(kHelloTimeout)) + " s");
+  });
   Read(sd);
 }
 
@@ -227,28 +270,32 @@ void Pool::Write(const std::shared_ptr<Startd>& sd) {
 
 void Pool::OnFrame(const std::shared_ptr<Startd>& sd, pool::Frame f) {
   const Message& m = f.msg;
+  if (sd->expelled) return;
   if (!sd->welcomed && m.type != MsgType::kHello)
     return OnGone(sd, "spoke before hello (" + std::string(pool::MsgTypeName(m.type)) + ")");
+  // Trust is not decided once: a credential expires or is revoked, a proxy lapses, while the
+  // connection lives. Nothing a startd says counts once it may no longer be here.
+  if (sd->welcomed && !Admitted(sd)) return;
   switch (m.type) {
     case MsgType::kHello:
       return OnHello(sd, m);
     case MsgType::kSlot:
       return OnSlot(sd, m);
     case MsgType::kStarted:
-      return;
+      return OnStarted(sd, m);
     case MsgType::kOutput:
-      return OnOutput(m, f.body);
+      return OnOutput(sd, m, f.body);
     case MsgType::kCheckpointed:
-      return OnCheckpointed(m);
+      return OnCheckpointed(sd, m);
     case MsgType::kEnded:
-      return OnEnded(m);
+      return OnEnded(sd, m);
     case MsgType::kVacated:
-      return OnVacated(m, false);
+      return OnVacated(sd, m, false);
     case MsgType::kRefused:
-      return OnVacated(m, true);
+      return OnVacated(sd, m, true);
     case MsgType::kSuspended:
     case MsgType::kContinued:
-      return OnSuspension(m);
+      return OnSuspension(sd, m);
     case MsgType::kRsc:
       return OnRsc(sd, m, f.body);
     case MsgType::kBye:
@@ -261,7 +308,8 @@ void Pool::OnFrame(const std::shared_ptr<Startd>& sd, pool::Frame f) {
 
 void Pool::OnHello(const std::shared_ptr<Startd>& sd, const Message& m) {
   auto refuse = [&](const std::string& why) {
-    spdlog::warn("agent: pool: refused startd '{}' ({}): {}", m.name, sd->peer, why);
+    spdlog::warn("agent: pool: refused startd '{}' ({}): {}", ForLog(m.name, 128), sd->peer.who,
+                 why);
     Message r{.type = MsgType::kRefuse, .reason = why};
     Send(sd, r);
     sd->welcomed = false;
@@ -272,20 +320,38 @@ void Pool::OnHello(const std::shared_ptr<Startd>& sd, const Message& m) {
   if (m.version != pool::kProtocolVersion)
     return refuse("pool protocol version " + std::to_string(m.version) + " (this agent speaks " +
                   std::to_string(pool::kProtocolVersion) + ")");
+  // Its credential, before anything it offers is looked at (docs/pool.md, "Trust").
+  if (m.credential.empty())
+    return refuse(
+        "it presented no pool credential (a startd needs one this agent issued: glide-ins get "
+        "theirs from kite glidein submit, other startds from kite pool credential create)");
+  auto claims = authority_.Verify(m.credential);
+  if (!claims) return refuse(claims.error().message());
+  sd->credential = *claims;
+  if (std::string why = Refusal(*sd); !why.empty()) return refuse(why);
+  if (m.name != claims->name)
+    return refuse("it calls itself '" + ForLog(m.name, 128) + "' but its credential is for '" +
+                  claims->name + "'");
   if (m.slots.empty()) return refuse("it offers no slot");
   std::vector<classad::ClassAd> ads;
+  std::set<std::string> names;
   for (const auto& s : m.slots) {
+    if (!SlotAllowed(*claims, s.name) || !names.insert(s.name).second)
+      return refuse("slot '" + ForLog(s.name, 160) + "' is not one its credential allows (slot1@" +
+                    claims->name + " to slot" + std::to_string(claims->slots) + "@" + claims->name +
+                    ", each once)");
     auto ad = classad::ParseNewAd(s.ad);
     if (!ad) return refuse("slot " + s.name + ": its ad does not parse: " + ad.error().message());
-    auto it = slots_.find(s.name);
-    if (it != slots_.end()) {
-      auto owner = it->second.startd.lock();
-      if (owner && owner != sd && owner->name != m.name)
-        return refuse("slot " + s.name + " is offered by startd '" + owner->name + "' already");
-    }
+    Stamp(*sd, s.name, *ad);
     ads.push_back(std::move(*ad));
   }
-  // A startd that reconnects replaces its old connection (which may not have noticed yet).
+  // A startd that reconnects replaces its old connection (which may not have noticed yet): one
+  // with a credential of the same kind for the same name. Another kind never takes a name's place.
+  for (const auto& other : std::vector<std::shared_ptr<Startd>>(startds_.begin(), startds_.end())) {
+    if (other == sd || !other->welcomed || other->name != m.name) continue;
+    if (!other->credential || other->credential->kind != claims->kind)
+      return refuse("a startd named '" + m.name + "' of another kind is in the pool already");
+  }
   for (const auto& other : std::vector<std::shared_ptr<Startd>>(startds_.begin(), startds_.end())) {
     if (other != sd && other->welcomed && other->name == m.name) OnGone(other, "replaced");
   }
@@ -301,11 +367,19 @@ void Pool::OnHello(const std::shared_ptr<Startd>& sd, const Message& m) {
     sd->slots.push_back(slot.name);
   }
   Send(sd, Message{.type = MsgType::kWelcome});
-  // The runs it still has go on; a run we placed on one of its slots that it does not name is lost.
+  // The runs it still has go on; a run we placed on one of its slots that it does not name is
+  // lost. It may name only runs that were placed on its own slots, each on the slot it was.
   std::set<std::string> named;
   for (const auto& r : m.runs) {
     auto it = runs_.find(r.run);
-    if (it == runs_.end() || JobIdString(it->second.job) != r.job || !slots_.contains(r.slot)) {
+    bool ours = it != runs_.end() && JobIdString(it->second.job) == r.job &&
+                it->second.slot == r.slot &&
+                std::find(sd->slots.begin(), sd->slots.end(), r.slot) != sd->slots.end();
+    if (ours) {
+      auto holder = it->second.startd.lock();
+      ours = !holder || holder == sd;
+    }
+    if (!ours) {
       Send(sd, Message{.type = MsgType::kVacate,
                        .slot = r.slot,
                        .job = r.job,
@@ -319,7 +393,6 @@ void Pool::OnHello(const std::shared_ptr<Startd>& sd, const Message& m) {
       hooks_.commit_soon();
     }
     run.startd = sd;
-    run.slot = r.slot;
     run.lease_until = 0;
     run.state = Run::State::kRunning;
     slots_[r.slot].run = run.id;
@@ -338,16 +411,92 @@ void Pool::OnHello(const std::shared_ptr<Startd>& sd, const Message& m) {
       lost.push_back(id);
   }
   for (const auto& id : lost) LoseRun(id, "its startd came back without it");
-  spdlog::info("agent: pool: startd '{}' joined with {} slot(s), {} run(s) going on", m.name,
-               m.slots.size(), named.size());
+  spdlog::info("agent: pool: startd '{}' joined with {} slot(s), {} run(s) going on ({} {})",
+               m.name, m.slots.size(), named.size(), pool::CredentialKindName(claims->kind),
+               claims->id);
   NegotiateSoon();
+}
+
+// ---- trust (docs/pool.md, "Trust") ----
+
+GlideinJobView Pool::GlideinView(const std::string& job) const {
+  GlideinJobView v;
+  auto key = ParseJobIdString(job);
+  const Job* j = key ? queue_.Find(*key) : nullptr;
+  if (!j) return v;
+  v.found = true;
+  v.is_glidein = j->universe == kUniverseGrid && j->ad.EvaluateBool("KiteGlidein").value_or(false);
+  v.status = j->status;
+  return v;
+}
+
+std::string Pool::Refusal(const Startd& sd) const {
+  if (!sd.credential) return "it presented no pool credential";
+  const auto& c = *sd.credential;
+  return CredentialRefusal(
+      c, sd.peer.door, authority_.Now(), authority_.IsRevoked(c.id),
+      c.kind == pool::CredentialKind::kGlidein ? GlideinView(c.job) : GlideinJobView{});
+}
+
+bool Pool::Admitted(const std::shared_ptr<Startd>& sd) {
+  if (sd->closed) return false;
+  if (sd->peer.not_after > 0 && authority_.Now() >= sd->peer.not_after) {
+    Expel(sd, "the proxy it presented expired at " + FormatUtc(sd->peer.not_after),
+          /*credential=*/false);
+    return false;
+  }
+  if (std::string why = Refusal(*sd); !why.empty()) {
+    Expel(sd, why, /*credential=*/true);
+    return false;
+  }
+  return true;
+}
+
+void Pool::Expel(const std::shared_ptr<Startd>& sd, const std::string& why, bool credential) {
+  if (sd->closed || sd->expelled) return;
+  sd->expelled = true;
+  spdlog::warn("agent: pool: showing startd '{}' ({}) out: {}", sd->name, sd->peer.who, why);
+  if (!credential) return OnGone(sd, why);
+  Send(sd, Message{.type = MsgType::kRefuse, .reason = why});
+  sd->welcomed = false;
+  // After the refusal is written; meanwhile nothing it sends counts (not welcomed).
+  boost::asio::post(io_, [this, sd, why] { OnGone(sd, why, /*for_good=*/true); });
+}
+
+void Pool::Stamp(const Startd& sd, const std::string& slot, classad::ClassAd& ad) const {
+  if (!sd.credential) return;
+  const auto& c = *sd.credential;
+  ad.Assign("Name", slot);
+  ad.Assign("StartdName", c.name);
+  if (c.kind == pool::CredentialKind::kLocal) return;
+  // A site never shares the desktop's file system, whatever it says, and only the glide-in's
+  // own grid job says where it runs.
+  ad.Assign("FileSystemDomain", c.name);
+  auto key = c.kind == pool::CredentialKind::kGlidein ? ParseJobIdString(c.job) : std::nullopt;
+  const Job* glidein = key ? queue_.Find(*key) : nullptr;
+  auto resource = glidein ? glidein->ad.EvaluateString("GlideinResource") : std::nullopt;
+  if (resource) {
+    ad.Assign("GlideinResource", *resource);
+  } else {
+    ad.Remove("GlideinResource");
+  }
+}
+
+void Pool::Refused(const std::shared_ptr<Startd>& sd, const Message& m, const std::string& why) {
+  // Logged the first 10 times, then at every power of two: a startd cannot flood the log.
+  uint64_t n = ++sd->refused;
+  if (n <= 10 || (n & (n - 1)) == 0) {
+    spdlog::warn("agent: pool: refused {} from startd '{}' ({}) for job {} run {}: {} ({} so far)",
+                 pool::MsgTypeName(m.type), sd->name, sd->peer.who, ForLog(m.job, 40),
+                 ForLog(m.run, 80), why, n);
+  }
 }
 
 void Pool::OnSlot(const std::shared_ptr<Startd>& sd, const Message& m) {
   auto it = slots_.find(m.slot);
   if (it == slots_.end() || it->second.startd.lock() != sd) {
     spdlog::warn("agent: pool: startd '{}' updated slot {}, which it did not offer", sd->name,
-                 m.slot);
+                 ForLog(m.slot, 160));
     return;
   }
   auto ad = classad::ParseNewAd(m.ad);
@@ -356,9 +505,21 @@ void Pool::OnSlot(const std::shared_ptr<Startd>& sd, const Message& m) {
                  sd->name, m.slot, ad.error().message());
     return;
   }
+  Stamp(*sd, m.slot, *ad);
   it->second.ad = std::move(*ad);
   ++slot_generation_;
   if (it->second.run.empty()) NegotiateSoon();
+}
+
+void Pool::OnStarted(const std::shared_ptr<Startd>& sd, const Message& m) {
+  Run* run = FindRun(sd, m);
+  if (!run || run->started) return;
+  run->started = true;
+  Job* j = IsCurrent(*run) ? queue_.Find(run->job) : nullptr;
+  if (j && j->ad.EvaluateInt(kStartFailures).value_or(0) != 0) {
+    queue_.SetAttr(*j, kStartFailures, classad::MakeInteger(0));
+    hooks_.commit_soon();
+  }
 }
 
 // Whether `run` is its job's run now: only that one may change the job.
@@ -370,7 +531,7 @@ bool Pool::IsCurrent(const Run& run) const {
 // A remote system call of a running program (docs/remote-io.md): done here, as the user, inside
 // the paths the job may use; the answer goes back on the same connection.
 void Pool::OnRsc(const std::shared_ptr<Startd>& sd, const Message& m, const std::string& body) {
-  Run* run = FindRun(m);
+  Run* run = FindRun(sd, m);
   Job* j = run && IsCurrent(*run) ? queue_.Find(run->job) : nullptr;
   std::string reply;
   if (!j || !j->ad.EvaluateBool("WantRemoteIO").value_or(false)) {
@@ -388,7 +549,9 @@ void Pool::OnRsc(const std::shared_ptr<Startd>& sd, const Message& m, const std:
         bool folder = ::stat(r.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
         roots.push_back(folder ? r + "/" : r);
       }
-      run->io = std::make_unique<rsc::ShadowIo>(std::move(roots));
+      run->io = std::make_unique<rsc::ShadowIo>(
+          std::move(roots),
+          rsc::ShadowIo::Limits{.shared_open = remote_open_, .max_shared = remote_open_max_});
     }
     reply = run->io->Handle(body);
     for (const auto& why : run->io->TakeRefusals())
@@ -415,16 +578,23 @@ void Pool::RecordIo(Run& run, Job& j) {
   run.io_recorded = now;
 }
 
-Pool::Run* Pool::FindRun(const Message& m) {
+Pool::Run* Pool::FindRun(const std::shared_ptr<Startd>& sd, const Message& m, bool* foreign) {
   auto it = runs_.find(m.run);
   if (it == runs_.end() || JobIdString(it->second.job) != m.job) return nullptr;
+  if (it->second.startd.lock() != sd) {
+    // Another startd's run (or one whose startd has not come back): a startd speaks only for the
+    // runs it was given.
+    if (foreign) *foreign = true;
+    Refused(sd, m, "the run is not this startd's");
+    return nullptr;
+  }
   return &it->second;
 }
 
-void Pool::OnOutput(const Message& m, const std::string& body) {
-  Run* run = FindRun(m);
+void Pool::OnOutput(const std::shared_ptr<Startd>& sd, const Message& m, const std::string& body) {
+  Run* run = FindRun(sd, m);
   Job* j = run ? queue_.Find(run->job) : nullptr;
-  if (j && m.checkpoint) return OnCheckpointPiece(*run, m, body);
+  if (j && m.checkpoint) return OnCheckpointPiece(sd, *run, *j, m, body);
   if (!j || !run->output_error.empty()) return;
   std::string iwd = j->ad.EvaluateString("Iwd").value_or("/");
   std::string target;
@@ -456,87 +626,93 @@ std::string Pool::CheckpointDir(JobKey key) const {
   return options_.spool_path() + "/checkpoints/" + JobIdString(key);
 }
 
-void Pool::OnCheckpointPiece(Run& run, const Message& m, const std::string& body) {
+const CheckpointPolicy& Pool::PolicyOf(Run& run, const Job& j) {
+  if (!run.policy) {
+    std::vector<std::string> names;
+    classad::ClassAd scratch;
+    if (auto inputs = InputsOf(j, &scratch)) {
+      for (const auto& i : *inputs) names.push_back(i.remote);
+      run.policy = CheckpointPolicyOf(j.ad, std::move(names));
+    } else {
+      // Its inputs cannot be told apart: nothing may be taken as its checkpoint.
+      run.policy = CheckpointPolicy{};
+    }
+  }
+  return *run.policy;
+}
+
+void Pool::OnCheckpointPiece(const std::shared_ptr<Startd>& sd, Run& run, const Job& j,
+                             const Message& m, const std::string& body) {
   if (!run.checkpoint_error.empty()) return;
+  if (std::string why = CheckpointFileRefusal(PolicyOf(run, j), m.path); !why.empty()) {
+    Refused(sd, m, "checkpoint file refused: " + why);
+    run.checkpoint_error = why;
+    return;
+  }
+  if (!run.receiving[m.path].Update(m.offset, body)) {
+    run.checkpoint_error = "'" + ForLog(m.path) + "' arrived out of order";
+    return;
+  }
   std::string target = CheckpointDir(run.job) + "/incoming." + run.id + "/" + m.path;
   Status st;
   if (m.offset == 0) st = MakeDirs(fs::path(target).parent_path().string(), 0700);
   if (st) st = WriteAt(target, m.offset, body, m.last, m.mode);
-  if (!st) run.checkpoint_error = st.error().message();
+  if (!st) run.checkpoint_error = "cannot write a checkpoint file: " + st.error().message();
 }
 
 namespace {
 
-Status SyncPath(const std::string& p) {
-  int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return FailErrno("open " + p);
-  bool ok = ::fsync(fd) == 0;
-  ::close(fd);
-  return ok ? Status{} : FailErrno("fsync " + p);
-}
-
-// fsync of every file below `dir` and of the directories themselves.
-Status SyncTree(const std::string& dir) {
-  std::error_code ec;
-  std::vector<std::string> paths = {dir};
-  for (auto& e : fs::recursive_directory_iterator(dir, ec)) paths.push_back(e.path().string());
-  if (ec) return Fail(ErrorCode::kIo, "cannot read " + dir + ": " + ec.message());
-  for (const auto& p : paths) {
-    if (auto st = SyncPath(p); !st) return st;
+// The digest of the checkpoint received in `dir`, from the hashes taken as its pieces came; the
+// files there must be exactly those, of those sizes.
+Result<std::string> ReceivedDigest(const std::string& dir,
+                                   const std::map<std::string, StreamHash>& hashes) {
+  auto files = StoredCheckpointFiles(dir);
+  if (!files) return Fail(files.error());
+  if (files->size() != hashes.size())
+    return Fail(ErrorCode::kInvalidInput, "its files are not the ones that were sent");
+  std::vector<CheckpointFileSum> sums;
+  for (const auto& f : *files) {
+    auto h = hashes.find(f.path);
+    if (h == hashes.end() || h->second.size() != f.size)
+      return Fail(ErrorCode::kInvalidInput, "'" + ForLog(f.path) + "' is not as it was sent");
+    sums.push_back({f.path, f.size, h->second.Hex()});
   }
-  return {};
-}
-
-// The files of the job's committed checkpoint (in `dir`), to be put in the sandbox before it
-// starts; they take the place of an input of the same name.
-Status AddCheckpoint(const std::string& dir, std::vector<InputFile>* inputs) {
-  std::error_code ec;
-  std::vector<InputFile> files;
-  for (auto& e : fs::recursive_directory_iterator(dir, ec)) {
-    if (!e.is_regular_file(ec)) continue;
-    files.push_back({e.path().string(), fs::relative(e.path(), dir, ec).string(),
-                     static_cast<uint32_t>(e.status().permissions()) & 0777,
-                     static_cast<uint64_t>(e.file_size(ec)), 0});
-  }
-  if (ec) return Fail(ErrorCode::kIo, "cannot read the checkpoint " + dir + ": " + ec.message());
-  for (const auto& f : files)
-    std::erase_if(*inputs, [&](const InputFile& i) { return i.remote == f.remote; });
-  inputs->insert(inputs->end(), files.begin(), files.end());
-  return {};
-}
-
-uint64_t TreeBytes(const std::string& dir) {
-  std::error_code ec;
-  uint64_t n = 0;
-  for (auto& e : fs::recursive_directory_iterator(dir, ec))
-    if (e.is_regular_file(ec)) n += e.file_size(ec);
-  return n;
+  return CheckpointDigest(std::move(sums));
 }
 
 }  // namespace
 
-void Pool::OnCheckpointed(const Message& m) {
-  Run* run = FindRun(m);
+void Pool::OnCheckpointed(const std::shared_ptr<Startd>& sd, const Message& m) {
+  Run* run = FindRun(sd, m);
   if (!run || !IsCurrent(*run)) return;
   Job* j = queue_.Find(run->job);
   std::string dir = CheckpointDir(run->job), incoming = dir + "/incoming." + run->id;
   std::error_code ec;
+  auto received = std::exchange(run->receiving, {});
   if (!j || (!RunUnderWay(j->status) && j->status != kHeld)) {
     // Removed meanwhile: nobody needs it, but the starter hears back so that it can end the run
     // (a transparent checkpoint taken for a vacate waits for this answer). A held job keeps it:
     // its release goes on from it.
     // Nothing is stored, so nothing waits for a commit (and none may come): answered now.
     fs::remove_all(incoming, ec);
-    if (auto sd = run->startd.lock())
-      Send(sd, Message{.type = MsgType::kAck, .job = m.job, .run = m.run, .checkpoint = true});
+    Send(sd, Message{.type = MsgType::kAck, .job = m.job, .run = m.run, .checkpoint = true});
+    return;
+  }
+  if (!PolicyOf(*run, *j).checkpoints) {
+    // Only the desktop decides which jobs have checkpoints: nothing is stored, and the run
+    // (whose startd does what no Kite startd does) is stopped; the job matches again.
+    Refused(sd, m, "the job takes no checkpoints");
+    fs::remove_all(incoming, ec);
+    run->checkpoint_error.clear();
+    Vacate(*run, "its startd sent a checkpoint for a job that takes none");
     return;
   }
   int n = static_cast<int>(j->ad.EvaluateInt("NumCheckpoints").value_or(0)) + 1;
   std::string committed = dir + "/ckpt." + std::to_string(n);
-  Status st =
-      run->checkpoint_error.empty()
-          ? MakeDirs(incoming, 0700)
-          : Fail(ErrorCode::kIo, "cannot write a checkpoint file: " + run->checkpoint_error);
+  Status st = run->checkpoint_error.empty() ? MakeDirs(incoming, 0700)
+                                            : Fail(ErrorCode::kIo, run->checkpoint_error);
+  Result<std::string> digest = st ? ReceivedDigest(incoming, received) : Fail(st.error());
+  if (!digest) st = Fail(digest.error());
   if (st) st = SyncTree(incoming);
   if (st) {
     fs::remove_all(committed, ec);  // left by a crash before its commit
@@ -561,6 +737,10 @@ void Pool::OnCheckpointed(const Message& m) {
     queue_.SetAttr(
         *j, "CommittedTime",
         classad::MakeReal(j->ad.EvaluateReal("RemoteWallClockTime").value_or(0) + run_time));
+    // What binds the stored files to this job: they go back only while they have this digest.
+    queue_.SetAttr(*j, "CheckpointDigest", classad::MakeString(*digest));
+    queue_.SetAttr(*j, "CheckpointStartd", classad::MakeString(sd->name));
+    queue_.SetAttr(*j, "CheckpointFromSite", classad::MakeBool(sd->peer.door == PoolDoor::kTls));
     queue_.AddEvent(*j, kEventCheckpointed, EventBody(kEventCheckpointed, ""));
     spdlog::info("agent: pool: job {} checkpoint {} stored", m.job, n);
     checkpoint_acks_.push_back({run->startd, m.job, m.run, run->job, n});
@@ -580,14 +760,14 @@ void Pool::CheckpointCommitted(const CheckpointAck& a) {
     Send(sd, Message{.type = MsgType::kAck, .job = a.job, .run = a.run, .checkpoint = true});
 }
 
-void Pool::OnEnded(const Message& m) {
-  Run* run = FindRun(m);
+void Pool::OnEnded(const std::shared_ptr<Startd>& sd, const Message& m) {
+  bool foreign = false;
+  Run* run = FindRun(sd, m, &foreign);
   if (!run) {
-    // A run we do not know (its outcome stored before a restart, or long lost): nothing to keep.
-    for (const auto& sd : startds_) {
-      if (std::find(sd->slots.begin(), sd->slots.end(), m.slot) != sd->slots.end())
-        Send(sd, Message{.type = MsgType::kAck, .job = m.job, .run = m.run});
-    }
+    // A run we do not know (its outcome stored before a restart, or long lost): nothing to keep,
+    // and the startd may forget it. Another startd's run is not this one's to end.
+    if (!foreign && std::find(sd->slots.begin(), sd->slots.end(), m.slot) != sd->slots.end())
+      Send(sd, Message{.type = MsgType::kAck, .job = m.job, .run = m.run});
     return;
   }
   Job* j = IsCurrent(*run) ? queue_.Find(run->job) : nullptr;
@@ -630,8 +810,8 @@ void Pool::OnEnded(const Message& m) {
 
 // The slot's owner policy suspended the run or let it go on. Said again after every reconnect,
 // so a change made while the agent was away is learnt; a repeat changes nothing.
-void Pool::OnSuspension(const Message& m) {
-  Run* run = FindRun(m);
+void Pool::OnSuspension(const std::shared_ptr<Startd>& sd, const Message& m) {
+  Run* run = FindRun(sd, m);
   Job* j = run && IsCurrent(*run) ? queue_.Find(run->job) : nullptr;
   if (!j) return;
   if (m.type == MsgType::kSuspended && j->status == kRunning) {
@@ -646,14 +826,22 @@ void Pool::OnSuspension(const Message& m) {
 }
 
 // A run stopped before its end (vacated), or never started (refused): the job runs again.
-void Pool::OnVacated(const Message& m, bool refused) {
-  Run* run = FindRun(m);
+void Pool::OnVacated(const std::shared_ptr<Startd>& sd, const Message& m, bool refused) {
+  Run* run = FindRun(sd, m);
   if (!run) return;
   // A slot that refused a job, or stopped one on its own (its owner's policy, its startd
   // leaving), is not offered another for a while.
   if (refused || !run->vacating) {
     auto it = slots_.find(run->slot);
-    if (it != slots_.end()) it->second.cool_until = queue_.Now() + kRefusedCoolOff;
+    if (it != slots_.end()) {
+      it->second.cool_until = queue_.Now() + kRefusedCoolOff;
+      // Offered again when the cool-off is over, whether or not anything else happens by then.
+      cool_timer_.expires_after(
+          std::chrono::milliseconds(static_cast<int64_t>(kRefusedCoolOff * 1000) + 10));
+      cool_timer_.async_wait([this](auto ec) {
+        if (!ec) NegotiateSoon();
+      });
+    }
   }
   if (refused) spdlog::info("agent: pool: {} refused job {}: {}", run->slot, m.job, m.reason);
   std::string why = (refused ? "The job was refused by " : "The job was vacated from ") +
@@ -681,6 +869,24 @@ void Pool::SettleLost(const std::string& id, const std::string& why, double wall
 }
 
 void Pool::LoseRun(const std::string& id, const std::string& why) {
+  auto it = runs_.find(id);
+  Job* j = it != runs_.end() && IsCurrent(it->second) ? queue_.Find(it->second.job) : nullptr;
+  if (j && !it->second.started && RunUnderWay(j->status)) {
+    // Lost before its program started: the same again and again (a start that always fails the
+    // same way) holds the job with the reason instead of starting it for ever.
+    int64_t failures = j->ad.EvaluateInt(kStartFailures).value_or(0) + 1;
+    queue_.SetAttr(*j, kStartFailures, classad::MakeInteger(failures));
+    if (failures >= kMaxStartFailures) {
+      (void)queue_.Hold(*j,
+                        "The job's run was lost " + std::to_string(failures) +
+                            " times in a row before it started (last: " + why + ")",
+                        kHoldFailedToCreateProcess);
+      DropRun(id);
+      hooks_.commit_soon();
+      NegotiateSoon();
+      return;
+    }
+  }
   SettleLost(id, "The job's run was lost (" + why + "); it runs again.", 0);
 }
 
@@ -697,6 +903,7 @@ void Pool::EndRemote(Job& j, double wall) {
 void Pool::OnGone(const std::shared_ptr<Startd>& sd, const std::string& why, bool for_good) {
   if (sd->closed) return;
   sd->closed = true;
+  sd->hello_timer.cancel();
   sd->stream->Close();
   startds_.erase(sd);
   if (!sd->name.empty())
@@ -807,6 +1014,22 @@ void Pool::OnStatus(Job& j, bool leaving) {
   }
 }
 
+void Pool::OnGlideinStatus(const Job& j, bool leaving) {
+  if (!leaving && (j.status == kIdle || j.status == kRunning)) return;
+  std::string name = "glidein-" + JobIdString(j.key);
+  for (const auto& sd : std::vector<std::shared_ptr<Startd>>(startds_.begin(), startds_.end())) {
+    if (sd->welcomed && sd->credential && sd->credential->kind == pool::CredentialKind::kGlidein &&
+        sd->credential->name == name) {
+      (void)Admitted(sd);  // its credential no longer holds: shown out, its runs run elsewhere
+    }
+  }
+}
+
+void Pool::RecheckAdmissions() {
+  for (const auto& sd : std::vector<std::shared_ptr<Startd>>(startds_.begin(), startds_.end()))
+    if (sd->welcomed) (void)Admitted(sd);
+}
+
 bool Pool::HasRun(const Job& j) const {
   return run_of_.contains(j.key);
 }
@@ -886,6 +1109,7 @@ void Pool::Recover() {
     run.job = key;
     run.slot = *slot;
     run.state = Run::State::kRunning;
+    run.started = true;  // it ran before the restart, as far as anyone can tell
     run.lease_until = now + LeaseOf(j);
     run_of_[key] = *id;
   }
@@ -942,9 +1166,15 @@ void Pool::Negotiate() {
   std::vector<const classad::ClassAd*> ads;
   std::set<std::string> free_names;
   bool more_free = false;  // a slot is free that was not when the last slice ended
+  std::vector<std::shared_ptr<Startd>> lapsed;
   for (auto& [name, slot] : slots_) {
     auto sd = slot.startd.lock();
     if (!sd || sd->closed || !slot.run.empty() || slot.cool_until > now) continue;
+    if (!Refusal(*sd).empty() ||
+        (sd->peer.not_after > 0 && authority_.Now() >= sd->peer.not_after)) {
+      lapsed.push_back(sd);  // no work for it: shown out once the slots are counted
+      continue;
+    }
     free.push_back(&slot);
     ads.push_back(&slot.ad);
     free_names.insert(name);
@@ -978,7 +1208,24 @@ void Pool::Negotiate() {
       continue;
     }
     ++pass_.considered;
-    auto best = BestSlot(j->ad, ads);
+    std::optional<size_t> best;
+    if (LocalRestoreAllowed(*j)) {
+      best = BestSlot(j->ad, ads);
+    } else {
+      // Its latest checkpoint is an image a site made: only the glide-ins' slots are candidates.
+      // Its kind is not ruled out by its failing (others of the kind may take a local slot).
+      std::vector<size_t> remote;
+      std::vector<const classad::ClassAd*> remote_ads;
+      for (size_t k = 0; k < free.size(); ++k) {
+        auto sd = free[k]->startd.lock();
+        if (sd && sd->peer.door == PoolDoor::kTls) {
+          remote.push_back(k);
+          remote_ads.push_back(ads[k]);
+        }
+      }
+      if (auto b = BestSlot(j->ad, remote_ads)) best = remote[*b];
+      if (!best) continue;
+    }
     if (!best) {
       if (kind) pass_.unmatched.insert(std::move(*kind));
       continue;
@@ -994,6 +1241,7 @@ void Pool::Negotiate() {
   for (auto& [key, slot] : matches) {
     if (Job* j = queue_.Find(key)) StartRun(*j, *slot);
   }
+  for (const auto& sd : lapsed) (void)Admitted(sd);
   if (out_of_time) {
     negotiate_posted_ = true;
     boost::asio::post(io_, [this] {
@@ -1021,9 +1269,11 @@ void Pool::EndPass() {
 }
 
 void Pool::StartRun(Job& j, Slot& slot) {
-  std::string id = std::to_string(j.ad.EvaluateInt("QDate").value_or(0)) + "-" +
-                   JobIdString(j.key) + "-" +
-                   std::to_string(j.ad.EvaluateInt("NumJobStarts").value_or(0) + 1);
+  // Unguessable: a run id is what a startd's messages about the run must name, and nobody but
+  // the startd that was given the run learns it.
+  std::string id =
+      std::to_string(j.ad.EvaluateInt("QDate").value_or(0)) + "-" + JobIdString(j.key) + "-" +
+      std::to_string(j.ad.EvaluateInt("NumJobStarts").value_or(0) + 1) + "-" + RandomHex(16);
   queue_.SetAttr(j, "PoolRunId", classad::MakeString(id));
   queue_.SetAttr(j, "RemoteHost", classad::MakeString(slot.name));  // named by the execute event
   if (!queue_.MarkRunning(j)) return;
@@ -1124,11 +1374,51 @@ Status ExpandMatchReferences(classad::ClassAd& job, const classad::ClassAd& slot
 
 }  // namespace
 
+std::string Pool::RestoreCheckpoint(Run& run, Job& j, PoolDoor door,
+                                    std::vector<PoolInputFile>* inputs) {
+  int n = static_cast<int>(j.ad.EvaluateInt("NumCheckpoints").value_or(0));
+  auto digest = j.ad.EvaluateString("CheckpointDigest");
+  if (!digest) {
+    // Stored by a Kite that kept no digest: nothing binds its files to the job. It starts over.
+    queue_.AddEvent(j, kEventGeneric,
+                    "Checkpoint " + std::to_string(n) +
+                        " has no recorded digest (stored by an earlier Kite); the job starts "
+                        "from its beginning");
+    return "";
+  }
+  if (door == PoolDoor::kLocal && !LocalRestoreAllowed(j)) {
+    // The negotiator keeps such jobs off the local slots; should one get here, it starts over
+    // rather than run what a site wrote.
+    queue_.AddEvent(j, kEventGeneric,
+                    "Checkpoint " + std::to_string(n) + " is an image made at " +
+                        j.ad.EvaluateString("CheckpointStartd").value_or("a site") +
+                        "; it is not restored on this desktop's slots ([pool] "
+                        "local_restore_site_checkpoints); the job starts from its beginning");
+    return "";
+  }
+  auto files = StoredCheckpointFiles(CheckpointDir(j.key) + "/ckpt." + std::to_string(n));
+  if (!files) return files.error().message();
+  for (const auto& f : *files) {
+    if (std::string why = CheckpointFileRefusal(*run.policy, f.path); !why.empty()) return why;
+    inputs->push_back({f.local, f.path, f.mode, f.size, 0, /*checkpoint=*/true});
+  }
+  run.expected_digest = *digest;
+  return "";
+}
+
+bool Pool::LocalRestoreAllowed(const Job& j) const {
+  return options_.pool.local_restore_site_checkpoints ||
+         !j.ad.EvaluateBool("TransparentCheckpoint").value_or(false) ||
+         j.ad.EvaluateInt("NumCheckpoints").value_or(0) <= 0 ||
+         !j.ad.EvaluateBool("CheckpointFromSite").value_or(false);
+}
+
 void Pool::SendActivate(Run& run) {
   Job* j = queue_.Find(run.job);
   auto sd = run.startd.lock();
   if (!j || j->status != kRunning) return DropRun(run.id);
   if (!sd || sd->closed) return;  // its lease decides
+  if (!Admitted(sd)) return;      // shown out: its runs, this one included, are settled
   auto flat = classad::ParseOldAd(queue_.FlatText(*j));
   if (!flat) return LoseRun(run.id, "its ad does not read back: " + flat.error().message());
   // The job cannot go as it is: it is held, and its slot goes to another.
@@ -1144,13 +1434,20 @@ void Pool::SendActivate(Run& run) {
                           kHoldQueueDamage);
   }
   auto inputs = InputsOf(*j, &*flat);
-  if (auto n = j->ad.EvaluateInt("NumCheckpoints"); inputs && n && *n > 0) {
-    std::string ckpt = CheckpointDir(j->key) + "/ckpt." + std::to_string(*n);
-    if (auto st = AddCheckpoint(ckpt, &*inputs); !st) inputs = std::unexpected(st.error());
-  }
   if (!inputs)
     return hold_instead("Transfer input files failure: " + inputs.error().message(),
                         kHoldTransferInputError);
+  std::vector<std::string> names;
+  for (const auto& i : *inputs) names.push_back(i.remote);
+  run.policy = CheckpointPolicyOf(j->ad, std::move(names));
+  run.expected_digest.clear();
+  run.restored.clear();
+  if (auto n = j->ad.EvaluateInt("NumCheckpoints"); n && *n > 0) {
+    auto why = RestoreCheckpoint(run, *j, sd->peer.door, &*inputs);
+    if (!why.empty())
+      return hold_instead("Cannot restore checkpoint " + std::to_string(*n) + ": " + why,
+                          kHoldTransferInputError);
+  }
   run.inputs = std::move(*inputs);
   Message m{.type = MsgType::kActivate,
             .slot = run.slot,
@@ -1176,13 +1473,31 @@ void Pool::PumpInputs(const std::shared_ptr<Startd>& sd) {
     Run& run = it->second;
     std::string job = JobIdString(run.job);
     if (run.next_input == run.inputs.size()) {
+      if (!run.expected_digest.empty() &&
+          CheckpointDigest(std::exchange(run.restored, {})) != run.expected_digest) {
+        // Not what was stored for this job: never restored. The hold vacates the run.
+        if (Job* j = queue_.Find(run.job)) {
+          (void)queue_.Hold(*j,
+                            "Cannot restore checkpoint " +
+                                std::to_string(j->ad.EvaluateInt("NumCheckpoints").value_or(0)) +
+                                ": its files are not the ones stored for this job (their digest "
+                                "differs from CheckpointDigest)",
+                            kHoldTransferInputError);
+          hooks_.commit_soon();
+        }
+        run.state = Run::State::kRunning;  // nothing more is sent; the hold stops it
+        sd->pumping.pop_front();
+        continue;
+      }
       Send(sd, Message{.type = MsgType::kGo, .job = job, .run = run.id});
       run.state = Run::State::kRunning;
       sd->pumping.pop_front();
       continue;
     }
     auto& in = run.inputs[run.next_input];
-    if (run.fd < 0) run.fd = ::open(in.local.c_str(), O_RDONLY | O_CLOEXEC);
+    // A stored checkpoint's file is the agent's own: never read through a link.
+    if (run.fd < 0)
+      run.fd = ::open(in.local.c_str(), O_RDONLY | O_CLOEXEC | (in.checkpoint ? O_NOFOLLOW : 0));
     ssize_t n = -1;
     if (run.fd >= 0) {
       chunk.resize(pool::kChunk);
@@ -1198,6 +1513,10 @@ void Pool::PumpInputs(const std::shared_ptr<Startd>& sd) {
     }
     chunk.resize(static_cast<size_t>(n));
     bool last = n == 0 || in.sent + static_cast<uint64_t>(n) >= in.size;
+    if (in.checkpoint) {
+      run.sending.Update(in.sent, chunk);
+      if (last) run.restored.push_back({in.remote, in.sent + chunk.size(), run.sending.Hex()});
+    }
     Send(sd,
          Message{.type = MsgType::kInput,
                  .job = job,
@@ -1244,7 +1563,8 @@ void Pool::DropRun(const std::string& id) {
 std::vector<Pool::SlotView> Pool::Slots() const {
   std::vector<SlotView> out;
   for (const auto& [name, slot] : slots_) {
-    SlotView v{&slot.ad, std::nullopt};
+    auto sd = slot.startd.lock();
+    SlotView v{&slot.ad, std::nullopt, sd && sd->peer.door == PoolDoor::kLocal};
     auto it = runs_.find(slot.run);
     if (it != runs_.end()) v.job = it->second.job;
     out.push_back(v);

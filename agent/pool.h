@@ -26,6 +26,7 @@
 
 #include "agent/config.h"
 #include "agent/negotiator.h"
+#include "agent/pool_authority.h"
 #include "agent/queue.h"
 #include "common/accept_loop.h"
 #include "pool/protocol.h"
@@ -33,24 +34,42 @@
 
 namespace kite::agent {
 
+struct CheckpointPolicy;
+struct PoolInputFile;  // one file a run's input holds (pool.cpp)
+
+// Who is at the other end of a startd's connection, as its door established it.
+struct PoolPeer {
+  std::string who;  // for logs: "this user", or the TLS identity and address
+  PoolDoor door = PoolDoor::kLocal;
+  double not_after = 0;  // TLS: when the chain it presented lapses (0: never, the local door)
+};
+
 class Pool {
  public:
   struct Hooks {
     std::function<void()> commit_soon;  // changes are pending: commit them within commit_delay
     std::function<void(Job&)> retire;   // a job is Completed or Removed: it leaves the queue
   };
-  Pool(boost::asio::io_context& io, JobQueue& queue, const AgentOptions& options, Hooks hooks);
+  // `authority` decides which startds are let in (docs/pool.md, "Trust"); it outlives the pool.
+  Pool(boost::asio::io_context& io, JobQueue& queue, const AgentOptions& options,
+       PoolAuthority& authority, Hooks hooks);
   ~Pool();
 
   // Listens for startds on the Unix socket `path` (this user's own).
   Status Listen(const std::string& path);
   void Close();
-  // A startd's connection, authenticated by whoever accepted it (`peer` says who it is, for logs).
-  void Adopt(std::unique_ptr<pool::ByteStream> stream, std::string peer);
+  // A startd's connection, past its door (`peer` says which and who). It is let in only with a
+  // pool credential in its hello, and only while that credential and its TLS identity hold.
+  void Adopt(std::unique_ptr<pool::ByteStream> stream, PoolPeer peer);
 
   // The queue's status hook, for vanilla jobs: idle ones are matched, removed or held running
   // ones are vacated.
   void OnStatus(Job& job, bool leaving);
+  // The queue's status hook, for glide-ins' grid jobs: one removed, held, ended or leaving takes
+  // its credential's validity with it, and its startd is shown out now.
+  void OnGlideinStatus(const Job& job, bool leaving);
+  // Every startd's credential checked again now (one was revoked): those it no longer lets in go.
+  void RecheckAdmissions();
   // After a restart: every job the queue says runs in the pool keeps its run for a lease, waiting
   // for its startd to reconnect.
   void Recover();
@@ -60,6 +79,7 @@ class Pool {
   struct SlotView {
     const classad::ClassAd* ad;
     std::optional<JobKey> job;  // the job running there
+    bool local = false;         // offered through the local socket (this desktop's own)
   };
   std::vector<SlotView> Slots() const;
   size_t idle_jobs() const { return idle_.size(); }
@@ -86,17 +106,36 @@ class Pool {
   void OnFrame(const std::shared_ptr<Startd>& sd, pool::Frame frame);
   void OnHello(const std::shared_ptr<Startd>& sd, const pool::Message& m);
   void OnSlot(const std::shared_ptr<Startd>& sd, const pool::Message& m);
-  void OnOutput(const pool::Message& m, const std::string& body);
+  void OnStarted(const std::shared_ptr<Startd>& sd, const pool::Message& m);
+  void OnOutput(const std::shared_ptr<Startd>& sd, const pool::Message& m, const std::string& body);
   void OnRsc(const std::shared_ptr<Startd>& sd, const pool::Message& m, const std::string& body);
   void RecordIo(Run& run, Job& j);
-  void OnEnded(const pool::Message& m);
-  void OnCheckpointPiece(Run& run, const pool::Message& m, const std::string& body);
-  void OnCheckpointed(const pool::Message& m);
+  void OnEnded(const std::shared_ptr<Startd>& sd, const pool::Message& m);
+  void OnCheckpointPiece(const std::shared_ptr<Startd>& sd, Run& run, const Job& j,
+                         const pool::Message& m, const std::string& body);
+  // What the run's job may have as its checkpoint (agent/checkpoint_store.h).
+  const CheckpointPolicy& PolicyOf(Run& run, const Job& j);
+  void OnCheckpointed(const std::shared_ptr<Startd>& sd, const pool::Message& m);
   struct CheckpointAck;
   void CheckpointCommitted(const CheckpointAck& a);
   std::string CheckpointDir(JobKey key) const;
-  void OnVacated(const pool::Message& m, bool refused);
-  void OnSuspension(const pool::Message& m);
+  void OnVacated(const std::shared_ptr<Startd>& sd, const pool::Message& m, bool refused);
+  void OnSuspension(const std::shared_ptr<Startd>& sd, const pool::Message& m);
+  // Trust (docs/pool.md): "" while `sd` may go on offering slots, else why not; checked on every
+  // frame it sends and before any work is sent to it.
+  std::string Refusal(const Startd& sd) const;
+  // True while `sd` may stay; otherwise it is shown out (Expel) and false.
+  bool Admitted(const std::shared_ptr<Startd>& sd);
+  GlideinJobView GlideinView(const std::string& job) const;
+  // Shows a startd out with `why`: told (`refuse`, after which a startd exits) when its
+  // credential is at fault, and its runs then lost; only disconnected when its TLS identity
+  // lapsed (it dials again with a renewed proxy; its runs wait under their lease).
+  void Expel(const std::shared_ptr<Startd>& sd, const std::string& why, bool credential);
+  // The slot ad as the pool keeps it: what the startd said, with what the agent knows better
+  // (StartdName, Name, FileSystemDomain, GlideinResource, AuthenticatedIdentity) set by it.
+  void Stamp(const Startd& sd, const std::string& slot, classad::ClassAd& ad) const;
+  // A message about a run that `sd` does not hold: refused, and logged (not every one).
+  void Refused(const std::shared_ptr<Startd>& sd, const pool::Message& m, const std::string& why);
   // The connection is over; `for_good`: the startd said goodbye (it will not come back).
   void OnGone(const std::shared_ptr<Startd>& sd, const std::string& why, bool for_good = false);
 
@@ -111,12 +150,22 @@ class Pool {
   void EndPass();
   void StartRun(Job& job, Slot& slot);
   void SendActivate(Run& run);
+  // Adds the files of the job's committed checkpoint to `inputs` and notes the digest they must
+  // have; "" when they may go (or the job is to start over), otherwise why it cannot be restored.
+  std::string RestoreCheckpoint(Run& run, Job& j, PoolDoor door,
+                                std::vector<PoolInputFile>* inputs);
+  // Whether the job's latest checkpoint may be restored on the desktop's own slots: not an image
+  // a site made, unless [pool] local_restore_site_checkpoints says so.
+  bool LocalRestoreAllowed(const Job& j) const;
   void PumpInputs(const std::shared_ptr<Startd>& sd);
   void Vacate(Run& run, const std::string& reason);
   void VacateStopped();
   // Ends run `id` (slot freed, maps cleared). The job's record is the caller's.
   void DropRun(const std::string& id);
-  Run* FindRun(const pool::Message& m);
+  // The run `m` names, only when its job matches and `sd` holds it (the connection that started
+  // it, or that named it in its hello after a reconnect); nullptr otherwise.
+  // `foreign` (when given) tells a run that exists but is not `sd`'s from one that does not.
+  Run* FindRun(const std::shared_ptr<Startd>& sd, const pool::Message& m, bool* foreign = nullptr);
   bool IsCurrent(const Run& run) const;
   void ArmLeases();
   void ExpireLeases();
@@ -124,6 +173,7 @@ class Pool {
   boost::asio::io_context& io_;
   JobQueue& queue_;
   const AgentOptions& options_;
+  PoolAuthority& authority_;
   Hooks hooks_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
   std::shared_ptr<AcceptLoop<boost::asio::local::stream_protocol>> loop_;
@@ -167,6 +217,10 @@ class Pool {
   uint64_t slot_generation_ = 1;  // changes whenever a slot ad comes, goes or changes
   boost::asio::steady_timer lease_timer_;
   bool lease_armed_ = false;
+  boost::asio::steady_timer cool_timer_;  // the latest slot cool-off's end: negotiate again
+  // Files the runs' programs have open through remote I/O, all runs together, and the cap.
+  std::shared_ptr<size_t> remote_open_ = std::make_shared<size_t>(0);
+  size_t remote_open_max_ = 0;
 };
 
 }  // namespace kite::agent

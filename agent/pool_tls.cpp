@@ -141,11 +141,16 @@ class PoolTlsListener::Handshake : public std::enable_shared_from_this<Handshake
     if (!id) return Refused(id.error().message());
     std::string why =
         PoolPeerRefusal(id->subject, state_->own, state_->options.pool.allow_identities);
+    // A limited proxy may not have work started in its name (RFC 3820, as gatekeepers hold it).
+    if (why.empty() && id->limited) why = "it presented a limited proxy of " + id->subject;
     if (!why.empty()) return Refuse(why);
     spdlog::info("agent: pool: a startd from {} speaks for {}", addr_, id->subject);
     auto inner = std::make_unique<pool::AsioByteStream<TlsStream>>(std::move(stream_));
-    state_->pool.Adopt(std::make_unique<CountedStream>(std::move(inner), std::move(slot_)),
-                       id->subject);
+    double not_after = std::chrono::duration<double>(id->not_after.time_since_epoch()).count();
+    state_->pool.Adopt(
+        std::make_unique<CountedStream>(std::move(inner), std::move(slot_)),
+        PoolPeer{
+            .who = id->subject + " at " + addr_, .door = PoolDoor::kTls, .not_after = not_after});
   }
 
   void Refused(const std::string& why) {

@@ -170,8 +170,13 @@ std::string GlideinStartdName(long cluster, long proc) {
   return "glidein-" + std::to_string(cluster) + "." + std::to_string(proc);
 }
 
+std::string GlideinCredentialName(long cluster, long proc) {
+  return std::to_string(cluster) + "." + std::to_string(proc) + ".credential";
+}
+
 std::vector<std::string> BootstrapArguments(const GlideinRequest& r, const GlideinSetting& s,
-                                            const std::string& startd_name) {
+                                            const std::string& startd_name,
+                                            const std::string& credential) {
   StartdOptions o;
   o.agent = "tls:" + s.agent;
   o.name = startd_name;
@@ -183,6 +188,7 @@ std::vector<std::string> BootstrapArguments(const GlideinRequest& r, const Glide
   o.start = r.start;
   o.policy = r.policy;
   o.resource = std::string(Trim(r.resource));
+  o.credential = credential;
   std::vector<std::string> startd = o.ToArgs();
   DropFlag(startd, "--work");  // the bootstrap gives it: $PWD/execute at the site
   // The agent's identity, as --agent-identity of the startd's TLS dialling. Set on the list
@@ -209,8 +215,6 @@ Result<std::string> GlideinSubmitText(const GlideinRequest& r, const GlideinSett
   t += "universe = grid\n";
   t += "grid_resource = " + Literal(resource) + "\n";
   t += "executable = " + Literal(s.bootstrap) + "\n";
-  t += "transfer_input_files = " + Literal(s.startd) + "," + Literal(s.starter) + "," +
-       Literal(s.exec) + (s.rsc_lib.empty() ? "" : "," + Literal(s.rsc_lib)) + "\n";
   t += "x509userproxy = " + Literal(s.proxy) + "\n";
   t += "request_cpus = " + std::to_string(r.cpus) + "\n";
   if (r.memory_mib > 0) t += "request_memory = " + std::to_string(r.memory_mib) + "\n";
@@ -220,10 +224,17 @@ Result<std::string> GlideinSubmitText(const GlideinRequest& r, const GlideinSett
   }
   t += "+KiteGlidein = true\n";
   t += "+GlideinResource = " + Literal(submit::QuoteClassAdString(resource)) + "\n";
+  std::string programs = Literal(s.startd) + "," + Literal(s.starter) + "," + Literal(s.exec) +
+                         (s.rsc_lib.empty() ? "" : "," + Literal(s.rsc_lib));
   for (long proc = 0; proc < r.count; ++proc) {
     std::string id = std::to_string(cluster) + "." + std::to_string(proc);
-    t += "\narguments = " +
-         ArgumentsValue(BootstrapArguments(r, s, GlideinStartdName(cluster, proc))) + "\n";
+    std::string credential = GlideinCredentialName(cluster, proc);
+    // Each glide-in takes its own pool credential along (agent/pool_authority.h).
+    t += "\ntransfer_input_files = " + programs + "," + Literal(s.output_dir + "/" + credential) +
+         "\n";
+    t += "arguments = " +
+         ArgumentsValue(BootstrapArguments(r, s, GlideinStartdName(cluster, proc), credential)) +
+         "\n";
     t += "output = " + Literal(s.output_dir + "/" + id + ".out") + "\n";
     t += "error = " + Literal(s.output_dir + "/" + id + ".err") + "\n";
     t += "queue\n";

@@ -61,14 +61,22 @@ Result<double> ParseSeconds(std::string_view text);
 // keeps two glide-ins on one node apart.
 std::string GlideinStartdName(long cluster, long proc);
 
+// The file name of glide-in C.P's pool credential ("C.P.credential"): the agent writes it to
+// GlideinSetting::output_dir before the glide-in is submitted, and the glide-in takes it along as
+// an input file (docs/pool.md, "Trust").
+std::string GlideinCredentialName(long cluster, long proc);
+
 // kite-glidein-bootstrap's arguments for one glide-in: the --sha256 checks, then "--" and the
-// startd's flags (StartdOptions::ToArgs, less --work, which the bootstrap gives).
+// startd's flags (StartdOptions::ToArgs, less --work, which the bootstrap gives), its
+// --credential being `credential` (a file in the job's directory at the site).
 std::vector<std::string> BootstrapArguments(const GlideinRequest& r, const GlideinSetting& s,
-                                            const std::string& startd_name);
+                                            const std::string& startd_name,
+                                            const std::string& credential);
 
 // The submit description of `r.count` glide-ins in cluster `cluster` (one queue statement
-// each, so each has its own startd name and output files). kInvalidInput names what is wrong
-// with the request or the setting.
+// each, so each has its own startd name, pool credential and output files). The credentials
+// themselves are the agent's to write (agent/pool_authority.h) before the cluster is submitted.
+// kInvalidInput names what is wrong with the request or the setting.
 Result<std::string> GlideinSubmitText(const GlideinRequest& r, const GlideinSetting& s,
                                       long cluster);
 

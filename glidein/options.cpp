@@ -54,6 +54,8 @@ std::vector<std::string> StartdOptions::ToArgs() const {
           ca_dir,
           "--agent-identity",
           agent_identity,
+          "--credential",
+          credential,
           "--log",
           log_file,
           "--log-level",
@@ -98,6 +100,8 @@ void StartdOptions::AddFlags(CLI::App& app) {
   app.add_option("--ca-dir", ca_dir, "tls: trusted CAs (default: $X509_CERT_DIR)");
   app.add_option("--agent-identity", agent_identity,
                  "tls: the DN the agent must speak for (required with tls:)");
+  app.add_option("--credential", credential,
+                 "the pool credential file the agent issued (read again on every dial)");
   app.add_option("--log", log_file, "log file (default: stderr)");
   app.add_option("--log-level", log_level, "debug, info, warn, error");
 }

@@ -50,6 +50,9 @@ struct StartdOptions {
   std::string proxy;
   std::string ca_dir;
   std::string agent_identity;
+  // The pool credential the agent issued this startd (docs/pool.md, "Trust"), re-read on every
+  // dial and sent in its hello; without one the agent refuses it.
+  std::string credential;
   std::string log_file;  // "" = standard error
   std::string log_level = "info";
 

@@ -27,6 +27,7 @@
 #include "common/exec_status.h"
 #include "glidein/sandbox.h"
 #include "pool/protocol.h"
+#include "rsc/ckpt_image.h"
 
 namespace kite::glidein {
 
@@ -96,7 +97,7 @@ bool IsCheckpointExit(const classad::ClassAd& job, const pool::RunExit& exit);
 
 // Transparent checkpoints (`checkpoint = transparent`, docs/checkpoints.md): the image the
 // preloaded library writes at the top of the sandbox, and the code it exits with once written.
-inline constexpr const char* kCheckpointImage = "kite_ckpt.img";
+inline constexpr const char* kCheckpointImage = rsc::ckpt::kImageName;
 inline constexpr int kTransparentCheckpointExit = 85;
 bool IsTransparent(const classad::ClassAd& job);
 

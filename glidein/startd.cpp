@@ -20,6 +20,7 @@
 #include "common/strings.h"
 #include "glidein/machine.h"
 #include "glidein/sandbox.h"
+#include "pool/credential.h"
 
 namespace kite::glidein {
 namespace {
@@ -65,6 +66,7 @@ Status Startd::Start() {
   machine_ = HostName();
   arch_ = ArchName();
   if (o_.name.empty()) o_.name = machine_;
+  if (!o_.credential.empty()) o_.credential = AbsolutePath(o_.credential);
   if (o_.memory_mib == 0) o_.memory_mib = MemTotalMiB();
   if (o_.disk_kib == 0) o_.disk_kib = FreeDiskKiB(o_.work);
   int64_t now = static_cast<int64_t>(WallNow());
@@ -110,6 +112,15 @@ void Startd::OnDialed(Result<std::unique_ptr<ByteStream>> stream) {
                                          .drained = [this] { Pump(); }});
   link_->Start();
   Message hello{.type = MsgType::kHello, .name = o_.name};
+  if (!o_.credential.empty()) {
+    // Read anew for each dial: a credential the agent reissued meanwhile is the one presented.
+    auto text = ReadFile(o_.credential, {.max_bytes = pool::kMaxCredentialBytes + 64});
+    if (text) {
+      hello.credential = std::string(Trim(*text));
+    } else {
+      spdlog::warn("startd: cannot read the pool credential: {}", text.error().ToString());
+    }
+  }
   for (auto& s : slots_) {
     Note(s);
     hello.slots.push_back({s.name, SlotAdText(s)});

@@ -268,6 +268,7 @@ std::string ToJson(const Message& m) {
   };
   if (m.type == MsgType::kHello || m.type == MsgType::kWelcome) o["version"] = m.version;
   put("name", m.name);
+  put("credential", m.credential);
   put("slot", m.slot);
   put("job", m.job);
   put("run", m.run);
@@ -334,6 +335,7 @@ Result<Message> ParseMessage(std::string_view text) {
   KITE_TRY(version, Int(o, "version", 0, std::numeric_limits<int>::max(), kProtocolVersion));
   m.version = static_cast<int>(version);
   KITE_TRY(name, Str(o, "name", m.type == MsgType::kHello));
+  KITE_TRY(credential, Str(o, "credential", false));
   KITE_TRY(slot, Str(o, "slot", needs.slot));
   KITE_TRY(job, Str(o, "job", needs.job));
   KITE_TRY(run, Str(o, "run", needs.job));
@@ -352,6 +354,7 @@ Result<Message> ParseMessage(std::string_view text) {
   KITE_TRY(chan, Int(o, "chan", 0, std::numeric_limits<int32_t>::max(), 0));
   m.chan = chan;
   m.name = std::move(name);
+  m.credential = std::move(credential);
   m.slot = std::move(slot);
   m.job = std::move(job);
   m.run = std::move(run);

@@ -26,7 +26,7 @@ inline constexpr size_t kChunk = 256 << 10;    // the size of the file chunks ei
 
 enum class MsgType {
   // startd -> agent
-  kHello,      // name, slots (its ads), runs (what it is running: after a reconnect)
+  kHello,      // name, credential, slots (its ads), runs (what it runs: after a reconnect)
   kSlot,       // slot, ad: a slot's ad changed (state, load, time left)
   kStarted,    // slot, job, run: the job's program runs
   kOutput,     // job, run, path, offset, last, mode + body: an output file's bytes
@@ -101,13 +101,14 @@ struct RunUsage {
 struct Message {
   MsgType type = MsgType::kHello;
   int version = kProtocolVersion;
-  std::string name;    // hello: the startd's name
-  std::string slot;    // the slot the message is about
-  std::string job;     // "C.P"
-  std::string run;     // the run's id, chosen by the agent (unique per start of a job)
-  std::string ad;      // slot: the slot's ad; activate: the job's ad
-  std::string reason;  // refuse, vacate, vacated, refused, bye, suspended
-  std::string path;    // input, output
+  std::string name;        // hello: the startd's name
+  std::string credential;  // hello: the pool credential the agent issued it (pool/credential.h)
+  std::string slot;        // the slot the message is about
+  std::string job;         // "C.P"
+  std::string run;         // the run's id, chosen by the agent (unique per start of a job)
+  std::string ad;          // slot: the slot's ad; activate: the job's ad
+  std::string reason;      // refuse, vacate, vacated, refused, bye, suspended
+  std::string path;        // input, output
   uint64_t offset = 0;
   bool last = false;        // input, output: the file ends with this chunk
   bool checkpoint = false;  // output: a checkpoint file's bytes; ack: of a checkpoint

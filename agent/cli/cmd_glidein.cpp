@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -159,6 +160,16 @@ void Submit(const SubmitArgs& a) {
       SubmitClusterOrDie(*client, [&](int cluster) -> Result<submit::ParsedCluster> {
         auto text = glidein::GlideinSubmitText(r, s, cluster);
         if (!text) return Fail(text.error());
+        // Each glide-in's pool credential, written by the agent (the only holder of the key)
+        // where the submit text names it.
+        auto issued = client->PostJson(
+            "/v1/pool/credential",
+            {{"glideins",
+              json::object{{"cluster", cluster},
+                           {"count", r.count},
+                           {"slots", r.cpus},
+                           {"lifetime", static_cast<int64_t>(std::ceil(r.lifetime))}}}});
+        if (!issued) return Fail(issued.error().Wrap("the glide-ins' pool credentials"));
         submit::SubmitOptions options;
         options.cluster_id = cluster;
         return submit::ParseSubmitText(*text, "<kite glidein submit>", options);

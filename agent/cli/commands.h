@@ -19,5 +19,6 @@ void RegisterTestgridCommands(CLI::App& app);  // testgrid up|status|down
 void RegisterStatusCommand(CLI::App& app);     // status (the pool's slots)
 void RegisterGlideinCommands(CLI::App& app);   // glidein submit|q|rm
 void RegisterDagCommands(CLI::App& app);       // dag submit|status
+void RegisterPoolCommands(CLI::App& app);      // pool credential create|revoke
 
 }  // namespace kite::cli

@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
   kite::cli::RegisterStatusCommand(app);
   kite::cli::RegisterGlideinCommands(app);
   kite::cli::RegisterDagCommands(app);
+  kite::cli::RegisterPoolCommands(app);
 
   auto args = HtcondorStyleArgs(argc, argv);
   std::vector<char*> cargs;

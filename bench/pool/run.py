@@ -113,10 +113,13 @@ def startd_start():
     try:
         for i in range(RUNS * 2):
             work = os.path.join(e.dir, "work%d" % i)
+            credential = work + ".credential"
+            e.kite("pool", "credential", "create", "--name", "b%d" % i, "-o", credential)
             t0 = time.perf_counter()
             p = subprocess.Popen([os.path.join(BIN, "kite-startd"), "--agent",
                                   "unix:" + os.path.join(e.home, "pool.sock"), "--name",
-                                  "b%d" % i, "--slots", "1", "--work", work],
+                                  "b%d" % i, "--slots", "1", "--credential", credential,
+                                  "--work", work],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             ok = wait_for(lambda: slot_count(e) == 1, 20)
             times.append(time.perf_counter() - t0)
@@ -147,9 +150,14 @@ def many_slots(alike, slots=1000, jobs=10000):
         ad = ('[ MyType = "Machine"; Name = "slot%d@fake"; State = "Unclaimed"; Activity = "Idle"; '
               'Cpus = 1; Memory = 2048; Disk = 1000000; OpSys = "LINUX"; Arch = "X86_64"; '
               'HasFileTransfer = true; TimeToLive = 3600; Start = false; Requirements = Start ]')
+        credential = os.path.join(e.dir, "fake.credential")
+        e.kite("pool", "credential", "create", "--name", "fake", "--slots", str(slots), "-o",
+               credential)
+        with open(credential) as f:
+            text = f.read().strip()
         s = socket.socket(socket.AF_UNIX)
         s.connect(os.path.join(e.home, "pool.sock"))
-        s.sendall(frame({"type": "hello", "version": 1, "name": "fake",
+        s.sendall(frame({"type": "hello", "version": 1, "name": "fake", "credential": text,
                          "slots": [{"name": "slot%d@fake" % i, "ad": ad % i}
                                    for i in range(1, slots + 1)]}))
         if not wait_for(lambda: slot_count(e) == slots, 30, 0.05):

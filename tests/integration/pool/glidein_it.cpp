@@ -7,11 +7,13 @@
 // Needs the agent's TLS pool listener ($KITE_HOME/pool.address) and kite-startd's
 // --agent tls:HOST:PORT --agent-identity: registered in CMakeLists.txt once those are in.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <regex>
 #include <string>
 
+#include "common/strings.h"
 #include "tests/fixtures/kite_env.h"
 
 namespace kite::testing {
@@ -51,6 +53,12 @@ class GlideinPool : public ::testing::Test {
     std::smatch m;
     std::regex re("\"" + attr + "\": ([^\n]+?),?\n");
     return std::regex_search(r.out, m, re) ? std::string(m[1]) : "";
+  }
+
+  // The user's identity, as the glide-ins are told the agent's (kite proxy info --identity).
+  std::string Identity() const {
+    auto r = env_.Kite({"proxy", "info", "--identity"});
+    return std::string(Trim(r.out));
   }
 
   KiteEnv env_{"glidein-pool"};
@@ -126,6 +134,47 @@ TEST_F(GlideinPool, GlideinSlotsRunVanillaJobsThenTheGlideinLeavesWhenIdle) {
       << ReadFileOr(env_.home() + "/glidein/" + glidein + ".err");
   EXPECT_TRUE(WaitUntil([&] { return GlideinSlots() == 0; }, 30))
       << env_.Kite({"status", "-json"}).out;
+}
+
+// A glide-in joins with the pool credential it took along (docs/pool.md, "Trust"); `kite glidein
+// rm` revokes it: its startd is shown out at once, and the same credential presented again (by a
+// startd started by hand with the glide-in's credential file) is refused.
+TEST_F(GlideinPool, KiteGlideinRmRevokesTheGlideinsCredential) {
+  auto r = env_.Kite({"glidein", "submit", "--resource", resource_, "--count", "1", "--cpus", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_search(r.out, m, std::regex("1 glide-in\\(s\\) submitted to cluster (\\d+)\\.")));
+  std::string glidein = std::string(m[1]) + ".0";
+  std::string credential = env_.home() + "/glidein/" + glidein + ".credential";
+  struct stat st {};
+  ASSERT_EQ(::stat(credential.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_TRUE(WaitUntil([&] { return GlideinSlots() == 1; }, 90))
+      << ReadFileOr(env_.home() + "/glidein/" + glidein + ".err");
+  auto log = [&] { return ReadFileOr(env_.home() + "/agent.log"); };
+  EXPECT_NE(log().find("startd 'glidein-" + glidein +
+                       "' joined with 1 slot(s), 0 run(s) going on "
+                       "(glidein "),
+            std::string::npos)
+      << log();
+  auto rm = env_.Kite({"glidein", "rm", glidein});
+  ASSERT_EQ(rm.exit_code, 0) << rm.out << rm.err;
+  EXPECT_TRUE(WaitUntil(
+      [&] { return log().find("showing startd 'glidein-" + glidein + "'") != std::string::npos; },
+      30))
+      << log();
+  EXPECT_TRUE(WaitUntil([&] { return GlideinSlots() == 0; }, 30));
+  // Its credential, presented again: refused.
+  std::string address(Trim(ReadFileOr(env_.home() + "/pool.address")));
+  std::string work = env_.dir() + "/again";
+  auto again = RunCommand(
+      {"timeout", "30", BinDir() + "/kite-startd", "--agent", "tls:" + address, "--agent-identity",
+       Identity(), "--name", "glidein-" + glidein, "--credential", credential, "--work", work},
+      env_.Env(), env_.dir());
+  EXPECT_EQ(again.exit_code, 2) << again.out << again.err;
+  EXPECT_NE(again.err.find("the agent refused this startd"), std::string::npos) << again.err;
+  EXPECT_TRUE(log().find("refused startd 'glidein-" + glidein + "'") != std::string::npos) << log();
 }
 
 // want_remote_io in a glide-in: the library is staged with the startd, and the program's calls on

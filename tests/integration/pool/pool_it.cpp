@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "pool/credential.h"
 #include "pool/protocol.h"
 #include "tests/fixtures/kite_env.h"
 
@@ -361,6 +363,88 @@ TEST_F(Pool, RemoteIoReachesTheJobsFilesWhileItRunsAndNothingElse) {
   fs::remove_all(d + "/../rsc-outside");
 }
 
+// A job that speaks the remote-I/O wire itself to its starter's socket (as the attack's probe
+// did), not through the preloaded library: each refusal the issue lists (defects 7, 11, 12, 13,
+// 15 and 16) as the job and the desktop see it.
+const char* kRscProbe = R"(#!/usr/bin/python3
+import os, socket, struct, sys
+D = sys.argv[1]
+s = socket.socket(socket.AF_UNIX); s.connect(os.environ["KITE_RSC_SOCKET"])
+seq = [0]
+def rd(n):
+    b = b""
+    while len(b) < n:
+        c = s.recv(n - len(b))
+        if not c: raise EOFError
+        b += c
+    return b
+def call(op, path="", flags=0, mode=0, handle=0, size=0):
+    seq[0] += 1
+    p = path.encode()
+    body = struct.pack("<QIiIqqQIII", seq[0], op, flags, mode, handle, 0, size, len(p), 0, 0) + p
+    s.sendall(struct.pack("<I", len(body)) + body)
+    r = rd(struct.unpack("<I", rd(4))[0])
+    q, res, err, dl = struct.unpack("<QqiI", r[:24])
+    return res, err, r[24:24 + dl]
+OPEN, CLOSE, PREAD = 1, 2, 3
+def opens(label, path, flags=os.O_RDONLY, mode=0):
+    res, err, _ = call(OPEN, path, flags, mode)
+    print(label, "errno", err, flush=True)
+    return res
+opens("etc", D + "/links/etc/passwd")
+opens("fileroot", D + "/outdir/out.txt")
+opens("sibling", D + "/outdir/secret2")
+opens("suid", D + "/suid", os.O_CREAT | os.O_WRONLY, 0o4755)
+opens("inject", D + "/nowhere\nFORGED-LOG-LINE agent: pool: forged")
+h = opens("args", sys.argv[2])
+print("args-read", call(PREAD, handle=h, size=100)[2].decode().strip(), flush=True)
+ok, first = 0, None
+for i in range(1100):
+    res, err, _ = call(OPEN, D + "/in.dat")
+    if err == 0: ok += 1
+    elif first is None: first = err
+print("fds", ok, "first-errno", first, flush=True)
+)";
+
+TEST_F(Pool, RemoteIoRefusesWhatTheProbeTriedAndLogsItSafely) {
+  Start("[pool]\nlocal_slots = 1\nlocal_start = true\n");
+  ASSERT_TRUE(WaitSlots(1));
+  const std::string d = env_->dir();
+  fs::create_directories(d + "/links");
+  fs::create_symlink("/etc", d + "/links/etc");
+  fs::create_directories(d + "/outdir");
+  WriteFile(d + "/outdir/secret2", "a sibling\n");
+  fs::create_symlink("secret2", d + "/outdir/out.txt");
+  fs::create_directories(d + "/../rsc-args");
+  std::string named = fs::weakly_canonical(d + "/../rsc-args/only-in-args.txt").string();
+  WriteFile(named, "named in Args\n");
+  env_->Write("in.dat", "x\n");
+  env_->Write("probe.py", kRscProbe, 0755);
+  // Old-syntax arguments: the ad has Args, not Arguments.
+  int c = env_->Submit("universe = vanilla\nexecutable = probe.py\narguments = " + d + " " + named +
+                       "\nwant_remote_io = true\nremote_io_paths = links/etc outdir/out.txt\n"
+                       "output = probe.out\nerror = probe.err\nqueue\n");
+  WaitDone(c);
+  std::string out = ReadFileOr(d + "/probe.out");
+  EXPECT_NE(out.find("etc errno 13\n"), std::string::npos) << out << ReadFileOr(d + "/probe.err");
+  EXPECT_NE(out.find("fileroot errno 13\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("sibling errno 13\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("suid errno 0\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("inject errno 13\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("args errno 0\nargs-read named in Args\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("fds 1024 first-errno 24\n"), std::string::npos) << out;
+  struct stat st {};
+  ASSERT_EQ(::stat((d + "/suid").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07000, 0u) << "setuid/setgid/sticky bits reached the desktop";
+  auto log = ReadFileOr(env_->home() + "/agent.log");
+  EXPECT_EQ(log.find("\nFORGED-LOG-LINE"), std::string::npos) << "a job forged a log line";
+  EXPECT_NE(log.find("\\x0aFORGED-LOG-LINE"), std::string::npos);
+  EXPECT_NE(log.find("system folder /etc"), std::string::npos);
+  EXPECT_NE(log.find("(EMFILE)"), std::string::npos);
+  EXPECT_EQ(History(std::to_string(c) + ".0", "ExitCode"), "0");
+  fs::remove_all(d + "/../rsc-args");
+}
+
 // A statically linked program cannot have its calls redirected: the job is held saying so,
 // rather than run with its files unreachable.
 TEST_F(Pool, RemoteIoWithAStaticProgramHoldsTheJobWithTheReason) {
@@ -534,9 +618,15 @@ TEST_F(Pool, AnInputFileGoneBeforeTheJobStartsHoldsItWithTheReason) {
   EXPECT_NE(Q(id, "HoldReason").find("soon-gone.txt"), std::string::npos) << Q(id, "HoldReason");
 }
 
-// A kite-startd of its own (as a glide-in's would be), dialling the agent's socket.
+// A kite-startd of its own (as a glide-in's would be), dialling the agent's socket with a pool
+// credential the agent issued for it (kite pool credential create).
 pid_t SpawnStartd(const std::string& home, const std::string& name, const std::string& work,
                   const std::vector<std::string>& extra) {
+  std::string credential = work + ".credential";
+  auto issued = RunCommand({BinDir() + "/kite", "pool", "credential", "create", "--name", name,
+                            "--slots", "4", "-o", credential},
+                           {"KITE_HOME=" + home});
+  EXPECT_EQ(issued.exit_code, 0) << issued.out << issued.err;
   std::vector<std::string> args = {BinDir() + "/kite-startd",
                                    "--agent",
                                    "unix:" + home + "/pool.sock",
@@ -544,6 +634,8 @@ pid_t SpawnStartd(const std::string& home, const std::string& name, const std::s
                                    name,
                                    "--slots",
                                    "1",
+                                   "--credential",
+                                   credential,
                                    "--work",
                                    work,
                                    "--log",
@@ -764,7 +856,7 @@ TEST_F(Pool, MalformedStartdsAreRefusedAndNothingElseIsDisturbed) {
   Start("[pool]\nlocal_slots = 1\nlocal_start = true\n");
   ASSERT_TRUE(WaitSlots(1));
   std::string sock = env_->home() + "/pool.sock";
-  {  // a slot ad that does not parse
+  {  // no pool credential: refused before anything it offers is read
     RawStartd s(sock);
     ASSERT_TRUE(s.ok());
     pool::Message hello{.type = pool::MsgType::kHello, .name = "evil"};
@@ -773,27 +865,44 @@ TEST_F(Pool, MalformedStartdsAreRefusedAndNothingElseIsDisturbed) {
     auto f = s.Next();
     ASSERT_TRUE(f);
     EXPECT_EQ(f->msg.type, pool::MsgType::kRefuse);
-    EXPECT_NE(f->msg.reason.find("slot1@evil"), std::string::npos) << f->msg.reason;
+    EXPECT_NE(f->msg.reason.find("no pool credential"), std::string::npos) << f->msg.reason;
     EXPECT_FALSE(s.Next());  // and the connection is closed
+  }
+  {  // the local startd's own credential, with a slot ad that does not parse
+    auto local = ReadFileOr(env_->home() + "/pool/local.credential");
+    auto claims = pool::ParseCredential(local);
+    ASSERT_TRUE(claims) << local;
+    RawStartd s(sock);
+    pool::Message hello{
+        .type = pool::MsgType::kHello, .name = claims->name, .credential = std::string(local)};
+    hello.slots = {{"slot1@" + claims->name, "[ Cpus = ; ]"}};
+    s.Send(pool::EncodeFrame(hello));
+    auto f = s.Next();
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->msg.type, pool::MsgType::kRefuse);
+    EXPECT_NE(f->msg.reason.find("slot1@" + claims->name + ": its ad does not parse"),
+              std::string::npos)
+        << f->msg.reason;
+    EXPECT_FALSE(s.Next());
   }
   {  // garbage bytes instead of a frame
     RawStartd s(sock);
     s.Send(std::string("\xff\xff\xff\xff garbage", 12));
     EXPECT_FALSE(s.Next());
   }
-  {  // a well-formed startd that reports output for a job it was never given
+  {  // a startd that reports output for a job it was never given: not let in, nothing written
     RawStartd s(sock);
     pool::Message hello{.type = pool::MsgType::kHello, .name = "liar"};
     hello.slots = {{"slot1@liar", "[ Requirements = false ]"}};
     s.Send(pool::EncodeFrame(hello));
-    auto f = s.Next();
-    ASSERT_TRUE(f);
-    EXPECT_EQ(f->msg.type, pool::MsgType::kWelcome);
     pool::Message out{.type = pool::MsgType::kOutput, .job = "1.0", .run = "forged", .path = "x"};
     s.Send(pool::EncodeFrame(out, "planted"));
     pool::Message ended{
         .type = pool::MsgType::kEnded, .slot = "slot1@liar", .job = "1.0", .run = "forged"};
     s.Send(pool::EncodeFrame(ended));
+    auto f = s.Next();
+    ASSERT_TRUE(f);
+    EXPECT_EQ(f->msg.type, pool::MsgType::kRefuse);
     ::usleep(300 * 1000);
     EXPECT_FALSE(fs::exists(env_->dir() + "/x"));
   }
@@ -804,6 +913,7 @@ TEST_F(Pool, MalformedStartdsAreRefusedAndNothingElseIsDisturbed) {
   EXPECT_EQ(ReadFileOr(env_->dir() + "/o"), "fine\n");
   auto log = ReadFileOr(env_->home() + "/agent.log");
   EXPECT_NE(log.find("refused startd 'evil'"), std::string::npos) << log;
+  EXPECT_NE(log.find("refused startd 'liar'"), std::string::npos) << log;
 }
 
 // An unmodified C program that keeps its state in memory — an array on the heap, a buffer on the

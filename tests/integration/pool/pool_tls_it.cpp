@@ -1,9 +1,9 @@
 // Glide-ins join the personal pool over mutual TLS (docs/pool.md, "Trust"): a real agent with no
 // local slots listens on loopback with the user's proxy, real kite-startd processes dial it with
-// real certificates from a test CA. The user's own startd runs a vanilla job whose output comes
-// back byte-identical; a startd with no proxy, an expired one, one from another CA or of another
-// user is refused, never gets a job, and the agent's log says why; a startd told another agent
-// identity refuses the agent.
+// real certificates from a test CA and a pool credential from the agent. The user's own startd runs
+// a vanilla job whose output comes back byte-identical; a startd with no proxy, an expired one, one
+// from another CA or of another user is refused, never gets a job, and the agent's log says why; a
+// startd told another agent identity refuses the agent.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -108,10 +108,17 @@ class PoolTls : public ::testing::Test {
     std::string name, work, log;
   };
   // A real kite-startd dialling the agent over TLS with `proxy`, trusting the test CA.
+  // It presents a pool credential the agent issued for it (kite pool credential create).
   Startd StartStartd(const std::string& name, const std::string& proxy,
                      const std::string& agent_identity) {
     Startd s{0, name, dir_ + "/work-" + name, dir_ + "/" + name + ".log"};
+    std::string credential = dir_ + "/" + name + ".credential";
+    auto issued = env_->Kite(
+        {"pool", "credential", "create", "--name", name, "--slots", "2", "-o", credential});
+    EXPECT_EQ(issued.exit_code, 0) << issued.out << issued.err;
     std::vector<std::string> args = {BinDir() + "/kite-startd",
+                                     "--credential",
+                                     credential,
                                      "--agent",
                                      "tls:" + address_,
                                      "--agent-identity",

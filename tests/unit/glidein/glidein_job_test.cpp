@@ -79,25 +79,26 @@ TEST(GlideinJobTest, TheRemoteIoLibraryIsStagedAndChecked) {
   GlideinSetting s = Setting();
   s.rsc_lib = "/opt/kite dir/bin/libkite_rsc.so";
   s.rsc_lib_sha256 = kExecSha;
-  auto args = BootstrapArguments(Request(), s, "glidein-7.1");
+  auto args = BootstrapArguments(Request(), s, "glidein-7.1", "7.1.credential");
   auto dashes = std::find(args.begin(), args.end(), "--");
   ASSERT_NE(dashes, args.end());
   EXPECT_EQ(std::vector<std::string>(dashes - 2, dashes),
             (std::vector<std::string>{"--lib", "libkite_rsc.so=" + kExecSha}));
   auto text = GlideinSubmitText(Request(), s, 7);
   ASSERT_TRUE(text) << text.error().ToString();
-  EXPECT_NE(text->find(",/opt/kite dir/bin/libkite_rsc.so\n"), std::string::npos) << *text;
+  EXPECT_NE(text->find(",/opt/kite dir/bin/libkite_rsc.so,"), std::string::npos) << *text;
   s.rsc_lib_sha256 = "nothex";
   EXPECT_FALSE(GlideinSubmitText(Request(), s, 7));
 }
 
 TEST(GlideinJobTest, StartdNameNamesTheJob) {
   EXPECT_EQ(GlideinStartdName(12, 3), "glidein-12.3");
+  EXPECT_EQ(GlideinCredentialName(12, 3), "12.3.credential");
 }
 
 // The bootstrap's checks, then startd flags that kite-startd reads back into what was asked.
 TEST(GlideinJobTest, BootstrapArgumentsCarryTheChecksAndTheStartdOptions) {
-  auto args = BootstrapArguments(Request(), Setting(), "glidein-7.1");
+  auto args = BootstrapArguments(Request(), Setting(), "glidein-7.1", "7.1.credential");
   ASSERT_GE(args.size(), 7u);
   EXPECT_EQ(std::vector<std::string>(args.begin(), args.begin() + 7),
             (std::vector<std::string>{"--sha256", "kite-startd=" + kStartdSha, "--sha256",
@@ -131,6 +132,7 @@ TEST(GlideinJobTest, BootstrapArgumentsCarryTheChecksAndTheStartdOptions) {
   EXPECT_EQ(o.policy, Request().policy);
   EXPECT_EQ(o.resource, "kite 127.0.0.1:9618/slurm");
   EXPECT_EQ(o.work, "/site/job/execute");
+  EXPECT_EQ(o.credential, "7.1.credential");
 }
 
 // The submit text, read by the same parser `kite submit` uses, gives each glide-in exactly the
@@ -155,7 +157,9 @@ TEST(GlideinJobTest, SubmitTextReadsBackThroughTheSubmitParser) {
     EXPECT_EQ(ad.EvaluateInt("JobUniverse"), 9);
     EXPECT_EQ(ad.EvaluateString("GridResource"), "kite 127.0.0.1:9618/slurm");
     EXPECT_EQ(ad.EvaluateString("Cmd"), s.bootstrap);
-    EXPECT_EQ(ad.EvaluateString("TransferInput"), s.startd + "," + s.starter + "," + s.exec);
+    // Each glide-in takes its own pool credential, named after its job.
+    EXPECT_EQ(ad.EvaluateString("TransferInput"), s.startd + "," + s.starter + "," + s.exec + "," +
+                                                      s.output_dir + "/" + id + ".credential");
     EXPECT_EQ(ad.EvaluateString("X509UserProxy"), s.proxy);
     EXPECT_EQ(ad.EvaluateBool("KiteGlidein"), true);
     EXPECT_EQ(ad.EvaluateString("GlideinResource"), "kite 127.0.0.1:9618/slurm");
@@ -168,7 +172,7 @@ TEST(GlideinJobTest, SubmitTextReadsBackThroughTheSubmitParser) {
     ASSERT_TRUE(raw);
     auto args = submit::SplitArgumentsV2(*raw);
     ASSERT_TRUE(args) << *raw;
-    EXPECT_EQ(*args, BootstrapArguments(r, s, "glidein-" + id));
+    EXPECT_EQ(*args, BootstrapArguments(r, s, "glidein-" + id, id + ".credential"));
   }
 }
 

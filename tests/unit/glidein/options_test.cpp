@@ -29,6 +29,7 @@ StartdOptions Changed() {
   o.proxy = "/tmp/glidein proxy.pem";
   o.ca_dir = "/etc/grid-security/certificates";
   o.agent_identity = "/O=Grid/OU=Kite/CN=Jane Doe";
+  o.credential = "/scratch/glidein-7.credential";
   o.log_file = "/scratch/startd.log";
   o.log_level = "debug";
   return o;
