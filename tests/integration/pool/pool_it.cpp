@@ -387,17 +387,20 @@ def call(op, path="", flags=0, mode=0, handle=0, size=0):
     q, res, err, dl = struct.unpack("<QqiI", r[:24])
     return res, err, r[24:24 + dl]
 OPEN, CLOSE, PREAD = 1, 2, 3
-def opens(label, path, flags=os.O_RDONLY, mode=0):
+O = os.environ["PROBE_OUTSIDE"]  # outside the Iwd: where the roots that are links live
+def opens(label, path, flags=os.O_RDONLY, mode=0, keep=False):
     res, err, _ = call(OPEN, path, flags, mode)
     print(label, "errno", err, flush=True)
+    if err == 0 and not keep: call(CLOSE, handle=res)
     return res
-opens("etc", D + "/links/etc/passwd")
-opens("fileroot", D + "/outdir/out.txt")
-opens("sibling", D + "/outdir/secret2")
+opens("etc", O + "/links/etc/passwd")
+opens("fileroot", O + "/outdir/out.txt")
+opens("sibling", O + "/outdir/secret2")
 opens("suid", D + "/suid", os.O_CREAT | os.O_WRONLY, 0o4755)
-opens("inject", D + "/nowhere\nFORGED-LOG-LINE agent: pool: forged")
-h = opens("args", sys.argv[2])
+opens("inject", "/tmp/kite-nowhere\nFORGED-LOG-LINE agent: pool: forged")
+h = opens("args", sys.argv[2], keep=True)
 print("args-read", call(PREAD, handle=h, size=100)[2].decode().strip(), flush=True)
+call(CLOSE, handle=h)
 ok, first = 0, None
 for i in range(1100):
     res, err, _ = call(OPEN, D + "/in.dat")
@@ -410,11 +413,14 @@ TEST_F(Pool, RemoteIoRefusesWhatTheProbeTriedAndLogsItSafely) {
   Start("[pool]\nlocal_slots = 1\nlocal_start = true\n");
   ASSERT_TRUE(WaitSlots(1));
   const std::string d = env_->dir();
-  fs::create_directories(d + "/links");
-  fs::create_symlink("/etc", d + "/links/etc");
-  fs::create_directories(d + "/outdir");
-  WriteFile(d + "/outdir/secret2", "a sibling\n");
-  fs::create_symlink("secret2", d + "/outdir/out.txt");
+  // Outside the job's Iwd, as the probe had them: a folder root that links to /etc, and a file
+  // root that links to its sibling.
+  std::string o = fs::weakly_canonical(d + "/../rsc-outside-iwd").string();
+  fs::create_directories(o + "/links");
+  fs::create_symlink("/etc", o + "/links/etc");
+  fs::create_directories(o + "/outdir");
+  WriteFile(o + "/outdir/secret2", "a sibling\n");
+  fs::create_symlink("secret2", o + "/outdir/out.txt");
   fs::create_directories(d + "/../rsc-args");
   std::string named = fs::weakly_canonical(d + "/../rsc-args/only-in-args.txt").string();
   WriteFile(named, "named in Args\n");
@@ -422,8 +428,9 @@ TEST_F(Pool, RemoteIoRefusesWhatTheProbeTriedAndLogsItSafely) {
   env_->Write("probe.py", kRscProbe, 0755);
   // Old-syntax arguments: the ad has Args, not Arguments.
   int c = env_->Submit("universe = vanilla\nexecutable = probe.py\narguments = " + d + " " + named +
-                       "\nwant_remote_io = true\nremote_io_paths = links/etc outdir/out.txt\n"
-                       "output = probe.out\nerror = probe.err\nqueue\n");
+                       "\nenvironment = PROBE_OUTSIDE=" + o +
+                       "\nwant_remote_io = true\nremote_io_paths = " + o + "/links/etc " + o +
+                       "/outdir/out.txt\noutput = probe.out\nerror = probe.err\nqueue\n");
   WaitDone(c);
   std::string out = ReadFileOr(d + "/probe.out");
   EXPECT_NE(out.find("etc errno 13\n"), std::string::npos) << out << ReadFileOr(d + "/probe.err");
@@ -442,7 +449,9 @@ TEST_F(Pool, RemoteIoRefusesWhatTheProbeTriedAndLogsItSafely) {
   EXPECT_NE(log.find("system folder /etc"), std::string::npos);
   EXPECT_NE(log.find("(EMFILE)"), std::string::npos);
   EXPECT_EQ(History(std::to_string(c) + ".0", "ExitCode"), "0");
+  EXPECT_NE(log.find("a file the job may use is a symbolic link"), std::string::npos);
   fs::remove_all(d + "/../rsc-args");
+  fs::remove_all(o);
 }
 
 // A statically linked program cannot have its calls redirected: the job is held saying so,
