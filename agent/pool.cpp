@@ -438,9 +438,13 @@ std::string Pool::Refusal(const Startd& sd) const {
       c.kind == pool::CredentialKind::kGlidein ? GlideinView(c.job) : GlideinJobView{});
 }
 
+bool Pool::ProxyLapsed(const Startd& sd) const {
+  return sd.peer.not_after > 0 && authority_.Now() >= sd.peer.not_after;
+}
+
 bool Pool::Admitted(const std::shared_ptr<Startd>& sd) {
   if (sd->closed) return false;
-  if (sd->peer.not_after > 0 && authority_.Now() >= sd->peer.not_after) {
+  if (ProxyLapsed(*sd)) {
     Expel(sd, "the proxy it presented expired at " + FormatUtc(sd->peer.not_after),
           /*credential=*/false);
     return false;
@@ -1166,15 +1170,19 @@ void Pool::Negotiate() {
   std::vector<const classad::ClassAd*> ads;
   std::set<std::string> free_names;
   bool more_free = false;  // a slot is free that was not when the last slice ended
+  // Each startd's trust is looked at once per slice; one that lapsed gets no work and is shown
+  // out once the slots are counted.
+  std::map<const Startd*, bool> trusted;
   std::vector<std::shared_ptr<Startd>> lapsed;
   for (auto& [name, slot] : slots_) {
     auto sd = slot.startd.lock();
     if (!sd || sd->closed || !slot.run.empty() || slot.cool_until > now) continue;
-    if (!Refusal(*sd).empty() ||
-        (sd->peer.not_after > 0 && authority_.Now() >= sd->peer.not_after)) {
-      lapsed.push_back(sd);  // no work for it: shown out once the slots are counted
-      continue;
+    auto [t, first] = trusted.try_emplace(sd.get(), false);
+    if (first) {
+      t->second = !ProxyLapsed(*sd) && Refusal(*sd).empty();
+      if (!t->second) lapsed.push_back(sd);
     }
+    if (!t->second) continue;
     free.push_back(&slot);
     ads.push_back(&slot.ad);
     free_names.insert(name);

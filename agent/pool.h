@@ -124,6 +124,8 @@ class Pool {
   // Trust (docs/pool.md): "" while `sd` may go on offering slots, else why not; checked on every
   // frame it sends and before any work is sent to it.
   std::string Refusal(const Startd& sd) const;
+  // Whether the proxy `sd` presented (TLS) has expired since its handshake.
+  bool ProxyLapsed(const Startd& sd) const;
   // True while `sd` may stay; otherwise it is shown out (Expel) and false.
   bool Admitted(const std::shared_ptr<Startd>& sd);
   GlideinJobView GlideinView(const std::string& job) const;

@@ -38,10 +38,13 @@ std::string RevokedPath(const std::string& dir) {
 
 std::string CredentialRefusal(const CredentialClaims& c, PoolDoor door, double now, bool revoked,
                               const GlideinJobView& job) {
-  std::string what = std::string(pool::CredentialKindName(c.kind)) + " credential " + c.id;
-  if (revoked) return "its " + what + " was revoked";
+  // Checked on every frame a startd sends: nothing is built unless it is refused.
+  auto what = [&] {
+    return "its " + std::string(pool::CredentialKindName(c.kind)) + " credential " + c.id;
+  };
+  if (revoked) return what() + " was revoked";
   if (now >= static_cast<double>(c.expires))
-    return "its " + what + " expired at " + FormatUtc(static_cast<double>(c.expires));
+    return what() + " expired at " + FormatUtc(static_cast<double>(c.expires));
   if (c.kind == CredentialKind::kLocal && door != PoolDoor::kLocal)
     return "it presented the local startd's credential over the network";
   if (c.kind == CredentialKind::kGlidein && door == PoolDoor::kLocal)

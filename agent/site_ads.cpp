@@ -8,6 +8,7 @@
 #include "classad/io.h"
 #include "classad/match.h"
 #include "common/strings.h"
+#include "gram/site_info.h"
 
 namespace kite::agent {
 namespace {
@@ -43,17 +44,15 @@ Result<classad::ClassAd> ParseSiteAd(std::string_view text) {
     }
   }
   if (!ad->EvaluateString("BatchSystem")) return bad("BatchSystem is not a string");
-  // Bounds far above any real site, far below where the broker's sums could overflow: a site
-  // that says more is refused with the reason, not taken at its word.
-  constexpr int64_t kMaxCount = int64_t{1} << 30;   // CPUs, jobs
-  constexpr int64_t kMaxMemory = int64_t{1} << 40;  // MiB
-  constexpr int64_t kMaxWallTime = 2147483647;      // seconds; this value: no limit
-  for (auto [name, max] : {std::pair<std::string_view, int64_t>{"TotalCpus", kMaxCount},
-                           {"FreeCpus", kMaxCount},
-                           {"Memory", kMaxMemory},
-                           {"MaxWallTime", kMaxWallTime},
-                           {"RunningJobs", kMaxCount},
-                           {"PendingJobs", kMaxCount}}) {
+  // A site that says more than any site has (gram/site_info.h) is refused with the reason, not
+  // taken at its word.
+  using gram::kMaxSiteCount;
+  for (auto [name, max] : {std::pair<std::string_view, int64_t>{"TotalCpus", kMaxSiteCount},
+                           {"FreeCpus", kMaxSiteCount},
+                           {"Memory", gram::kMaxSiteMemoryMiB},
+                           {"MaxWallTime", gram::kNoWallTimeLimit},
+                           {"RunningJobs", kMaxSiteCount},
+                           {"PendingJobs", kMaxSiteCount}}) {
     const classad::Expr* e = ad->LookupOwn(name);
     auto v = ad->EvaluateInt(name);
     auto r = ad->EvaluateReal(name);
@@ -70,7 +69,7 @@ Result<classad::ClassAd> ParseSiteAd(std::string_view text) {
   }
   if (ad->LookupOwn("BatchEstimatedStart") != nullptr) {
     auto v = ad->EvaluateReal("BatchEstimatedStart");
-    if (!v || !(*v >= 0) || !std::isfinite(*v) || *v > 1e9) {
+    if (!v || !(*v >= 0) || !std::isfinite(*v) || *v > gram::kMaxSiteEstimatedStart) {
       return bad("BatchEstimatedStart is not a number of seconds from 0 to 1e9");
     }
   }

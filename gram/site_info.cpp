@@ -1,6 +1,9 @@
 // Writing the site's ClassAd for `info`.
 #include "gram/site_info.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include <sys/utsname.h>
 
 #include <cctype>
@@ -53,17 +56,20 @@ std::string SiteAdText(const batch::SiteInfo& info, const std::string& extra, do
   }
   ad += info.queues.empty() ? "}" : " }";
   if (!info.default_queue.empty()) ad += "; DefaultQueue = " + Quote(info.default_queue);
-  auto num = [&](const char* name, int64_t v) {
-    ad += std::string("; ") + name + " = " + std::to_string(v);
+  auto num = [&](const char* name, int64_t v, int64_t max = INT64_MAX) {
+    ad += std::string("; ") + name + " = " + std::to_string(std::min(v, max));
   };
-  num("TotalCpus", info.total_cpus);
-  num("FreeCpus", info.free_cpus);
-  num("Memory", info.memory_mb);
-  num("MaxWallTime", info.max_walltime_s > 0 ? info.max_walltime_s : kNoWallTimeLimit);
-  num("RunningJobs", info.running_jobs);
-  num("PendingJobs", info.pending_jobs);
+  num("TotalCpus", info.total_cpus, kMaxSiteCount);
+  num("FreeCpus", info.free_cpus, kMaxSiteCount);
+  num("Memory", info.memory_mb, kMaxSiteMemoryMiB);
+  num("MaxWallTime", info.max_walltime_s > 0 ? info.max_walltime_s : kNoWallTimeLimit,
+      kNoWallTimeLimit);
+  num("RunningJobs", info.running_jobs, kMaxSiteCount);
+  num("PendingJobs", info.pending_jobs, kMaxSiteCount);
   if (info.estimated_start_s) {
-    num("BatchEstimatedStart", static_cast<int64_t>(*info.estimated_start_s + 0.5));
+    num("BatchEstimatedStart",
+        static_cast<int64_t>(std::min(*info.estimated_start_s, kMaxSiteEstimatedStart) + 0.5),
+        static_cast<int64_t>(kMaxSiteEstimatedStart));
   }
   ad += "; OpSys = \"LINUX\"; Arch = " + Quote(Arch());
   num("KiteProtocol", 1);

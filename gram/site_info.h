@@ -25,4 +25,11 @@ std::string SiteAttributeLines(const std::string& file_text);
 // MaxWallTime of a site whose batch system sets no limit.
 inline constexpr int64_t kNoWallTimeLimit = 2147483647;
 
+// The largest counts a site ad may hold: far above any real site, far below where a broker's sums
+// could overflow. SiteAdText writes no more (a count read as more from a batch system's answer is
+// cut to it); the broker refuses an ad that says more (agent/site_ads.h).
+inline constexpr int64_t kMaxSiteCount = int64_t{1} << 30;      // CPUs, running or pending jobs
+inline constexpr int64_t kMaxSiteMemoryMiB = int64_t{1} << 40;  // Memory
+inline constexpr double kMaxSiteEstimatedStart = 1e9;           // BatchEstimatedStart, seconds
+
 }  // namespace kite::gram

@@ -35,20 +35,27 @@ struct HttpReply {
   std::string raw;
 };
 
-// Sends `raw` bytes to 127.0.0.1:port and reads until the server closes.
-HttpReply Exchange(int port, const std::string& raw) {
-  HttpReply r;
+// A connection to 127.0.0.1:port whose reads time out after `seconds`; -1 when it fails.
+int DialLoopback(int port, int seconds) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in a{};
   a.sin_family = AF_INET;
   a.sin_port = htons(static_cast<uint16_t>(port));
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  timeval tv{20, 0};
+  timeval tv{seconds, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
     ::close(fd);
-    return r;
+    return -1;
   }
+  return fd;
+}
+
+// Sends `raw` bytes to 127.0.0.1:port and reads until the server closes.
+HttpReply Exchange(int port, const std::string& raw) {
+  HttpReply r;
+  int fd = DialLoopback(port, 20);
+  if (fd < 0) return r;
   size_t off = 0;
   while (off < raw.size()) {
     ssize_t n = ::send(fd, raw.data() + off, raw.size() - off, MSG_NOSIGNAL);
@@ -470,17 +477,8 @@ TEST_F(Rest, MalformedRequestsAreRefusedAndTheAgentServesOn) {
 // requests are answered meanwhile, and each slow one is closed once its request is 10 s late.
 TEST_F(Rest, SlowConnectionsWithoutTheTokenKeepNobodyOut) {
   auto dial = [&] {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(static_cast<uint16_t>(port_));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    timeval tv{1, 0};
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-      ::close(fd);
-      return -1;
-    }
+    int fd = DialLoopback(port_, 1);
+    if (fd < 0) return -1;
     std::string start = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
     (void)!::send(fd, start.data(), start.size(), MSG_NOSIGNAL);
     return fd;

@@ -41,6 +41,25 @@ TEST(SiteAd, WhatAGatekeeperWritesReadsBack) {
   EXPECT_TRUE(ParseSiteAd(kGood));
 }
 
+// Counts a batch system's answer gave past what any site has (garbage read as a number) are cut
+// to the bounds when the gatekeeper writes its ad, so its own ad still reads back.
+TEST(SiteAd, AGatekeeperWritesNoCountPastTheBounds) {
+  gram::batch::SiteInfo info;
+  info.batch_system = "slurm";
+  info.total_cpus = int64_t{1} << 50;
+  info.free_cpus = int64_t{1} << 45;
+  info.memory_mb = int64_t{1} << 60;
+  info.pending_jobs = int64_t{1} << 62;
+  info.estimated_start_s = 1e300;
+  auto ad = ParseSiteAd(gram::SiteAdText(info, "", 1e9));
+  ASSERT_TRUE(ad) << ad.error().ToString();
+  EXPECT_EQ(ad->EvaluateInt("TotalCpus"), gram::kMaxSiteCount);
+  EXPECT_EQ(ad->EvaluateInt("FreeCpus"), gram::kMaxSiteCount);
+  EXPECT_EQ(ad->EvaluateInt("Memory"), gram::kMaxSiteMemoryMiB);
+  EXPECT_EQ(ad->EvaluateInt("PendingJobs"), gram::kMaxSiteCount);
+  EXPECT_EQ(ad->EvaluateInt("BatchEstimatedStart"), 1000000000);
+}
+
 TEST(SiteAd, MalformedOrLyingAdsAreRefusedWithTheReason) {
   struct Case {
     std::string text, why;
