@@ -56,7 +56,7 @@ Result<std::string> CommandAdapter::Submit(const JobSpec& spec) {
 
 Status CommandAdapter::Cancel(const std::string& id) {
   auto [dir, sid] = SplitId(id);
-  if (sid.empty()) return {};  // the batch system has forgotten it: it ended long ago
+  if (sid.empty() || GoneFromQueue(sid)) return {};  // nothing left in the queue to cancel
   auto it = cancel_sent_.find(sid);
   if (it != cancel_sent_.end() && Clock::now() - it->second < kCancelResend) return {};
   to_cancel_.insert(sid);

@@ -95,6 +95,9 @@ class CommandAdapter : public BatchAdapter {
   }
   // Sends the cancels queued since the last call (Cancel queues them).
   virtual void SendCancels() = 0;
+  // True when the system's queue no longer lists batch job `sid` (it ended, or a cancel took
+  // it out): a cancel has nothing left to act on and is not sent again.
+  virtual bool GoneFromQueue(const std::string& /*sid*/) const { return false; }
 
   void LogPollFailure(size_t jobs, std::string_view what, const Error& e) const;
 

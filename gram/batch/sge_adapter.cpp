@@ -104,6 +104,7 @@ class SgeAdapter : public CommandAdapter {
       auto [dir, sid] = SplitId(id);
       std::optional<sge::QstatRow> row;
       if (auto it = rows->find(sid); !sid.empty() && it != rows->end()) row = it->second;
+      if (row) missing_since_.erase(sid);
       sge::Ended ended;
       if (!row) {
         if (auto st = ReadExecStatus(dir)) ended.status = *st;
@@ -289,6 +290,12 @@ class SgeAdapter : public CommandAdapter {
       return;
     }
     CancelsSent(now);
+  }
+
+  // qstat stopped listing it and its accounting record is awaited: a qdel would only be told
+  // the job does not exist.
+  bool GoneFromQueue(const std::string& sid) const override {
+    return missing_since_.contains(sid);
   }
 
   std::optional<std::string> pe_;  // the parallel environment, once known ("" for none)
