@@ -7,6 +7,7 @@
 #include "classad/match.h"
 #include "common/clock.h"
 #include "common/htcondor_codes.h"
+#include "grid/resource.h"
 
 namespace kite::agent {
 namespace {
@@ -43,9 +44,8 @@ std::string Grid(const Job& job, const AnalyzeFacts& f) {
       out += "  Its proxy " + proxy + ": " + p + "\n";
   }
   if (f.gridmanager && !proxy.empty()) out += "  Its gridmanager: " + f.gridmanager(proxy) + "\n";
-  // "kite HOST:PORT[/BATCH]": the site's report is by HOST:PORT.
-  std::string host_port = resource.starts_with("kite ") ? resource.substr(5) : resource;
-  host_port = host_port.substr(0, host_port.find('/'));
+  // The site's report is by HOST:PORT.
+  std::string host_port = resource.empty() ? std::string() : grid::SiteOf(resource);
   if (f.site && !host_port.empty()) {
     auto s = f.site(host_port);
     if (!s) {

@@ -14,9 +14,9 @@
 #include "common/strings.h"
 #include "credentials/proxy.h"
 #include "credentials/verify.h"
-#include "gram/client.h"
 #include "grid/brokered.h"
 #include "grid/resource.h"
+#include "grid/site_link.h"
 
 namespace kite::agent {
 namespace {
@@ -29,21 +29,7 @@ Result<std::string> AskInfo(const std::string& proxy, const std::string& resourc
                             const std::string& ca_dir, double timeout) {
   auto where = grid::ParseGridResource(resource);
   if (!where) return Fail(where.error());
-  auto cred = credentials::LoadProxyFile(proxy);
-  if (!cred) return Fail(cred.error());
-  auto verifier = credentials::Verifier::Create(
-      {.ca_dir = ca_dir.empty() ? credentials::DefaultCaDir() : ca_dir});
-  if (!verifier) return Fail(verifier.error());
-  gram::ClientOptions o;
-  o.host = where->host;
-  o.port = where->port;
-  o.credential = *cred;
-  o.verifier = *verifier;
-  o.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000));
-  o.max_idle_connections = 1;
-  auto client = gram::Client::Create(std::move(o));
-  if (!client) return Fail(client.error());
-  return (*client)->Info();
+  return grid::AskSiteInfo(*where, {.proxy = proxy, .ca_dir = ca_dir, .timeout = timeout});
 }
 
 }  // namespace

@@ -9,6 +9,8 @@
 #include <set>
 
 #include "classad/io.h"
+#include "grid/grid_type.h"
+#include "grid/resource.h"
 
 namespace kite::agent {
 namespace {
@@ -190,18 +192,16 @@ std::string FormatGridTable(const std::vector<ListedJob>& jobs) {
     std::string remote = ad.EvaluateString("GridJobStatus").value_or("");
     std::string state = remote.empty() ? StatusName(StatusOf(ad)) : remote;
     for (auto& c : state) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    // "kite HOST:PORT/BATCH" -> "kite->BATCH" and "HOST:PORT".
-    std::string rest = resource->size() > 5 ? resource->substr(5) : *resource;
-    std::string batch = "fork";
-    if (auto slash = rest.find('/'); slash != std::string::npos) {
-      batch = rest.substr(slash + 1);
-      rest = rest.substr(0, slash);
-    }
+    // Its type's label ("kite->slurm") and the site ("HOST:PORT"); a resource no grid type reads,
+    // by its first word and where it points.
+    std::string label = resource->substr(0, resource->find(' '));
+    std::string rest = grid::SiteOf(*resource);
+    if (auto r = grid::ParseGridResource(*resource)) label = grid::FindGridType(r->type)->label(*r);
     std::string contact = ad.EvaluateString("GridJobId").value_or("");
     if (auto slash = contact.rfind('/'); slash != std::string::npos) contact.erase(0, slash + 1);
     std::snprintf(line, sizeof line, "%*d.%-*d %-14.14s %-14.14s %-16s %-21s %s\n", 6,
-                  j.key.cluster, 3, j.key.proc, owner.c_str(), state.c_str(),
-                  ("kite->" + batch).c_str(), rest.c_str(), contact.c_str());
+                  j.key.cluster, 3, j.key.proc, owner.c_str(), state.c_str(), label.c_str(),
+                  rest.c_str(), contact.c_str());
     out += line;
   }
   return out;
@@ -322,10 +322,10 @@ std::string FormatRunTable(const std::vector<ListedJob>& jobs, double now) {
     std::string owner = ad.EvaluateString("Owner").value_or("?");
     double qdate = static_cast<double>(ad.EvaluateInt("QDate").value_or(0));
     double start = static_cast<double>(ad.EvaluateInt("JobCurrentStartDate").value_or(0));
-    // Where it runs: the site of a grid job ("kite HOST:PORT/BATCH" -> "HOST:PORT/BATCH"), this
-    // machine for a local one.
+    // Where it runs: the site of a grid job ("HOST:PORT/BATCH", its contact), this machine for a
+    // local one.
     std::string where = ad.EvaluateString("GridResource").value_or("local");
-    if (where.rfind("kite ", 0) == 0) where.erase(0, 5);
+    if (auto r = grid::ParseGridResource(where)) where = r->Contact();
     std::snprintf(line, sizeof line, "%*d.%-*d %-14.14s %11s %12s %11s %.200s\n", 6, j.key.cluster,
                   3, j.key.proc, owner.c_str(), ShortDate(qdate).c_str(),
                   Duration(RunTime(ad, now)).c_str(), start > 0 ? ShortDate(start).c_str() : "",

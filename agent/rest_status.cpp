@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "credentials/certificate.h"
 #include "credentials/proxy.h"
+#include "grid/resource.h"
 
 namespace kite::agent {
 namespace {
@@ -54,13 +55,6 @@ const char* StatusKey(int status) {
     default:
       return "other";
   }
-}
-
-// "kite HOST:PORT/BATCH" -> "HOST:PORT", the name gridmanagers report a resource by.
-std::string ContactOf(std::string_view resource) {
-  auto space = resource.find(' ');
-  std::string_view rest = space == std::string_view::npos ? resource : resource.substr(space + 1);
-  return std::string(rest.substr(0, rest.find('/')));
 }
 
 // What one proxy file holds, as the credentials library reads it.
@@ -159,7 +153,7 @@ HttpResponse RestService::Resources() {
   for (auto& [resource, r] : rows) {
     json::object o;
     o["resource"] = resource;
-    std::string contact = ContactOf(resource);
+    std::string contact = grid::SiteOf(resource);
     o["contact"] = contact;
     json::object jobs;
     for (const char* s : {"idle", "running", "held", "removed", "completed"}) jobs[s] = 0;
@@ -290,7 +284,7 @@ HttpResponse RestService::Metrics() {
   std::set<std::string> used;
   for (auto& [key, j] : agent_.queue().jobs()) {
     if (j.universe != kUniverseGrid) continue;
-    if (auto r = j.ad.EvaluateString("GridResource")) used.insert(ContactOf(*r));
+    if (auto r = j.ad.EvaluateString("GridResource")) used.insert(grid::SiteOf(*r));
   }
   Metric(m, "kite_grid_resource_up", "gauge",
          "1 when a gridmanager last reached the grid resource, 0 when it could not.");

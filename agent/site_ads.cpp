@@ -8,7 +8,7 @@
 #include "classad/io.h"
 #include "classad/match.h"
 #include "common/strings.h"
-#include "gram/site_info.h"
+#include "grid/site_ad.h"
 
 namespace kite::agent {
 namespace {
@@ -46,11 +46,11 @@ Result<classad::ClassAd> ParseSiteAd(std::string_view text) {
   if (!ad->EvaluateString("BatchSystem")) return bad("BatchSystem is not a string");
   // A site that says more than any site has (gram/site_info.h) is refused with the reason, not
   // taken at its word.
-  using gram::kMaxSiteCount;
+  using grid::kMaxSiteCount;
   for (auto [name, max] : {std::pair<std::string_view, int64_t>{"TotalCpus", kMaxSiteCount},
                            {"FreeCpus", kMaxSiteCount},
-                           {"Memory", gram::kMaxSiteMemoryMiB},
-                           {"MaxWallTime", gram::kNoWallTimeLimit},
+                           {"Memory", grid::kMaxSiteMemoryMiB},
+                           {"MaxWallTime", grid::kNoWallTimeLimit},
                            {"RunningJobs", kMaxSiteCount},
                            {"PendingJobs", kMaxSiteCount}}) {
     const classad::Expr* e = ad->LookupOwn(name);
@@ -69,7 +69,7 @@ Result<classad::ClassAd> ParseSiteAd(std::string_view text) {
   }
   if (ad->LookupOwn("BatchEstimatedStart") != nullptr) {
     auto v = ad->EvaluateReal("BatchEstimatedStart");
-    if (!v || !(*v >= 0) || !std::isfinite(*v) || *v > gram::kMaxSiteEstimatedStart) {
+    if (!v || !(*v >= 0) || !std::isfinite(*v) || *v > grid::kMaxSiteEstimatedStart) {
       return bad("BatchEstimatedStart is not a number of seconds from 0 to 1e9");
     }
   }

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "gram/batch/batch_adapter.h"
+#include "grid/site_ad.h"
 
 namespace kite::gram {
 
@@ -22,14 +23,11 @@ std::string SiteAdText(const batch::SiteInfo& info, const std::string& extra, do
 // lines, joined with "; " (the caller checks them with the ClassAd parser).
 std::string SiteAttributeLines(const std::string& file_text);
 
-// MaxWallTime of a site whose batch system sets no limit.
-inline constexpr int64_t kNoWallTimeLimit = 2147483647;
-
-// The largest counts a site ad may hold: far above any real site, far below where a broker's sums
-// could overflow. SiteAdText writes no more (a count read as more from a batch system's answer is
-// cut to it); the broker refuses an ad that says more (agent/site_ads.h).
-inline constexpr int64_t kMaxSiteCount = int64_t{1} << 30;      // CPUs, running or pending jobs
-inline constexpr int64_t kMaxSiteMemoryMiB = int64_t{1} << 40;  // Memory
-inline constexpr double kMaxSiteEstimatedStart = 1e9;           // BatchEstimatedStart, seconds
+// The bounds every site ad keeps (grid/site_ad.h): SiteAdText writes no more (a count read as
+// more from a batch system's answer is cut to it).
+using grid::kMaxSiteCount;
+using grid::kMaxSiteEstimatedStart;
+using grid::kMaxSiteMemoryMiB;
+using grid::kNoWallTimeLimit;
 
 }  // namespace kite::gram

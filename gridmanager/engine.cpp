@@ -10,6 +10,7 @@
 
 #include "classad/io.h"
 #include "grid/codes.h"
+#include "grid/grid_type.h"
 #include "gridmanager/reports.h"
 
 namespace kite::gridmanager {
@@ -156,6 +157,7 @@ Result<Engine::Job*> Engine::Admit(const grid::PollJob& pj) {
   j.delegation_epoch = site->delegation_epoch();
   auto attrs = grid::ReadGridAttrs(j.ad);
   j.state.status = pj.status;
+  j.state.commits = grid::FindGridType(j.plan.resource.type)->caps.two_phase_commit;
   j.state.attempt = attrs.attempt;
   j.state.reported = attrs.job_status;
   return &j;
@@ -336,7 +338,7 @@ void Engine::ProbeNow() {
 // --- sites -------------------------------------------------------------------------------------
 
 Site* Engine::SiteFor(const GridResource& name, std::string* error) {
-  std::string key = name.HostPort();
+  std::string key = name.type + " " + name.HostPort();
   if (auto it = sites_.find(key); it != sites_.end()) return it->second.get();
   auto link = connect_(name);
   if (!link) {

@@ -125,7 +125,7 @@ class Engine {
   double started_ = 0;
   double empty_since_ = 0;
   uint64_t next_serial_ = 1;
-  std::map<std::string, std::unique_ptr<Site>> sites_;  // by HOST:PORT
+  std::map<std::string, std::unique_ptr<Site>> sites_;  // by "TYPE HOST:PORT"
   std::map<std::string, Job> jobs_;                     // by "C.P"
   std::map<std::string, std::string> by_site_id_;       // site job id -> "C.P"
   // Jobs at a site before this start, not heard from since: a measurement only (the moment the

@@ -48,6 +48,10 @@ constexpr std::array kTable = std::to_array<GridRule>({
     {P::kSavingContact, E::kSaved, A, P::kSubmitted, T::kNone},
     {P::kSubmitted, E::kDrive, R, P::kCommitting, T::kCommit},
     {P::kSubmitted, E::kDrive, S, P::kCancelling, T::kCancel},
+    // A type without a commit step: the stored contact is all the submit needed.
+    {P::kSubmitted, E::kNoCommit, M, P::kCancelling, T::kCancel},
+    {P::kSubmitted, E::kNoCommit, R, P::kCommitted, T::kReport},
+    {P::kSubmitted, E::kNoCommit, S, P::kCancelling, T::kCancel},
     {P::kSubmitted, E::kNewsPending, A, kSame, T::kReport},
     {P::kSubmitted, E::kNewsCommitted, A, P::kCommitted, T::kReport},
     {P::kSubmitted, E::kNewsEnded, R, P::kSavingFinal, T::kSaveFinal},
@@ -149,7 +153,7 @@ constexpr std::array<std::string_view, kGridEvents> kEventNames = {
     "queue-contact",   "queue-final",  "submitted",      "reply-pending", "reply-committed",
     "reply-ended",     "news-pending", "news-committed", "news-ended",    "forgotten",
     "not-found",       "conflict",     "site-down",      "refused",       "proxy-refused",
-    "delegation-lost",
+    "delegation-lost", "no-commit",
 };
 
 // The rules of each {phase, event}, in table order: Apply runs on every event of every job, so
@@ -203,6 +207,7 @@ GridEvent Judge(const GridState& s, GridEvent e) {
   bool ended = s.news.seq >= 0 && gram::IsTerminal(s.news.state);
   if (IsReply(e) || IsNews(e)) return Classify(s.news.state, IsReply(e));
   if (IsFailure(e) && ended && AsksAboutJob(s.phase)) return E::kReplyEnded;
+  if (e == E::kDrive && s.phase == P::kSubmitted && !s.commits) return E::kNoCommit;
   return e;
 }
 
@@ -356,7 +361,7 @@ std::vector<GridInput> RestoreInputs(const grid::StoredGridAttrs& stored) {
 }
 
 GridTask NextAction(const GridState& state) {
-  const GridRule* rule = Find(state.phase, E::kDrive, WishOf(state.status));
+  const GridRule* rule = Find(state.phase, Judge(state, E::kDrive), WishOf(state.status));
   return rule ? rule->task : T::kNone;
 }
 

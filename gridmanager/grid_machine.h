@@ -69,8 +69,11 @@ enum class GridEvent {
   kRefused,         // any other error: refused for good (GridInput::reason, hold_code)
   kProxyRefused,    // the site refused a delegation of our proxy (reason, hold_code)
   kDelegationLost,  // the delegation the job uses there is gone: it must be moved
+  // Judged, never fed: a drive of a submitted job whose grid type has no commit step (the
+  // submit let it run).
+  kNoCommit,
 };
-inline constexpr int kGridEvents = 21;
+inline constexpr int kGridEvents = 22;
 std::string_view EventName(GridEvent event);  // "drive", "reply-ended", ...
 
 // What the engine does on a transition.
@@ -130,6 +133,7 @@ struct GridState {
   gram::JobStatus news = NoNews();       // the newest status from the site (seq -1: none)
   std::string reported;                  // GridJobStatus as the agent has it
   std::optional<gram::JobStatus> final;  // how the attempt ended, once it is (being) stored
+  bool commits = true;  // its grid type submits, then commits (grid/grid_type.h); set on admission
   bool operator==(const GridState&) const = default;
   static gram::JobStatus NoNews() {
     gram::JobStatus s;

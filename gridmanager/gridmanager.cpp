@@ -25,7 +25,6 @@
 #include "credentials/verify.h"
 #include "gass/server.h"
 #include "gram/callback_server.h"
-#include "gram/client.h"
 #include "gridmanager/engine.h"
 #include "gridmanager/proxy_watch.h"
 
@@ -33,57 +32,6 @@ namespace kite::gridmanager {
 namespace {
 
 namespace asio = boost::asio;
-using Op = SiteRequest::Op;
-
-// A gatekeeper through gram::Client: its blocking calls run on the pool, answers are posted back
-// to the engine's io_context.
-class GramSiteLink : public SiteLink {
- public:
-  GramSiteLink(std::shared_ptr<gram::Client> client, asio::thread_pool& pool, asio::io_context& io)
-      : client_(std::move(client)), pool_(pool), io_(io) {}
-
-  void Send(const SiteRequest& req, SiteDone done) override {
-    asio::post(pool_, [client = client_, req, done = std::move(done), &io = io_]() mutable {
-      auto answer = std::make_shared<Result<SiteAnswer>>(Call(*client, req));
-      asio::post(io, [answer, done = std::move(done)] { done(std::move(*answer)); });
-    });
-  }
-
- private:
-  static Result<SiteAnswer> Answer(Result<gram::JobStatus> st) {
-    if (!st) return Fail(st.error());
-    return SiteAnswer{.job = std::move(*st)};
-  }
-  static Result<SiteAnswer> Call(gram::Client& c, const SiteRequest& r) {
-    switch (r.op) {
-      case Op::kDelegate: {
-        auto d = c.Delegate(r.request_id, r.delegation_id);
-        if (!d) return Fail(d.error());
-        return SiteAnswer{.delegation = std::move(*d)};
-      }
-      case Op::kSubmit:
-        return Answer(c.Submit(r.request_id, r.job));
-      case Op::kCommit:
-        return Answer(c.Commit(r.request_id, r.job_id));
-      case Op::kStatus:
-        return Answer(c.Status(r.job_id));
-      case Op::kCancel:
-        return Answer(c.Cancel(r.request_id, r.job_id, r.only_pending));
-      case Op::kSignal:
-        return Answer(c.Signal(r.request_id, r.job_id, r.signal));
-      case Op::kCommitEnd: {
-        auto st = c.CommitEnd(r.request_id, r.job_id);
-        if (!st) return Fail(st.error());
-        return SiteAnswer{};
-      }
-    }
-    return Fail(ErrorCode::kInternal, "unknown site request");
-  }
-
-  std::shared_ptr<gram::Client> client_;
-  asio::thread_pool& pool_;
-  asio::io_context& io_;
-};
 
 // The agent over its Unix socket: one connection for the long poll, one for updates, each used
 // by one pool thread at a time.
@@ -283,16 +231,11 @@ Status GridManager::Impl::StartServers() {
 }
 
 Result<std::shared_ptr<SiteLink>> GridManager::Impl::Connect(const GridResource& name) {
-  gram::ClientOptions co;
-  co.host = name.host;
-  co.port = name.port;
-  co.credential = credential;
-  co.verifier = verifier;
-  co.max_idle_connections = static_cast<size_t>(options.max_requests_per_resource) + 2;
-  auto client = gram::Client::Create(std::move(co));
-  if (!client) return Fail(client.error());
-  return std::make_shared<GramSiteLink>(std::shared_ptr<gram::Client>(std::move(*client)), pool,
-                                        io);
+  return grid::ConnectSite(name, {.credential = &credential,
+                                  .verifier = verifier,
+                                  .pool = &pool,
+                                  .io = &io,
+                                  .max_requests = options.max_requests_per_resource});
 }
 
 Status GridManager::Impl::Start() {

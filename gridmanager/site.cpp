@@ -30,38 +30,6 @@ GridClock GridClock::Real() {
           [] { return duration<double>(system_clock::now().time_since_epoch()).count(); }};
 }
 
-std::string_view OpName(SiteRequest::Op op) {
-  switch (op) {
-    case SiteRequest::Op::kDelegate:
-      return "delegation";
-    case SiteRequest::Op::kSubmit:
-      return "submit";
-    case SiteRequest::Op::kCommit:
-      return "commit";
-    case SiteRequest::Op::kStatus:
-      return "status probe";
-    case SiteRequest::Op::kCancel:
-      return "cancel";
-    case SiteRequest::Op::kSignal:
-      return "signal";
-    case SiteRequest::Op::kCommitEnd:
-      return "commit-end";
-  }
-  return "?";
-}
-
-bool SiteDown(const Error& e) {
-  switch (e.code()) {
-    case ErrorCode::kUnavailable:
-    case ErrorCode::kTimeout:
-    case ErrorCode::kIo:
-    case ErrorCode::kInternal:
-      return true;
-    default:
-      return false;
-  }
-}
-
 Site::Site(boost::asio::io_context& io, GridResource name, std::shared_ptr<SiteLink> link,
            SiteOptions options, GridClock clock, Hooks hooks)
     : name_(std::move(name)),

@@ -15,9 +15,8 @@
 #include <string>
 
 #include "common/error.h"
-#include "gram/client.h"
-#include "gram/protocol.h"
 #include "grid/messages.h"
+#include "grid/site_link.h"
 #include "gridmanager/grid_job.h"
 #include "gridmanager/grid_machine.h"
 
@@ -30,37 +29,13 @@ struct GridClock {
   static GridClock Real();
 };
 
-// One request to a gatekeeper (docs/protocol.md).
-struct SiteRequest {
-  enum class Op { kDelegate, kSubmit, kCommit, kStatus, kCancel, kSignal, kCommitEnd };
-  Op op = Op::kStatus;
-  std::string request_id;      // every op but kStatus
-  std::string job_id;          // the site's id of the job
-  gram::JobDescription job;    // kSubmit
-  gram::SignalRequest signal;  // kSignal
-  std::string delegation_id;   // kDelegate: refresh this delegation in place ("": a new one)
-  bool only_pending = false;   // kCancel: only if the job has not started (the broker moves it)
-};
-std::string_view OpName(SiteRequest::Op op);  // "submit", "status probe", ...
-
-struct SiteAnswer {
-  gram::JobStatus job;          // kSubmit, kCommit, kStatus, kCancel, kSignal
-  gram::Delegation delegation;  // kDelegate
-};
-using SiteDone = std::function<void(Result<SiteAnswer>)>;
-
-// The gatekeeper of one resource, with the errors of gram::Client. `done` runs later on the
-// engine's thread, never inside Send.
-class SiteLink {
- public:
-  virtual ~SiteLink() = default;
-  virtual void Send(const SiteRequest& request, SiteDone done) = 0;
-};
+using grid::SiteAnswer;
+using grid::SiteDone;
+using grid::SiteDown;
+using grid::SiteLink;
+using grid::SiteRequest;
 // Makes the link to a resource, presenting the current proxy (called again after a refresh).
 using SiteConnector = std::function<Result<std::shared_ptr<SiteLink>>(const GridResource&)>;
-
-// Errors that mean "no answer": the site is backed off and the request sent again later.
-bool SiteDown(const Error& e);
 
 struct SiteOptions {
   int max_requests = 8;     // requests in flight to the site

@@ -7,41 +7,16 @@
 #include "classad/expr.h"
 #include "common/strings.h"
 #include "grid/brokered.h"
+#include "grid/grid_type.h"
+#include "grid/resource.h"
 #include "submit/job_attrs.h"
 
 namespace kite::submit {
 namespace {
 
-// Grid types condor_submit accepts; Kite's gridmanager runs only "kite".
+// Grid types condor_submit accepts; Kite runs those in the grid-type registry (grid/grid_type.h).
 constexpr const char* kHtcondorGridTypes[] = {"condor", "batch",  "blah", "pbs", "sge", "lsf",
                                               "nqs",    "naregi", "arc",  "ec2", "gce", "azure"};
-
-std::optional<long long> ParseInt(std::string_view s) {
-  long long n = 0;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), n);
-  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
-  return n;
-}
-
-// "HOST:PORT[/BATCH]" of `grid_resource = kite ...`; HOST may be a bracketed IPv6 address.
-bool ValidKiteContact(std::string_view c) {
-  if (c.empty() || c.find_first_of(" \t") != std::string_view::npos) return false;
-  size_t host_end = c.front() == '[' ? c.find(']') : c.find(':');
-  if (host_end == std::string_view::npos || host_end == 0) return false;
-  if (c.front() == '[') ++host_end;
-  if (host_end >= c.size() || c[host_end] != ':') return false;
-  std::string_view rest = c.substr(host_end + 1);
-  size_t slash = rest.find('/');
-  auto port = ParseInt(rest.substr(0, slash));
-  if (!port || *port < 1 || *port > 65535) return false;
-  if (slash == std::string_view::npos) return true;
-  std::string_view batch = rest.substr(slash + 1);
-  if (batch.empty()) return false;
-  for (char ch : batch) {
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_' && ch != '-') return false;
-  }
-  return true;
-}
 
 Result<std::string> GridType(JobContext& ctx) {
   auto v = ctx.Get("grid_resource");
@@ -186,9 +161,9 @@ Status GceAzureParams(JobContext& ctx, const std::string& type) {
 
 }  // namespace
 
-// universe = grid needs grid_resource. "kite HOST:PORT[/BATCH]" is Kite's; HTCondor's other grid
-// types are recorded as condor_submit writes them, with a warning (Kite's gridmanager holds
-// such a job, saying why); anything else is refused.
+// universe = grid needs grid_resource. A type in the grid-type registry is read by its row;
+// HTCondor's other grid types are recorded as condor_submit writes them, with a warning (Kite's
+// gridmanager holds such a job, saying why); anything else is refused.
 Status EmitGridResource(JobContext& ctx) {
   auto u = GetUniverse(ctx);
   if (!u) return Fail(u.error());
@@ -199,9 +174,9 @@ Status EmitGridResource(JobContext& ctx) {
     return {};
   }
   if (!*v) {
-    return Fail(ctx.ErrorAt("universe",
-                            "universe = grid needs grid_resource (e.g. "
-                            "grid_resource = kite gk.example.org:9618/slurm)"));
+    return Fail(
+        ctx.ErrorAt("universe", "universe = grid needs grid_resource (e.g. grid_resource = " +
+                                    grid::GridResourceExample() + ")"));
   }
   std::string_view text = **v;
   if (grid::IsBrokered(text)) {
@@ -219,30 +194,31 @@ Status EmitGridResource(JobContext& ctx) {
   auto space = text.find_first_of(" \t");
   std::string type(text.substr(0, space));
   std::string_view contact = space == std::string_view::npos ? "" : Trim(text.substr(space));
-  if (EqualsIgnoreCase(type, "kite")) {
-    if (!ValidKiteContact(contact)) {
-      return Fail(ctx.ErrorAt("grid_resource",
-                              "grid_resource = kite needs HOST:PORT[/BATCH], "
-                              "not '" +
-                                  std::string(contact) + "'"));
+  if (const grid::GridType* row = grid::FindGridType(type)) {
+    auto r = grid::ParseGridResource(text);
+    if (!r) {
+      return Fail(ctx.ErrorAt("grid_resource", "grid_resource = " + row->name + " needs " +
+                                                   row->syntax + ", not '" + std::string(contact) +
+                                                   "'"));
     }
-    ctx.Emit("GridResource", Quoted("kite " + std::string(contact)));
+    ctx.Emit("GridResource", Quoted(r->Text()));
     return {};
   }
   std::string lower = ToLower(type);
   bool htcondor = std::find(std::begin(kHtcondorGridTypes), std::end(kHtcondorGridTypes), lower) !=
                   std::end(kHtcondorGridTypes);
   if (!htcondor) {
-    return Fail(ctx.ErrorAt("grid_resource", "unsupported grid type '" + type +
-                                                 "' in grid_resource (Kite runs: kite)"));
+    return Fail(ctx.ErrorAt("grid_resource",
+                            "unsupported grid type '" + type +
+                                "' in grid_resource (Kite runs: " + grid::GridTypeNames() + ")"));
   }
   if (lower == "ec2" && contact.empty()) {
     return Fail(ctx.ErrorAt("grid_resource", "EC2 grid jobs need a service URL in grid_resource"));
   }
   ctx.WarnAt("grid_resource", "grid type '" + type +
                                   "' is HTCondor's: the job is recorded as "
-                                  "condor_submit writes it, but Kite's gridmanager runs only "
-                                  "kite resources and will hold it");
+                                  "condor_submit writes it, but Kite's gridmanager runs only " +
+                                  grid::GridTypeNames() + " resources and will hold it");
   ctx.Emit("GridResource", Quoted(text));
   return {};
 }

@@ -52,7 +52,7 @@ TEST(AgentConfig, ResourcesAndBroker) {
   // Mistakes are said, with the line.
   for (const auto& [text, why] : std::vector<std::pair<std::string, std::string>>{
            {"[[resource]]\ncost = 1\n", "grid_resource is required"},
-           {"[[resource]]\ngrid_resource = \"gsiftp ce1:1\"\n", "not a kite resource"},
+           {"[[resource]]\ngrid_resource = \"gsiftp ce1:1\"\n", "is not one Kite runs"},
            {"[[resource]]\ngrid_resource = \"kite a:1\"\n[[resource]]\n"
             "grid_resource = \"kite a:1\"\n",
             "listed twice"},

@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "classad/io.h"
-#include "gram/batch/batch_adapter.h"
 #include "gram/site_info.h"
+#include "grid/site_ad.h"
 
 namespace kite::agent {
 namespace {
@@ -35,7 +35,7 @@ TEST(SiteAd, WhatAGatekeeperWritesReadsBack) {
   ASSERT_TRUE(ad) << ad.error().ToString();
   EXPECT_EQ(ad->EvaluateString("BatchSystem"), "sge");
   EXPECT_EQ(ad->EvaluateInt("FreeCpus"), 4);
-  EXPECT_EQ(ad->EvaluateInt("MaxWallTime"), gram::kNoWallTimeLimit);  // no limit
+  EXPECT_EQ(ad->EvaluateInt("MaxWallTime"), grid::kNoWallTimeLimit);  // no limit
   EXPECT_EQ(ad->EvaluateInt("BatchEstimatedStart"), 95);
   EXPECT_NE(ad->Lookup("Requirements"), nullptr);
   EXPECT_TRUE(ParseSiteAd(kGood));
@@ -53,10 +53,10 @@ TEST(SiteAd, AGatekeeperWritesNoCountPastTheBounds) {
   info.estimated_start_s = 1e300;
   auto ad = ParseSiteAd(gram::SiteAdText(info, "", 1e9));
   ASSERT_TRUE(ad) << ad.error().ToString();
-  EXPECT_EQ(ad->EvaluateInt("TotalCpus"), gram::kMaxSiteCount);
-  EXPECT_EQ(ad->EvaluateInt("FreeCpus"), gram::kMaxSiteCount);
-  EXPECT_EQ(ad->EvaluateInt("Memory"), gram::kMaxSiteMemoryMiB);
-  EXPECT_EQ(ad->EvaluateInt("PendingJobs"), gram::kMaxSiteCount);
+  EXPECT_EQ(ad->EvaluateInt("TotalCpus"), grid::kMaxSiteCount);
+  EXPECT_EQ(ad->EvaluateInt("FreeCpus"), grid::kMaxSiteCount);
+  EXPECT_EQ(ad->EvaluateInt("Memory"), grid::kMaxSiteMemoryMiB);
+  EXPECT_EQ(ad->EvaluateInt("PendingJobs"), grid::kMaxSiteCount);
   EXPECT_EQ(ad->EvaluateInt("BatchEstimatedStart"), 1000000000);
 }
 

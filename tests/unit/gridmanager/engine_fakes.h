@@ -182,9 +182,11 @@ class FakeAgent : public AgentTransport {
 
   void SetIo(asio::io_context* io) { io_ = io; }
 
-  void Add(const std::string& id, int status = kite::kIdle) {
+  void Add(const std::string& id, int status = kite::kIdle,
+           const std::string& resource = "kite site.example:2119/fork") {
     auto ad = classad::ParseOldAd(
-        "GridResource = \"kite site.example:2119/fork\"\nCmd = \"/bin/true\"\n"
+        "GridResource = \"" + resource +
+        "\"\nCmd = \"/bin/true\"\n"
         "TransferExecutable = false\nIwd = \"/tmp\"\nx509userproxy = \"/tmp/x509up\"\n"
         "QDate = 1700000000\nClusterId = " +
         id.substr(0, id.find('.')) + "\nProcId = " + id.substr(id.find('.') + 1) + "\n");

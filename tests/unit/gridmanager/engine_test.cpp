@@ -8,6 +8,8 @@
 #include <chrono>
 #include <memory>
 
+#include "grid/grid_type.h"
+#include "grid/site_link.h"
 #include "tests/unit/gridmanager/engine_fakes.h"
 
 namespace kite::gridmanager {
@@ -32,12 +34,12 @@ class EngineTest : public ::testing::Test {
                     .backoff_min = 0.05,
                     .backoff_max = 0.05,
                     .run_id = ++runs_};
-    engine_ = std::make_unique<Engine>(
-        *io_, o,
-        [this](const GridResource&) -> Result<std::shared_ptr<SiteLink>> {
-          return std::make_shared<FakeSiteLink>(site_);
-        },
-        agent_, endpoints_);
+    SiteConnector connect = [this](const GridResource&) -> Result<std::shared_ptr<SiteLink>> {
+      return std::make_shared<FakeSiteLink>(site_);
+    };
+    // Through the registry, as kite-gridmanager connects.
+    if (by_registry_) connect = [](const GridResource& r) { return grid::ConnectSite(r, {}); };
+    engine_ = std::make_unique<Engine>(*io_, o, connect, agent_, endpoints_);
     engine_->Start([this](int code, const std::string&) { exit_code_ = code; });
   }
   void Down() {
@@ -94,6 +96,7 @@ class EngineTest : public ::testing::Test {
   std::unique_ptr<Engine> engine_;
   int64_t runs_ = 0;
   int exit_code_ = -1;
+  bool by_registry_ = false;
 };
 
 TEST_F(EngineTest, TheNormalPathStoresTheContactBeforeTheCommitAndTheEndBeforeCommitEnd) {
@@ -417,6 +420,104 @@ TEST_F(EngineTest, AProbeFindsAJobTheSiteLostAndRunsItAgain) {
   auto idle = Last("1.0", grid::GridAction::kIdle);
   ASSERT_TRUE(idle);
   EXPECT_NE(idle->reason.find("batch-lost"), std::string::npos);
+}
+
+// A grid type added in this test binary only: a registry row (its own contact syntax, "toy NAME")
+// and a link to the fake site. Jobs of that type run through the real engine, and the views and
+// submit read the type through the row.
+FakeSite* toy_site = nullptr;
+
+void AddToyGridType() {
+  static bool added = [] {
+    grid::GridType row{
+        .name = "toy",
+        .display = "toy site",
+        .syntax = "NAME",
+        .example = "box1",
+        .parse = [](std::string_view contact) -> Result<GridResource> {
+          if (contact.empty() || contact.find_first_of(" /:") != std::string_view::npos) {
+            return Fail(ErrorCode::kInvalidInput, "a toy site is one word");
+          }
+          return GridResource{.host = std::string(contact), .port = 1};
+        },
+        .label = [](const GridResource& r) { return "toy@" + r.host; },
+        .caps = {.site_info = false},
+    };
+    EXPECT_TRUE(grid::AddGridType(row));
+    EXPECT_TRUE(grid::AddSiteLink(
+        "toy",
+        [](const GridResource&, const grid::LinkContext&) -> Result<std::shared_ptr<SiteLink>> {
+          return std::make_shared<FakeSiteLink>(*toy_site);
+        }));
+    // A row whose link this gridmanager does not have.
+    row.name = "nolink";
+    EXPECT_TRUE(grid::AddGridType(row));
+    // A type whose protocol has no commit step.
+    row.name = "toync";
+    row.caps.two_phase_commit = false;
+    EXPECT_TRUE(grid::AddGridType(row));
+    EXPECT_TRUE(grid::AddSiteLink(
+        "toync",
+        [](const GridResource&, const grid::LinkContext&) -> Result<std::shared_ptr<SiteLink>> {
+          return std::make_shared<FakeSiteLink>(*toy_site);
+        }));
+    return true;
+  }();
+  (void)added;
+}
+
+TEST_F(EngineTest, AGridTypeAddedAsOneRowAndOneLinkRunsJobsThroughTheEngine) {
+  AddToyGridType();
+  toy_site = &site_;
+  by_registry_ = true;
+  Down();
+  Boot();
+  EXPECT_FALSE(grid::AddGridType({.name = "TOY",
+                                  .parse = [](std::string_view) { return Result<GridResource>(); },
+                                  .label = [](const GridResource&) { return std::string(); }}))
+      << "a name is registered once";
+  EXPECT_EQ(grid::GridTypeNames(), "kite, toy, nolink, toync");
+  auto r = grid::ParseGridResource("Toy box1");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->Text(), "toy box1:1");
+  EXPECT_FALSE(grid::ParseGridResource("toy box 1"));
+
+  agent_.Add("1.0", kite::kIdle, "toy box1");
+  ASSERT_TRUE(At("1.0", P::kCommitted));
+  EXPECT_EQ(site_.Sent(true), (std::vector<std::string>{"submit kite-1700000000-1.0-0/submit",
+                                                        "commit kite-1700000000-1.0-0/commit"}));
+  Callback(site_.End(SiteId("1.0"), gram::JobState::kDone));
+  ASSERT_TRUE(Gone("1.0"));
+  EXPECT_EQ(Last("1.0", grid::GridAction::kExited)->exit->code, 0);
+
+  // A type the registry knows but this gridmanager has no link for: held, saying so.
+  agent_.Add("2.0", kite::kIdle, "nolink box2");
+  ASSERT_TRUE(RunUntil([&] { return agent_.jobs.at("2.0").status == kite::kHeld; }));
+  auto held = Last("2.0", grid::GridAction::kHold);
+  ASSERT_TRUE(held);
+  EXPECT_NE(held->reason.find("no link for grid type 'nolink'"), std::string::npos) << held->reason;
+  // And one the registry does not know.
+  agent_.Add("3.0", kite::kIdle, "arc https://ce.example.org/arex");
+  ASSERT_TRUE(RunUntil([&] { return agent_.jobs.at("3.0").status == kite::kHeld; }));
+  EXPECT_NE(Last("3.0", grid::GridAction::kHold)->reason.find("'arc' is not one Kite runs"),
+            std::string::npos);
+  toy_site = nullptr;
+}
+
+TEST_F(EngineTest, AGridTypeWithoutACommitStepIsNeverSentACommit) {
+  AddToyGridType();
+  toy_site = &site_;
+  by_registry_ = true;
+  Down();
+  Boot();
+  agent_.Add("1.0", kite::kIdle, "toync box1");
+  ASSERT_TRUE(At("1.0", P::kCommitted));
+  EXPECT_EQ(site_.Sent(true), (std::vector<std::string>{"submit kite-1700000000-1.0-0/submit"}));
+  EXPECT_TRUE(agent_.UpdatesFor("1.0").front().event) << "the contact was stored first";
+  Callback(site_.End(SiteId("1.0"), gram::JobState::kDone));
+  ASSERT_TRUE(Gone("1.0"));
+  EXPECT_EQ(Last("1.0", grid::GridAction::kExited)->exit->code, 0);
+  toy_site = nullptr;
 }
 
 TEST_F(EngineTest, TheEngineExitsWhenNoJobsRemain) {

@@ -36,14 +36,33 @@ TEST(ParseGridResource, AcceptsHostPortAndBatch) {
 
 TEST(ParseGridResource, RefusesMalformedWithTheReason) {
   for (const char* bad :
-       {"", "gt5 host:1", "kite host", "kite host:0", "kite host:70000", "kite host:12x",
-        "kite :12", "kite host:12/", "kite [::1:12", "kite [::1]12", "kite ho st:12"}) {
+       {"kite host", "kite host:0", "kite host:70000", "kite host:12x", "kite :12", "kite host:12/",
+        "kite [::1:12", "kite [::1]12", "kite ho st:12"}) {
     auto r = ParseGridResource(bad);
     ASSERT_FALSE(r) << bad;
     EXPECT_EQ(r.error().code(), ErrorCode::kInvalidInput);
     EXPECT_NE(r.error().message().find("expected \"kite HOST:PORT[/BATCH]\""), std::string::npos)
         << r.error().message();
   }
+  for (const char* unknown : {"", "gt5 host:1", "$$(GridResource)"}) {
+    auto r = ParseGridResource(unknown);
+    ASSERT_FALSE(r) << unknown;
+    EXPECT_EQ(r.error().code(), ErrorCode::kInvalidInput);
+    EXPECT_NE(r.error().message().find("is not one Kite runs (it runs: kite"), std::string::npos)
+        << r.error().message();
+  }
+}
+
+TEST(ParseGridResource, IsCaseBlindInTheTypeAndRecordsItsRegistryName) {
+  auto r = ParseGridResource("  KITE gk.example.org:2119/slurm ");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->type, "kite");
+  EXPECT_EQ(r->Text(), "kite gk.example.org:2119/slurm");
+  EXPECT_EQ(grid::SiteOf("kite [::1]:9/sge"), "[::1]:9");
+  // A resource Kite cannot run is still shown by where it points.
+  EXPECT_EQ(grid::SiteOf("arc ce.example.org/arex"), "ce.example.org");
+  EXPECT_FALSE(ParseGridResource("kite gk:1/sl urm"));
+  EXPECT_FALSE(ParseGridResource("kite gk:1/a.b"));
 }
 
 TEST(PlanGridJob, StagesExecutableInputAndOutputs) {

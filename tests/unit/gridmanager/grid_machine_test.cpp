@@ -218,6 +218,31 @@ GridInput Saved(int status) {
   return GridInput{.event = E::kSaved, .status = status};
 }
 
+TEST(GridMachine, ATypeWithoutACommitStepGoesFromTheStoredContactToCommitted) {
+  GridState s = Walk(GridState{.commits = false}, {{InputFor(E::kDrive), T::kSubmit},
+                                                   {InputFor(E::kSubmitted), T::kSaveContact},
+                                                   {Saved(kite::kIdle), T::kNone}});
+  EXPECT_EQ(s.phase, P::kSubmitted);
+  EXPECT_EQ(NextAction(s), T::kReport) << "no commit is sent";
+  auto step = Apply(s, InputFor(E::kDrive));
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->event, E::kNoCommit);
+  EXPECT_EQ(step->state.phase, P::kCommitted);
+  EXPECT_EQ(step->task, T::kReport);
+  // Held or removed before that drive: cancelled at the site, as a job of any type.
+  for (int status : {int{kite::kHeld}, int{kite::kRemoved}, grid::kStatusMoving}) {
+    GridState stop = s;
+    stop.status = status;
+    auto c = Apply(stop, InputFor(E::kDrive));
+    ASSERT_TRUE(c) << status;
+    EXPECT_EQ(c->state.phase, P::kCancelling) << status;
+    EXPECT_EQ(c->task, T::kCancel) << status;
+  }
+  // A type with one still waits for its commit.
+  s.commits = true;
+  EXPECT_EQ(NextAction(s), T::kCommit);
+}
+
 TEST(GridMachine, TheNormalPathStoresEachStepBeforeTheNext) {
   GridState s = Walk(
       GridState{}, {{InputFor(E::kDrive), T::kSubmit}, {InputFor(E::kSubmitted), T::kSaveContact}});

@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "grid/grid_type.h"
 #include "submit/submit_file.h"
 #include "submit_test_util.h"
 
@@ -137,6 +138,32 @@ TEST_F(ErrorsTest, EveryErrorNamesFileAndLine) {
     EXPECT_EQ(msg.substr(0, prefix.size()), prefix) << msg;
     EXPECT_NE(msg.find(D(tc.message)), std::string::npos) << msg;
   }
+}
+
+// A grid type added as one registry row is read by that row: its own contact syntax, its name
+// in the messages, and the list of types Kite runs.
+TEST_F(ErrorsTest, GridResourceIsReadByItsTypesRegistryRow) {
+  ASSERT_TRUE(grid::AddGridType({
+      .name = "toy",
+      .display = "toy site",
+      .syntax = "NAME",
+      .example = "box1",
+      .parse = [](std::string_view c) -> Result<grid::GridResource> {
+        if (c.empty() || c.find_first_of(" /:") != std::string_view::npos) {
+          return Fail(ErrorCode::kInvalidInput, "one word");
+        }
+        return grid::GridResource{.host = std::string(c), .port = 1};
+      },
+      .label = [](const grid::GridResource& r) { return r.host; },
+  }));
+  auto c = MustParse("universe = grid\ngrid_resource = TOY box1\nexecutable = prog\nqueue\n");
+  EXPECT_EQ(Get(c, "GridResource"), "\"toy box1:1\"");
+  EXPECT_NE(ErrorOf("universe = grid\ngrid_resource = toy a:b\nexecutable = prog\nqueue\n")
+                .find("job.sub:2: grid_resource = toy needs NAME, not 'a:b'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("universe = grid\ngrid_resource = toys x\nexecutable = prog\nqueue\n")
+                .find("(Kite runs: kite, toy)"),
+            std::string::npos);
 }
 
 TEST_F(ErrorsTest, ExponentialMacrosAreCutOff) {

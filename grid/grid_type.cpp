@@ -1,0 +1,84 @@
+// The grid-type registry and its first row, Kite's own gatekeeper protocol (docs/protocol.md).
+#include "grid/grid_type.h"
+
+#include <cctype>
+#include <deque>
+#include <mutex>
+#include <shared_mutex>
+
+#include "common/strings.h"
+
+namespace kite::grid {
+namespace {
+
+// A batch system's name behind a Kite gatekeeper: letters, digits, '_' and '-'.
+bool BatchNameChar(char ch) {
+  return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '_' || ch == '-';
+}
+
+GridType KiteRow() {
+  return {
+      .name = "kite",
+      .display = "Kite gatekeeper",
+      .syntax = "HOST:PORT[/BATCH]",
+      .example = "gk.example.org:9618/slurm",
+      .parse = [](std::string_view c) { return ParseHostPortContact(c, BatchNameChar); },
+      .label =
+          [](const GridResource& r) { return "kite->" + (r.batch.empty() ? "fork" : r.batch); },
+      .caps = {.two_phase_commit = true, .site_info = true},
+  };
+}
+
+struct Registry {
+  std::shared_mutex mu;
+  std::deque<GridType> rows;  // a deque: rows never move, so pointers to them stay good
+  Registry() { rows.push_back(KiteRow()); }
+};
+
+Registry& TheRegistry() {
+  static Registry registry;
+  return registry;
+}
+
+}  // namespace
+
+const GridType* FindGridType(std::string_view name) {
+  Registry& r = TheRegistry();
+  std::shared_lock lock(r.mu);
+  for (const auto& row : r.rows) {
+    if (EqualsIgnoreCase(row.name, name)) return &row;
+  }
+  return nullptr;
+}
+
+std::string GridTypeNames() {
+  Registry& r = TheRegistry();
+  std::shared_lock lock(r.mu);
+  std::string out;
+  for (const auto& row : r.rows) out += (out.empty() ? "" : ", ") + row.name;
+  return out;
+}
+
+std::string GridResourceExample() {
+  Registry& r = TheRegistry();
+  std::shared_lock lock(r.mu);
+  return r.rows.front().name + " " + r.rows.front().example;
+}
+
+Status AddGridType(GridType type) {
+  if (type.name.empty() || !type.parse || !type.label) {
+    return Fail(ErrorCode::kInvalidInput, "a grid type needs a name, a parse and a label");
+  }
+  type.name = ToLower(type.name);
+  Registry& r = TheRegistry();
+  std::unique_lock lock(r.mu);
+  for (const auto& row : r.rows) {
+    if (row.name == type.name) {
+      return Fail(ErrorCode::kConflict, "grid type '" + type.name + "' is registered already");
+    }
+  }
+  r.rows.push_back(std::move(type));
+  return {};
+}
+
+}  // namespace kite::grid

@@ -1,0 +1,92 @@
+// A site as the gridmanager talks to it, whatever its grid type: the requests (docs/protocol.md
+// names them for Kite's own type), the link that carries them, and the table of links by grid
+// type -- the half of each grid-type row (grid/grid_type.h) that speaks to sites. A new grid type
+// adds its link and its site information here; nothing else names it.
+//
+// Threads: links are added at start-up (and by tests); ConnectSite and AskSiteInfo may run on
+// any thread.
+#pragma once
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/error.h"
+#include "credentials/certificate.h"
+#include "credentials/verify.h"
+#include "gram/client.h"
+#include "gram/protocol.h"
+#include "grid/resource.h"
+
+namespace kite::grid {
+
+// One request to a gatekeeper (docs/protocol.md).
+struct SiteRequest {
+  enum class Op { kDelegate, kSubmit, kCommit, kStatus, kCancel, kSignal, kCommitEnd };
+  Op op = Op::kStatus;
+  std::string request_id;      // every op but kStatus
+  std::string job_id;          // the site's id of the job
+  gram::JobDescription job;    // kSubmit
+  gram::SignalRequest signal;  // kSignal
+  std::string delegation_id;   // kDelegate: refresh this delegation in place ("": a new one)
+  bool only_pending = false;   // kCancel: only if the job has not started (the broker moves it)
+};
+std::string_view OpName(SiteRequest::Op op);  // "submit", "status probe", ...
+
+struct SiteAnswer {
+  gram::JobStatus job;          // kSubmit, kCommit, kStatus, kCancel, kSignal
+  gram::Delegation delegation;  // kDelegate
+};
+using SiteDone = std::function<void(Result<SiteAnswer>)>;
+
+// The link to one site, of the site's grid type, with the errors of gram::Client (kUnavailable,
+// kTimeout, kIo: no answer; kNotFound, kConflict, kAuthFailed, kInvalidInput: the site's answer).
+// `done` runs later on the engine's thread (LinkContext::io), never inside Send.
+class SiteLink {
+ public:
+  virtual ~SiteLink() = default;
+  virtual void Send(const SiteRequest& request, SiteDone done) = 0;
+};
+// Errors that mean "no answer": the site is backed off and the request sent again later.
+bool SiteDown(const Error& e);
+
+// What a link is made with: the proxy the gridmanager presents, and where blocking calls run and
+// answers go.
+struct LinkContext {
+  const credentials::Credential* credential = nullptr;
+  std::shared_ptr<const credentials::Verifier> verifier;
+  boost::asio::thread_pool* pool = nullptr;  // blocking calls
+  boost::asio::io_context* io = nullptr;     // where answers are posted (the engine's)
+  int max_requests = 8;                      // requests in flight to one site
+};
+
+using LinkMaker =
+    std::function<Result<std::shared_ptr<SiteLink>>(const GridResource&, const LinkContext&)>;
+
+// One request for a site's information (the broker's): as whom, and how long to wait.
+struct SiteInfoRequest {
+  std::string proxy;   // the proxy file presented
+  std::string ca_dir;  // trusted CAs ("" for the default)
+  double timeout = 30;
+};
+// The site's ad (a ClassAd in the new syntax, grid/site_ad.h), or why there is none. Blocking.
+using SiteInfoAsker =
+    std::function<Result<std::string>(const GridResource&, const SiteInfoRequest&)>;
+
+// Adds the link of grid type `type` (its registry name), and how to ask its sites for their
+// information (empty when the type has none). kConflict when the type has a link.
+Status AddSiteLink(std::string type, LinkMaker make, SiteInfoAsker info = {});
+// A link to `site` through its type's maker: kInvalidInput when the type has no link here.
+Result<std::shared_ptr<SiteLink>> ConnectSite(const GridResource& site, const LinkContext& context);
+// The site's information through its type's asker: kUnavailable when the type gives none.
+Result<std::string> AskSiteInfo(const GridResource& site, const SiteInfoRequest& request);
+
+// Kite's own gatekeeper protocol (grid/kite_link.cpp): the first row.
+Result<std::shared_ptr<SiteLink>> MakeKiteLink(const GridResource& site,
+                                               const LinkContext& context);
+Result<std::string> AskKiteSiteInfo(const GridResource& site, const SiteInfoRequest& request);
+
+}  // namespace kite::grid
