@@ -138,6 +138,17 @@ Status detail::ConfigureContext(SSL_CTX* ctx, const std::optional<Credential>& c
   const Verifier* raw = verifier.get();
   SSL_CTX_set_ex_data(ctx, CtxIndex(), new std::shared_ptr<const Verifier>(std::move(verifier)));
   SSL_CTX_set_cert_verify_callback(ctx, CertVerify, const_cast<Verifier*>(raw));
+  if (server) {
+    // No resumption: a resumed session skips the chain's verification (a proxy may have expired
+    // or been replaced since), and the identity checks after the handshake read what that
+    // verification found. A client offering an old session (libcurl does) gets a full handshake;
+    // the session id context is set so that OpenSSL declines the offer instead of failing it.
+    static constexpr unsigned char kSessionContext[] = "kite";
+    SSL_CTX_set_session_id_context(ctx, kSessionContext, sizeof kSessionContext - 1);
+    SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+    SSL_CTX_set_options(ctx, SSL_OP_NO_TICKET);
+    SSL_CTX_set_num_tickets(ctx, 0);
+  }
   return {};
 }
 
