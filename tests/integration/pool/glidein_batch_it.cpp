@@ -122,6 +122,9 @@ TEST_P(GlideinBatch, GlideinsRunVanillaJobsWithTheirFilesThenLeaveWhenIdle) {
     ASSERT_TRUE(WaitUntil([&] { return env_.JobStatus(cluster + p) == 4; }, 120))
         << Why(cluster + p);
     EXPECT_EQ(Attr(cluster + p, "ExitCode", true), "0") << Why(cluster + p);
+    // Each ran once, as one batch job: one that left on its idle timeout is not submitted again.
+    EXPECT_EQ(Attr(cluster + p, "NumJobStarts", true), "1") << Why(cluster + p);
+    EXPECT_EQ(Attr(cluster + p, "GridAttempt", true), "1") << Why(cluster + p);
   }
   EXPECT_TRUE(WaitUntil([&] { return BatchJobsLeft() == 0; }, 30));
   EXPECT_EQ(Slots(), 0);

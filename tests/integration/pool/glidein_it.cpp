@@ -132,6 +132,9 @@ TEST_F(GlideinPool, GlideinSlotsRunVanillaJobsThenTheGlideinLeavesWhenIdle) {
       << ReadFileOr(env_.home() + "/glidein/" + glidein + ".err");
   EXPECT_EQ(Attr(glidein, "ExitCode", true), "0")
       << ReadFileOr(env_.home() + "/glidein/" + glidein + ".err");
+  // It ran once: a glide-in that left on its idle timeout is not submitted again.
+  EXPECT_EQ(Attr(glidein, "NumJobStarts", true), "1");
+  EXPECT_EQ(Attr(glidein, "GridAttempt", true), "1") << "one attempt, ended";
   EXPECT_TRUE(WaitUntil([&] { return GlideinSlots() == 0; }, 30))
       << env_.Kite({"status", "-json"}).out;
 }
