@@ -153,9 +153,9 @@ Status Agent::Start() {
   if (auto st = pool_->Listen(options_.pool_socket_path()); !st) return st;
   pool_tls_ = std::make_unique<PoolTlsListener>(io_, options_, *pool_);
   pool_tls_->Start();
-  local_startd_ =
-      std::make_unique<LocalStartd>(io_, options_, *pool_authority_,
-                                    [this](const std::string& name) { pool_->StartdDied(name); });
+  local_startd_ = std::make_unique<LocalStartd>(
+      io_, options_, *pool_authority_, [this](const std::string& name) { pool_->StartdDied(name); },
+      [this](const std::string& name) { return pool_->HasRunsOn(name); });
   local_startd_->Start();
   ArmTimer(periodic_timer_, options_.periodic_interval, &Agent::PeriodicPolicy);
   local_->Schedule();
@@ -274,12 +274,19 @@ void Agent::Run() {
   io_.run();
 }
 
-void Agent::Stop() {
-  // Running local jobs keep running under their wrappers; the next agent adopts them.
+void Agent::Stop(bool stop_local_startd) {
+  // Running local jobs keep running under their wrappers, and pool jobs on their startds; the
+  // next agent adopts them.
   if (auto st = queue_->Flush(); !st)
     spdlog::error("agent: final flush: {}", st.error().ToString());
   if (api_) api_->Close();
-  if (local_startd_) local_startd_->Stop();
+  if (local_startd_) {
+    if (stop_local_startd) {
+      local_startd_->Stop();
+    } else {
+      local_startd_->Detach();
+    }
+  }
   if (pool_tls_) pool_tls_->Stop();
   if (pool_) pool_->Close();
   if (flood_) flood_->Stop();

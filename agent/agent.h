@@ -59,7 +59,9 @@ class Agent {
   Status Start();
   // Runs until Stop() or SIGTERM/SIGINT.
   void Run();
-  void Stop();
+  // Stops the agent. Running jobs go on: local ones under their wrappers, pool ones on their
+  // startds -- the local one included, unless `stop_local_startd` (its jobs are then vacated).
+  void Stop(bool stop_local_startd = false);
   // Answers one API request as the socket would, running the event loop until the answer is in
   // (tests drive the agent in-process with it, as the job manager's HandleNow).
   ApiResponse HandleNow(const ApiRequest& request);

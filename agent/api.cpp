@@ -456,8 +456,11 @@ void HandleApiRequest(Agent& agent, const ApiRequest& req, std::function<void(Ap
   if (target == "/v1/grid/jobs") return HandleGridJobs(agent, *body, std::move(reply));
   if (target == "/v1/grid/update") return reply(HandleGridUpdate(agent, *body));
   if (target == "/v1/shutdown") {
+    // {"startd": true}: the local startd stops too (its jobs are vacated).
+    bool startd = false;
+    if (auto* v = body->if_contains("startd"); v && v->is_bool()) startd = v->as_bool();
     reply(Reply(http::status::ok, "{\"stopping\":true}\n"));
-    boost::asio::post(agent.io(), [&agent] { agent.Stop(); });
+    boost::asio::post(agent.io(), [&agent, startd] { agent.Stop(startd); });
     return;
   }
   reply(ErrorReply(http::status::not_found, "no such endpoint: " + std::string(target)));

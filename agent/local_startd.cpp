@@ -23,6 +23,13 @@ namespace kite::agent {
 namespace {
 
 // This host's name as a startd name (pool::CheckStartdName): other characters become '_'.
+// One argument per line: how a startd's settings are kept beside its lock.
+std::string ArgLines(const std::vector<std::string>& args) {
+  std::string out;
+  for (const auto& a : args) out += a + "\n";
+  return out;
+}
+
 std::string HostName() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == 0) return "localhost";
@@ -46,11 +53,13 @@ bool StartdRunsIn(const std::string& work) {
 }  // namespace
 
 LocalStartd::LocalStartd(boost::asio::io_context& io, const AgentOptions& options,
-                         PoolAuthority& authority, std::function<void(const std::string&)> died)
+                         PoolAuthority& authority, std::function<void(const std::string&)> died,
+                         std::function<bool(const std::string&)> busy)
     : io_(io),
       options_(options),
       authority_(authority),
       died_(std::move(died)),
+      busy_(std::move(busy)),
       name_(HostName()),
       timer_(io) {}
 
@@ -76,18 +85,67 @@ void LocalStartd::Start() {
   Spawn();
 }
 
+void LocalStartd::Detach() {
+  timer_.cancel();
+  detached_ = true;
+  if (pid_ > 0 || adopted_) spdlog::info("agent: the local startd runs on for the next agent");
+}
+
 void LocalStartd::Stop() {
+  if (detached_) return;
   timer_.cancel();
   if (pid_ > 0) {
     ::kill(pid_, SIGTERM);
     return;
   }
-  // One from before (adopted): the lock file names it, while it holds the lock.
-  std::string work = options_.home + "/execute";
+  // One from before (adopted).
+  SignalFromBefore(options_.home + "/execute");
+}
+
+void LocalStartd::SignalFromBefore(const std::string& work) {
+  // The lock file names it, while it holds the lock.
   auto text = ReadFile(work + "/startd.lock");
   if (!text || !StartdRunsIn(work)) return;
   pid_t pid = static_cast<pid_t>(std::atol(text->c_str()));
   if (pid > 1) ::kill(pid, SIGTERM);
+}
+
+glidein::StartdOptions LocalStartd::Settings() const {
+  glidein::StartdOptions startd;
+  startd.agent = "unix:" + options_.pool_socket_path();
+  startd.name = name_;
+  startd.slots = LocalSlotCount(options_.pool);
+  startd.work = options_.home + "/execute";
+  startd.start = options_.pool.local_start;
+  startd.policy = options_.pool.local_policy;
+  startd.log_file = options_.home + "/startd.log";
+  startd.credential = authority_.local_credential_path();
+  // It outlives the agent (`kite agent stop`, a crash) and dials the next one; when no agent comes
+  // back within the default job lease it leaves, rather than dial a socket no one serves for ever.
+  startd.agent_gone_timeout = kLocalStartdAgentGoneTimeout;
+  return startd;
+}
+
+void LocalStartd::Adopt(const std::string& work) {
+  if (!adopted_) {
+    spdlog::info("agent: a local startd from before runs on; not starting another");
+    auto before = ReadFile(work + "/startd.args");
+    stale_ = !before || *before != ArgLines(Settings().ToArgs());
+    if (stale_) {
+      spdlog::warn(
+          "agent: the local startd from before runs with other [pool] settings than config.toml's: "
+          "they take effect once it has no running jobs (`kite agent stop --stop-startd` and "
+          "`kite agent start` apply them now, vacating its jobs)");
+    }
+  }
+  adopted_ = true;
+  if (stale_ && !busy_(name_)) {
+    spdlog::info(
+        "agent: stopping the idle local startd from before, to start one with the new "
+        "settings");
+    SignalFromBefore(work);
+  }
+  After(5);
 }
 
 void LocalStartd::After(double seconds) {
@@ -99,28 +157,22 @@ void LocalStartd::After(double seconds) {
 
 void LocalStartd::Spawn() {
   std::string work = options_.home + "/execute";
-  if (StartdRunsIn(work)) {
-    // Not our child: look again later, and start one when it is gone.
-    if (!adopted_) spdlog::info("agent: a local startd from before runs on; not starting another");
-    adopted_ = true;
-    return After(5);
+  // Not our child: look again later, and start one when it is gone.
+  if (StartdRunsIn(work)) return Adopt(work);
+  if (adopted_) {
+    // The startd from before has ended: runs it held are settled now, not when their lease ends.
+    adopted_ = stale_ = false;
+    spdlog::info("agent: the local startd from before has ended");
+    died_(name_);
   }
-  adopted_ = false;
-  glidein::StartdOptions startd;
-  startd.agent = "unix:" + options_.pool_socket_path();
-  startd.name = name_;
-  startd.slots = LocalSlotCount(options_.pool);
-  startd.work = work;
-  startd.start = options_.pool.local_start;
-  startd.policy = options_.pool.local_policy;
-  startd.log_file = options_.home + "/startd.log";
-  startd.credential = authority_.local_credential_path();
-  // When the agent is gone for a minute (killed and not restarted) it leaves too, rather than
-  // dial a socket no one serves for ever; a restarted agent within the minute finds it.
-  startd.agent_gone_timeout = 60;
+  glidein::StartdOptions startd = Settings();
+  std::vector<std::string> args = startd.ToArgs();
+  if (auto st = WriteFileAtomic(work + "/startd.args", ArgLines(args), 0600); !st) {
+    spdlog::warn("agent: cannot record the local startd's settings: {}", st.error().ToString());
+  }
   SpawnOptions o;
   o.program = ProgramPath("kite-startd");
-  o.argv = startd.ToArgs();
+  o.argv = std::move(args);
   o.argv.insert(o.argv.begin(), o.program);
   o.env = CurrentEnvironment();
   o.stdout_path = o.stderr_path = options_.home + "/startd.log";

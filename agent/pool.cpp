@@ -957,6 +957,11 @@ void Pool::StartdDied(const std::string& name) {
   for (const auto& id : lost) LoseRun(id, "its startd ended");
 }
 
+bool Pool::HasRunsOn(const std::string& name) const {
+  return std::any_of(runs_.begin(), runs_.end(),
+                     [&](const auto& r) { return SlotHost(r.second.slot) == name; });
+}
+
 std::string Pool::SlotHost(const std::string& slot) {
   auto at = slot.find('@');
   return at == std::string::npos ? slot : slot.substr(at + 1);

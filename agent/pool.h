@@ -86,6 +86,8 @@ class Pool {
   // The local startd (a child of the agent) named `name` ended: its runs are lost now, not when
   // their lease ends.
   void StartdDied(const std::string& name);
+  // Whether any run the agent knows is on a slot of the startd named `name`.
+  bool HasRunsOn(const std::string& name) const;
   // Whether the job has a run in the pool (a removed one then leaves once the run is stopped).
   bool HasRun(const Job& job) const;
   // condor_vacate_job: the job's run is stopped where it runs and the job goes back to Idle, to

@@ -119,7 +119,7 @@ void Start(bool foreground, const std::string& rest) {
     std::printf("REST status endpoint: %s (token in %s/rest.token)\n", url.c_str(), home.c_str());
 }
 
-void Stop() {
+void Stop(bool stop_startd) {
   std::string home = KiteHome();
   int pid = RunningAgentPid(home);
   if (!pid) {
@@ -127,8 +127,11 @@ void Stop() {
     return;
   }
   if (auto c = AgentClient::Connect(home)) {
-    (void)(*c)->Post("/v1/shutdown", json::object{});
+    json::object body;
+    if (stop_startd) body["startd"] = true;
+    (void)(*c)->Post("/v1/shutdown", body);
   } else {
+    if (stop_startd) std::fprintf(stderr, "kite: the agent does not answer: its startd runs on\n");
     ::kill(pid, SIGTERM);
   }
   if (!WaitFor([&] { return RunningAgentPid(home) == 0; }, 30)) Die("kite-agent did not stop");
@@ -168,7 +171,14 @@ void RegisterAgentCommands(CLI::App& app) {
                    "[rest] listen in config.toml)")
       ->type_name("HOST:PORT");
   start->callback([] { Start(foreground, rest); });
-  agent->add_subcommand("stop", "stop the agent (running local jobs keep running)")->callback(Stop);
+  static bool stop_startd = false;
+  auto* stop = agent->add_subcommand(
+      "stop",
+      "stop the agent (running jobs keep running: local ones, and pool jobs on their startds; the "
+      "next agent adopts them)");
+  stop->add_flag("--stop-startd", stop_startd,
+                 "also stop the local startd: its running jobs are vacated and run again later");
+  stop->callback([] { Stop(stop_startd); });
   agent->add_subcommand("status", "say whether the agent runs (exit 3 when not)")->callback(Status);
 }
 

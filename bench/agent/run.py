@@ -80,7 +80,7 @@ class Env:
         return path
 
     def close(self):
-        self.kite("agent", "stop", check=False)
+        self.kite("agent", "stop", "--stop-startd", check=False)
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

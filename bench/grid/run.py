@@ -95,7 +95,7 @@ def kite_figures(bindir, jobs, singles):
         return {"jobs": jobs, "seconds": seconds, "rate": jobs / seconds,
                 "latency_ms": statistics.median(latencies), "latencies": latencies}
     finally:
-        k.run("agent", "stop", check=False)
+        k.run("agent", "stop", "--stop-startd", check=False)
         k.run("testgrid", "down", check=False)
         shutil.rmtree(tmp, ignore_errors=True)
 

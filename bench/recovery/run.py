@@ -88,7 +88,7 @@ def measure(bindir, jobs):
         end = time.time() + 300
         while cluster and time.time() < end and '"ClusterId"' in k.run("q", "-json", check=False):
             time.sleep(1)
-        k.run("agent", "stop", check=False)
+        k.run("agent", "stop", "--stop-startd", check=False)
         k.run("testgrid", "down", check=False)
         subprocess.run(["pkill", "-9", "-f", f"kite-jobmanager --state-dir {home}"])
         shutil.rmtree(tmp, ignore_errors=True)

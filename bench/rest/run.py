@@ -117,9 +117,9 @@ def main():
         # The endpoint's own count of what it answered.
         _, metrics = fetch(url + "metrics", token)
         ok = re.search(rb'kite_rest_requests_total\{code="200"\} (\d+)', metrics)
-        run([KITE, "agent", "stop"], env, tmp)
+        run([KITE, "agent", "stop", "--stop-startd"], env, tmp)
     finally:
-        subprocess.run([KITE, "agent", "stop"], env=env, stdout=subprocess.DEVNULL,
+        subprocess.run([KITE, "agent", "stop", "--stop-startd"], env=env, stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -59,7 +59,7 @@ cluster=""
 kite_env=()
 cleanup() {
   if [ ${#kite_env[@]} -gt 0 ]; then
-    env "${kite_env[@]}" "$bindir/kite" agent stop >/dev/null 2>&1 || true
+    env "${kite_env[@]}" "$bindir/kite" agent stop --stop-startd >/dev/null 2>&1 || true
     env "${kite_env[@]}" "$bindir/kite" testgrid down >/dev/null 2>&1 || true
   fi
   if [ -n "$cluster" ]; then "$fixture/stop-slurm.sh" "$cluster" >/dev/null 2>&1 || true; fi

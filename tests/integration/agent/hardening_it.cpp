@@ -166,7 +166,7 @@ TEST(Hardening, AKiteHomeLongerThanASocketPathWorks) {
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   r = RunCommand({BinDir() + "/kite", "q"}, envv);
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  r = RunCommand({BinDir() + "/kite", "agent", "stop"}, envv);
+  r = RunCommand({BinDir() + "/kite", "agent", "stop", "--stop-startd"}, envv);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   std::filesystem::remove_all(base);
 }

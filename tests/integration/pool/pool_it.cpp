@@ -13,6 +13,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <regex>
 #include <string>
 
 #include "pool/credential.h"
@@ -598,6 +599,99 @@ TEST_F(Pool, JobsKeepRunningWhileTheAgentIsDownAndEachResultIsCollectedOnce) {
     EXPECT_EQ(History(id, "NumJobStarts"), "1");
     EXPECT_EQ(ReadFileOr(env_->dir() + "/out." + std::to_string(p)), "xyz\n");
   }
+}
+
+// `kite agent stop` and `start` -- twice, to change the configuration, say -- while pool jobs run
+// on the local startd: the startd and its jobs go on, the next agent adopts each run, and every
+// job ends once with its output whole (docs/pool.md, "Local slots").
+TEST_F(Pool, JobsOnTheLocalStartdRunOnceAcrossCleanAgentRestarts) {
+  Start();
+  ASSERT_TRUE(WaitSlots(2));
+  pid_t startd = env_->LocalStartdPid();
+  ASSERT_GT(startd, 0);
+  env_->Write("job.sh", kJobScript, 0755);
+  env_->Write("data.txt", "xyz\n");
+  std::string marks = env_->dir() + "/marks";
+  int c = env_->Submit("universe = vanilla\nexecutable = job.sh\narguments = $(Process) " + marks +
+                       " 6\ntransfer_input_files = data.txt\noutput = out.$(Process)\n"
+                       "log = job.log\nqueue 2\n");
+  ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(marks).size() >= 2 * 9; }, 20));
+  for (int i = 0; i < 2; ++i) {
+    env_->StopAgent();
+    EXPECT_EQ(env_->LocalStartdPid(), startd) << "the local startd went on without the agent";
+    env_->StartAgent();
+  }
+  WaitDone(c, 90);
+  auto runs = ReadFileOr(marks);
+  for (int p = 0; p < 2; ++p) {
+    std::string id = std::to_string(c) + "." + std::to_string(p);
+    std::string line = "run of " + std::to_string(p) + "\n";
+    EXPECT_NE(runs.find(line), std::string::npos) << runs;
+    EXPECT_EQ(runs.find(line), runs.rfind(line)) << "job " << p << " ran twice:\n" << runs;
+    EXPECT_EQ(History(id, "NumJobStarts"), "1");
+    EXPECT_EQ(History(id, "ExitCode"), "3");
+    EXPECT_EQ(ReadFileOr(env_->dir() + "/out." + std::to_string(p)), "xyz\n");
+  }
+  EXPECT_EQ(env_->LocalStartdPid(), startd);
+  // The user log says the job was found again, never that it was evicted.
+  auto log = ReadFileOr(env_->dir() + "/job.log");
+  EXPECT_NE(log.find("023 ("), std::string::npos) << log;
+  EXPECT_EQ(log.find("004 ("), std::string::npos) << log;
+  // `--stop-startd` stops it too.
+  auto r = env_->Kite({"agent", "stop", "--stop-startd"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(WaitUntil([&] { return env_->LocalStartdPid() == 0; }, 20));
+}
+
+// A restart to change [pool] settings: an idle local startd from before is replaced by one with
+// the new settings; one with running jobs would wait for them (the agent's log says so).
+TEST_F(Pool, ARestartWithNewPoolSettingsReplacesAnIdleLocalStartd) {
+  Start();
+  ASSERT_TRUE(WaitSlots(2));
+  pid_t before = env_->LocalStartdPid();
+  env_->StopAgent();
+  EXPECT_EQ(env_->LocalStartdPid(), before);
+  WriteFile(env_->home() + "/config.toml",
+            "[agent]\nkill_grace = 2\n[pool]\nlocal_slots = 1\nlocal_start = true\n");
+  env_->StartAgent();
+  EXPECT_TRUE(WaitSlots(1, 30)) << Slots();
+  EXPECT_NE(env_->LocalStartdPid(), before);
+  // The same settings again: the startd is kept.
+  pid_t now = env_->LocalStartdPid();
+  env_->StopAgent();
+  env_->StartAgent();
+  EXPECT_TRUE(WaitSlots(1, 30));
+  EXPECT_EQ(env_->LocalStartdPid(), now);
+}
+
+// The same for a DAG whose node jobs run on the local startd: restarts while a node runs start
+// no node twice.
+TEST_F(Pool, DagNodesOnTheLocalStartdRunOnceAcrossCleanAgentRestarts) {
+  Start();
+  ASSERT_TRUE(WaitSlots(2));
+  std::string marks = env_->dir() + "/marks";
+  env_->Write("node.sh", "#!/bin/sh\necho \"run of $1\" >> \"$2\"\nsleep 4\n", 0755);
+  env_->Write("node.sub", "universe = vanilla\nexecutable = node.sh\narguments = $(node) " + marks +
+                              "\nqueue\n");
+  env_->Write("two.dag",
+              "JOB A node.sub\nJOB B node.sub\nVARS A node=\"A\"\n"
+              "VARS B node=\"B\"\nPARENT A CHILD B\n");
+  auto r = env_->Kite({"dag", "submit", "two.dag"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("submitted to cluster ([0-9]+)"))) << r.out;
+  for (const char* node : {"A", "B"}) {
+    ASSERT_TRUE(WaitUntil(
+        [&] { return ReadFileOr(marks).find(std::string("run of ") + node) != std::string::npos; },
+        30))
+        << node << " never ran";
+    env_->StopAgent();
+    env_->StartAgent();
+  }
+  auto w = env_->Kite({"wait", m[1].str(), "--timeout", "90"});
+  ASSERT_EQ(w.exit_code, 0) << w.out << w.err << env_->Kite({"q", "-dag"}).out;
+  EXPECT_EQ(ReadFileOr(marks), "run of A\nrun of B\n");
+  EXPECT_EQ(env_->Kite({"history", m[1].str(), "-af", "ExitCode"}).out, "0\n");
 }
 
 TEST_F(Pool, AFalseStartExpressionKeepsJobsAway) {
