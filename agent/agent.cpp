@@ -375,6 +375,10 @@ std::string Agent::Analyze(const std::vector<JobKey>& keys) const {
   for (const auto& slot : pool_->Slots())
     f.slots.push_back({slot.ad, slot.job.has_value(), slot.local});
   f.local_restore_site_checkpoints = options_.pool.local_restore_site_checkpoints;
+  if (pool_tls_) {
+    auto v = pool_tls_->Describe();
+    if (v.configured && !v.listening) f.glidein_problem = v.problem;
+  }
   auto before = local_->IdleBefore(std::set<JobKey>(keys.begin(), keys.end()));
   std::string out;
   for (JobKey k : keys) {

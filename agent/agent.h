@@ -116,6 +116,8 @@ class Agent {
   // The personal pool: its slots (kite status) and the negotiator's queue.
   const Pool& pool() const { return *pool_; }
   PoolAuthority& pool_authority() { return *pool_authority_; }
+  // The glide-ins' TLS listener; null before Start.
+  PoolTlsListener* pool_tls() { return pool_tls_.get(); }
   // A pool credential was revoked: every startd is checked again now (Pool::RecheckAdmissions).
   void RecheckPool();
   // The DAG runner (agent/dags.h): kite dag submit / status.

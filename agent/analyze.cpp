@@ -68,9 +68,13 @@ std::string Grid(const Job& job, const AnalyzeFacts& f) {
 // condor_q -better-analyze for the pool: the job's Requirements clause by clause, and the slots'
 // START, each with how many slots it lets through.
 std::string Vanilla(const Job& job, const AnalyzeFacts& f) {
+  std::string glideins = f.glidein_problem.empty()
+                             ? ""
+                             : "  Glide-ins cannot join the pool: " + f.glidein_problem + "\n";
   if (f.slots.empty())
     return "  The pool has no slot: start the agent with [pool] local_slots above 0, or submit "
-           "glide-ins (kite glidein submit).\n";
+           "glide-ins (kite glidein submit).\n" +
+           glideins;
   size_t free = 0, matching = 0, matching_free = 0, start_ok = 0;
   // An image a site wrote is the program's whole memory: it goes to glide-ins' slots only.
   bool site_image = !f.local_restore_site_checkpoints &&
@@ -108,8 +112,10 @@ std::string Vanilla(const Job& job, const AnalyzeFacts& f) {
   if (matching == 0)
     return out +
            "  No slot matches: change its requirements (kite qedit) or add slots that "
-           "meet them.\n";
-  if (matching_free == 0) return out + "  Every matching slot is busy: it starts when one frees.\n";
+           "meet them.\n" +
+           glideins;
+  if (matching_free == 0)
+    return out + "  Every matching slot is busy: it starts when one frees.\n" + glideins;
   return out + "  A free slot matches: it starts at the negotiator's next turn.\n";
 }
 

@@ -36,6 +36,8 @@ struct AnalyzeFacts {
   std::vector<Slot> slots;
   // [pool] local_restore_site_checkpoints: a site's transparent image may go to a local slot.
   bool local_restore_site_checkpoints = false;
+  // Why glide-ins cannot join the pool ("" when they can, or when no listener is configured).
+  std::string glidein_problem;
 };
 
 // condor_q -analyze's answer for one job: a first line naming the job and its status, then

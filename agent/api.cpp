@@ -451,6 +451,7 @@ void HandleApiRequest(Agent& agent, const ApiRequest& req, std::function<void(Ap
   if (target == "/v1/status") return reply(HandlePoolStatus(agent, *body));
   if (target == "/v1/glidein/flood") return reply(HandleFlood(agent, *body));
   if (target == "/v1/pool/credential") return reply(HandlePoolCredential(agent, *body));
+  if (target == "/v1/pool/listener") return reply(HandlePoolListener(agent, *body));
   if (target == "/v1/dag/submit") return reply(HandleDagSubmit(agent, *body));
   if (target == "/v1/dag/status") return reply(HandleDagStatus(agent, *body));
   if (target == "/v1/grid/jobs") return HandleGridJobs(agent, *body, std::move(reply));

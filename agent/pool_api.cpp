@@ -9,6 +9,7 @@
 #include "agent/agent.h"
 #include "agent/pool.h"
 #include "agent/pool_authority.h"
+#include "agent/pool_tls.h"
 #include "classad/expr.h"
 #include "classad/io.h"
 #include "common/clock.h"
@@ -164,6 +165,19 @@ ApiResponse HandlePoolCredential(Agent& agent, const json::object& body) {
   }
   return Error(http::status::bad_request,
                "say one of glideins (an object), create (an object) or revoke (an id)");
+}
+
+ApiResponse HandlePoolListener(Agent& agent, const json::object& body) {
+  PoolTlsListener* tls = agent.pool_tls();
+  if (tls == nullptr) return Error(http::status::service_unavailable, "the agent is starting");
+  if (const json::value* r = body.if_contains("recheck"); r && r->is_bool() && r->as_bool())
+    tls->Recheck();
+  auto v = tls->Describe();
+  json::object o{{"configured", v.configured},
+                 {"listening", v.listening},
+                 {"address", v.address},
+                 {"problem", v.problem}};
+  return Reply(http::status::ok, json::serialize(o) + "\n");
 }
 
 }  // namespace kite::agent

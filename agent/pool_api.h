@@ -23,5 +23,9 @@ ApiResponse HandleFlood(Agent& agent, const boost::json::object& body);
 //     "expires": UNIX}
 //   {"revoke": ID} -> {"revoked": ID}
 ApiResponse HandlePoolCredential(Agent& agent, const boost::json::object& body);
+// POST /v1/pool/listener (docs/api.md): {"recheck": true?} (look at the proxy again first) ->
+// {"configured": B, "listening": B, "address": "HOST:PORT", "problem": TEXT}: where glide-ins
+// dial, or why they cannot.
+ApiResponse HandlePoolListener(Agent& agent, const boost::json::object& body);
 
 }  // namespace kite::agent

@@ -100,6 +100,7 @@ struct PoolTlsListener::State {
   std::string proxy_pem;           // what ctx presents, to see a renewal
   std::string own;                 // the identity of that proxy
   std::string problem;             // the last reason the proxy could not be used (logged once)
+  std::string address;             // where it listens (pool.address)
   bool stopped = false;
   std::list<std::weak_ptr<Handshake>> handshakes;  // pending, ended on Stop
 };
@@ -212,6 +213,25 @@ bool PoolTlsListener::listening() const {
   return state_->acceptor.is_open();
 }
 
+PoolTlsListener::View PoolTlsListener::Describe() const {
+  const State& s = *state_;
+  View v{.configured = !s.options.pool.listen.empty(), .listening = listening()};
+  if (v.listening) v.address = s.address;
+  if (!v.configured) {
+    v.problem = "[pool] listen is \"\" in config.toml: this agent takes no glide-ins";
+  } else if (!s.problem.empty()) {
+    v.problem = s.problem;
+  }
+  return v;
+}
+
+void PoolTlsListener::Recheck() {
+  State& s = *state_;
+  if (s.stopped || s.options.pool.listen.empty()) return;
+  s.recheck_timer->cancel();
+  Check();
+}
+
 void PoolTlsListener::Start() {
   ::unlink(state_->options.pool_address_path().c_str());
   if (state_->options.pool.listen.empty()) {
@@ -251,7 +271,14 @@ Result<Presented> LoadPresented(const std::string& path,
   auto cred = credentials::LoadProxyFile(path);
   if (!cred) return Fail(cred.error().Wrap("proxy " + path));
   auto id = verifier->Verify(cred->chain);
-  if (!id) return Fail(id.error().Wrap("proxy " + path));
+  if (!id) {
+    // The verifier names the CA it comes from; how to give the agent another is added: the usual
+    // case is a proxy of another grid (or an old one) in the default place.
+    return Fail(id.error().code(),
+                "proxy " + path + ": " + id.error().message() +
+                    "; make one this agent trusts with `kite proxy init`, or name another in "
+                    "[pool] proxy (config.toml)");
+  }
   auto ctx = credentials::MakeServerContext(*cred, verifier);
   if (!ctx) return Fail(ctx.error().Wrap("proxy " + path));
   return Presented{*ctx, credentials::CredentialToPem(*cred), id->subject};
@@ -353,6 +380,7 @@ Status PoolTlsListener::Listen() {
   if (!s.acceptor.is_open()) ec = Bind(*ep);
   if (ec) return Fail(ErrorCode::kIo, "listen on " + s.options.pool.listen + ": " + ec.message());
   std::string bound = Address(s.acceptor.local_endpoint());
+  s.address = bound;
   if (auto st = WriteFileAtomic(s.options.pool_port_path(),
                                 std::to_string(s.acceptor.local_endpoint().port()) + "\n", 0600);
       !st) {

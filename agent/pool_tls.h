@@ -57,6 +57,18 @@ class PoolTlsListener {
   void Stop();
   bool listening() const;
 
+  // What `kite glidein submit`, `kite status` and `-analyze` say of it: where glide-ins dial, or
+  // why they cannot (what is wrong with the proxy and how to point the agent at another).
+  struct View {
+    bool configured = false;  // [pool] listen is set
+    bool listening = false;
+    std::string address;  // HOST:PORT while listening
+    std::string problem;  // why not (or why the proxy cannot be renewed); "" when none
+  };
+  View Describe() const;
+  // Looks at the proxy again now (a new or renewed one), rather than at the next recheck.
+  void Recheck();
+
  private:
   struct State;
   class Handshake;

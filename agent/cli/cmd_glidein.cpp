@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/cli/client.h"
 #include "agent/cli/commands.h"
 #include "agent/cli/submit_client.h"
 #include "agent/cli/util.h"
@@ -89,13 +90,27 @@ Result<std::string> FileSha256(const std::string& path) {
   return hex;
 }
 
-// Where glide-ins dial: --agent, else what the agent wrote when its TLS pool listener came up.
+// Where glide-ins dial: --agent, else where the agent's TLS pool listener is (the agent is asked to
+// look at its proxy again first, so a proxy made a moment ago counts); when it is not listening,
+// why not. Without an agent, what it wrote when its listener last came up.
 std::string AgentAddressOrDie(const std::string& flag) {
   if (!flag.empty()) return flag;
+  if (auto c = AgentClient::Connect(KiteHome())) {
+    auto v = (*c)->PostJson("/v1/pool/listener", json::object{{"recheck", true}});
+    if (!v) Die("cannot ask the agent where glide-ins dial: " + v.error().message());
+    auto text = [&](const char* key) {
+      const json::value* x = v->if_contains(key);
+      return x && x->is_string() ? std::string(x->as_string()) : std::string();
+    };
+    const json::value* up = v->if_contains("listening");
+    if (up && up->is_bool() && up->as_bool() && !text("address").empty()) return text("address");
+    Die("glide-ins cannot join this agent's pool: " + text("problem") +
+        " (or give --agent HOST:PORT)");
+  }
   std::string file = KiteHome() + "/pool.address";
   auto text = ReadFile(file);
   if (!text) {
-    Die("no address for glide-ins to dial: " + file +
+    Die("no address for glide-ins to dial: the agent is not running and " + file +
         " is missing (the agent writes it when its pool listener for remote startds is up; "
         "see [pool] in docs/config.md), or give --agent HOST:PORT");
   }
@@ -312,8 +327,8 @@ void RegisterGlideinCommands(CLI::App& app) {
                     "the proxy the glide-ins run with and are trusted by (default: X509_USER_PROXY "
                     "or /tmp/x509up_u<uid>)");
     cmd->add_option("--agent", a.agent,
-                    "HOST:PORT the glide-ins dial (default: $KITE_HOME/pool.address, written by "
-                    "the agent)");
+                    "HOST:PORT the glide-ins dial (default: where the agent's pool listener is; "
+                    "when it is off, nothing is submitted and the reason is said)");
   };
   static SubmitArgs s;
   auto* sub = g->add_subcommand("submit", "submit glide-ins to a grid resource");

@@ -147,6 +147,23 @@ void Status(const StatusArgs& a) {
     first = false;
   }
   if (!a.long_form && !af) out = a.grid ? GridTable(*ads, !a.total) : Table(*ads, !a.total);
+  // The pool's table ends with where glide-ins dial, or why they cannot (a configured listener
+  // that is down is the one that needs saying).
+  if (!a.long_form && !af && !a.grid) {
+    if (auto v = client->PostJson("/v1/pool/listener", {})) {
+      auto text = [&](const char* key) {
+        const boost::json::value* x = v->if_contains(key);
+        return x && x->is_string() ? std::string(x->as_string()) : std::string();
+      };
+      const boost::json::value* up = v->if_contains("listening");
+      const boost::json::value* configured = v->if_contains("configured");
+      if (up && up->is_bool() && up->as_bool()) {
+        out += "Glide-ins dial tls:" + text("address") + "\n";
+      } else if (configured && configured->is_bool() && configured->as_bool()) {
+        out += "Glide-ins cannot join: " + text("problem") + "\n";
+      }
+    }
+  }
   std::fwrite(out.data(), 1, out.size(), stdout);
 }
 

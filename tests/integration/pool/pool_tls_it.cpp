@@ -342,6 +342,45 @@ TEST_F(PoolTls, AStartdToldAnotherAgentIdentityRefusesTheAgent) {
   EXPECT_FALSE(FileExists(dir_ + "/out.dat"));
 }
 
+// A proxy of another CA where the agent looks (a shared machine, an old proxy): `kite glidein
+// submit`, `kite status` and `kite q -analyze` say why glide-ins cannot join, which CA, and how to
+// fix it; once a good proxy is there, `kite glidein submit` has the agent look again at once.
+TEST_F(PoolTls, AProxyOfAnotherCaIsNamedAsTheReasonAndAGoodOneIsTakenAtOnce) {
+  auto other = cred::TestCa::Init(dir_ + "/other-ca", {.key = {cred::KeyAlgorithm::kEcP256}});
+  ASSERT_TRUE(other);
+  auto stranger = other->IssueUserCredential("CN=Jane Elsewhere", kEc);
+  ASSERT_TRUE(stranger);
+  std::string foreign = SaveProxy(*stranger, "foreign-proxy.pem");
+  ASSERT_TRUE(MakeDirs(env_->home(), 0700));
+  WriteFile(env_->home() + "/config.toml",
+            "[pool]\nlocal_slots = 0\nlisten = \"127.0.0.1:0\"\nproxy = \"" + foreign + "\"\n");
+  env_->StartAgent();
+  const std::string why = "proxy " + foreign +
+                          ": untrusted chain: /O=Grid/OU=Kite/CN=Jane Elsewhere is issued by " +
+                          other->certificate().Subject() + ", which is not a CA trusted in ";
+  auto submit = env_->Kite(
+      {"glidein", "submit", "--resource", "kite 127.0.0.1:9/fork", "--proxy", agent_proxy_});
+  EXPECT_NE(submit.exit_code, 0);
+  EXPECT_NE(submit.err.find("glide-ins cannot join this agent's pool: " + why), std::string::npos)
+      << submit.err;
+  EXPECT_NE(submit.err.find("kite proxy init"), std::string::npos) << submit.err;
+  EXPECT_EQ(env_->Kite({"q", "-af", "ClusterId"}).out, "") << "nothing was queued";
+  EXPECT_NE(env_->Kite({"status"}).out.find("Glide-ins cannot join: " + why), std::string::npos)
+      << env_->Kite({"status"}).out;
+  int c = env_->Submit("universe = vanilla\nexecutable = /bin/true\nqueue\n");
+  auto analyze = env_->Kite({"q", "-better-analyze", std::to_string(c)});
+  EXPECT_NE(analyze.out.find("Glide-ins cannot join the pool: " + why), std::string::npos)
+      << analyze.out;
+  // A good proxy in its place: the next `kite glidein submit` finds the listener up, no wait.
+  ASSERT_TRUE(cred::SaveProxyFile(foreign, cred::CreateProxy(jane_, {})->credential));
+  submit = env_->Kite({"glidein", "submit", "--resource", "kite 127.0.0.1:9/fork", "--proxy",
+                       agent_proxy_, "--count", "1"});
+  EXPECT_EQ(submit.exit_code, 0) << submit.err;
+  EXPECT_FALSE(ReadFileOr(env_->home() + "/pool.address").empty());
+  EXPECT_NE(env_->Kite({"status"}).out.find("Glide-ins dial tls:127.0.0.1:"), std::string::npos);
+  env_->Kite({"rm", "-all"});
+}
+
 // Without a usable proxy the listener stays off (said once), and comes up when the proxy appears.
 TEST_F(PoolTls, TheListenerComesUpWhenTheProxyAppears) {
   std::string later = dir_ + "/later-proxy.pem";
