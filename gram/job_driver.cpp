@@ -102,6 +102,7 @@ void JobManager::Forget(const std::vector<std::string>& ids) {
     changed_.erase(id);
     notify_.erase(id);
     next_stream_.erase(id);
+    delivery_.erase(id);
     // Removing a directory costs milliseconds on a busy disk: not on the event loop.
     stager_->Run([dir = JobDir(id)] {
       std::error_code ec;

@@ -151,6 +151,16 @@ class JobManager {
   std::set<std::string> notify_;   // jobs whose state changed: a callback is due after Flush
   std::set<std::string> busy_;     // jobs with GASS work in flight
   std::map<std::string, std::chrono::steady_clock::time_point> next_stream_;
+  // A job that ended whose output could not be delivered: tried again with back-off (the job is
+  // not failed, so it does not run again) until kDeliveryPatience has passed since the first try.
+  struct Delivery {
+    std::chrono::steady_clock::time_point first_failure;
+    std::chrono::seconds backoff{1};
+    int failures = 0;
+  };
+  static constexpr std::chrono::minutes kDeliveryPatience{30};
+  static constexpr std::chrono::seconds kDeliveryBackoffMax{60};
+  std::map<std::string, Delivery> delivery_;
   struct PendingDelegation {
     std::string owner;
     credentials::DelegationRequest request;

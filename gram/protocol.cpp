@@ -39,7 +39,7 @@ constexpr std::array<FailureName, 11> kFailureNames = {{
     {FailureCode::kAuthorisation, "authorisation", false},
     {FailureCode::kCredentialExpired, "credential-expired", false},
     {FailureCode::kStageInFailed, "stage-in-failed", true},
-    {FailureCode::kStageOutFailed, "stage-out-failed", true},
+    {FailureCode::kStageOutFailed, "stage-out-failed", false},  // after the job ran: not again
     {FailureCode::kBatchSubmitFailed, "batch-submit-failed", true},
     {FailureCode::kBatchLost, "batch-lost", true},
     {FailureCode::kBatchLimitExceeded, "batch-limit-exceeded", false},

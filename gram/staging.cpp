@@ -187,14 +187,30 @@ void JobManager::StartOutput(JobRecord& j, bool final) {
         job.stderr_offset = offsets[1];
         changed_.insert(id);  // the offsets are stored so that a restart resumes exactly
       }
+      auto now = std::chrono::steady_clock::now();
       if (st && final) {
+        delivery_.erase(id);
         Apply(job, JobEvent::kStagedOut);
-      } else if (!st && final && st.error().code() != ErrorCode::kUnavailable &&
-                 st.error().code() != ErrorCode::kTimeout) {
-        // Only the final delivery fails the job; a streaming hiccup is retried.
-        Apply(job, JobEvent::kFailed, FailureCode::kStageOutFailed, st.error().message());
+      } else if (!st && final) {
+        // The job ended: its output is delivered again and again (with back-off) rather than the
+        // job failed -- a failed job would be run again. Only after kDeliveryPatience is it
+        // failed, for good (stage-out-failed is not retryable: the user decides).
+        auto d = delivery_.try_emplace(id, Delivery{.first_failure = now}).first;
+        ++d->second.failures;
+        if (now - d->second.first_failure >= kDeliveryPatience) {
+          delivery_.erase(d);
+          Apply(job, JobEvent::kFailed, FailureCode::kStageOutFailed,
+                "its output could not be delivered for " +
+                    std::to_string(kDeliveryPatience.count()) +
+                    " minutes: " + st.error().message());
+        } else {
+          spdlog::warn("job {}: delivering its output failed (try {}), again in {} s: {}", id,
+                       d->second.failures, d->second.backoff.count(), st.error().message());
+          next_stream_[id] = now + d->second.backoff;
+          d->second.backoff = std::min(d->second.backoff * 2, kDeliveryBackoffMax);
+        }
       } else if (!st) {
-        next_stream_[id] = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+        next_stream_[id] = now + std::chrono::seconds(1);
       }
       ScheduleDrive(std::chrono::milliseconds(0));
     });

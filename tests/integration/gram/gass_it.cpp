@@ -133,6 +133,32 @@ TEST_F(GramGass, HundredMegabytesOfStdoutArriveByteIdentical) {
   EXPECT_TRUE(*a == *b) << "remote copy differs from the job's stdout";
 }
 
+// A job that ended whose output the GASS server refuses for a while (its registration is not
+// there yet): the delivery is tried again with back-off until it goes through, and the job ends
+// done -- never failed (a failed job would run again).
+TEST_F(GramGass, ADeliveryRefusedForAWhileAfterTheEndIsTriedAgainNotTheJob) {
+  std::string marks = site_.dir() + "/runs";
+  ASSERT_TRUE(server_->AddJob("job5", site_.user_dn(), {}, {}));  // no out.txt yet
+  auto job = GassJob("job5");
+  job.executable.site = "/bin/sh";
+  job.arguments = {"-c", "echo run >> " + marks + "; echo result"};
+  job.stdout_file.gass = "out.txt";
+  auto sub = client_->Submit("s", job);
+  ASSERT_TRUE(sub) << sub.error().ToString();
+  ASSERT_TRUE(client_->Commit("c", sub->job_id));
+  ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(marks) == "run\n"; }, 10));
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // refused once or twice meanwhile
+  auto mid = client_->Status(sub->job_id);
+  ASSERT_TRUE(mid);
+  EXPECT_FALSE(IsTerminal(mid->state)) << JobStateName(mid->state) << ": " << mid->failure_message;
+  ASSERT_TRUE(server_->AddJob("job5", site_.user_dn(), {}, {{"out.txt", gass_dir_ + "/out5.txt"}}));
+  auto end = Site::WaitFor(*client_, sub->job_id, JobState::kDone, 30);
+  ASSERT_TRUE(end);
+  ASSERT_EQ(end->state, JobState::kDone) << end->failure_message;
+  EXPECT_EQ(ReadFileOr(gass_dir_ + "/out5.txt"), "result\n");
+  EXPECT_EQ(ReadFileOr(marks), "run\n") << "the job ran once";
+}
+
 TEST_F(GramGass, ASignalMovesTheJobToANewGassServer) {
   ASSERT_TRUE(server_->AddJob("job4", site_.user_dn(), {}, {{"out.txt", gass_dir_ + "/out.txt"}}));
   std::string release = site_.dir() + "/release";
