@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/broker.h"
+#include "agent/broker_settings.h"
 #include "agent/mail_options.h"
 #include "common/error.h"
 #include "glidein/options.h"

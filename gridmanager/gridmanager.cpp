@@ -19,7 +19,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "agent/cli/client.h"
+#include "client/agent_client.h"
 #include "common/files.h"
 #include "credentials/certificate.h"
 #include "credentials/verify.h"
@@ -37,8 +37,8 @@ namespace asio = boost::asio;
 // by one pool thread at a time.
 class SocketAgentTransport : public AgentTransport {
  public:
-  SocketAgentTransport(std::unique_ptr<cli::AgentClient> poll,
-                       std::unique_ptr<cli::AgentClient> update, asio::thread_pool& pool,
+  SocketAgentTransport(std::unique_ptr<client::AgentClient> poll,
+                       std::unique_ptr<client::AgentClient> update, asio::thread_pool& pool,
                        asio::io_context& io)
       : poll_(std::move(poll)), update_(std::move(update)), pool_(pool), io_(io) {}
 
@@ -55,7 +55,7 @@ class SocketAgentTransport : public AgentTransport {
 
  private:
   template <class T, class P>
-  void Post(cli::AgentClient& link, const char* target, boost::json::value body,
+  void Post(client::AgentClient& link, const char* target, boost::json::value body,
             std::function<void(Result<T>)> done, P parse) {
     asio::post(pool_, [&link, target, body = std::move(body), done = std::move(done), parse,
                        &io = io_]() mutable {
@@ -72,7 +72,7 @@ class SocketAgentTransport : public AgentTransport {
     });
   }
 
-  std::unique_ptr<cli::AgentClient> poll_, update_;
+  std::unique_ptr<client::AgentClient> poll_, update_;
   asio::thread_pool& pool_;
   asio::io_context& io_;
 };
@@ -243,9 +243,9 @@ Status GridManager::Impl::Start() {
   double start_ms =
       std::chrono::duration<double, std::milli>(std::chrono::system_clock::now().time_since_epoch())
           .count();
-  auto poll_link = cli::AgentClient::Connect(options.home);
+  auto poll_link = client::AgentClient::Connect(options.home);
   if (!poll_link) return Fail(poll_link.error());
-  auto update_link = cli::AgentClient::Connect(options.home);
+  auto update_link = client::AgentClient::Connect(options.home);
   if (!update_link) return Fail(update_link.error());
   if (auto st = LoadProxy(); !st) return st;
   if (auto st = StartServers(); !st) return st;

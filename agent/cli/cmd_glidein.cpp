@@ -22,11 +22,11 @@
 #include <string>
 #include <vector>
 
-#include "agent/cli/client.h"
 #include "agent/cli/commands.h"
 #include "agent/cli/submit_client.h"
 #include "agent/cli/util.h"
 #include "classad/io.h"
+#include "client/agent_client.h"
 #include "common/files.h"
 #include "common/paths.h"
 #include "common/strings.h"

@@ -5,7 +5,8 @@
 #include <cstddef>
 #include <functional>
 
-#include "agent/cli/client.h"
+#include "agent/cli/util.h"
+#include "client/agent_client.h"
 #include "common/error.h"
 #include "submit/submit_file.h"
 

@@ -6,10 +6,15 @@
 #include <string>
 #include <vector>
 
-#include "agent/cli/client.h"
+#include "client/agent_client.h"
 #include "common/error.h"
 
 namespace kite::cli {
+
+// The agent's client (client/agent_client.h), as every verb uses it.
+using client::AgentClient;
+using client::AgentError;
+using client::Reply;
 
 // Prints "kite: MESSAGE" to stderr and ends the verb with exit status `code`.
 [[noreturn]] void Die(const std::string& message, int code = 1);

@@ -1,12 +1,12 @@
 // The CLI's agent client.
-#include "agent/cli/client.h"
+#include "client/agent_client.h"
 
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
 #include "common/unix_socket_path.h"
 
-namespace kite::cli {
+namespace kite::client {
 
 namespace http = boost::beast::http;
 namespace json = boost::json;
@@ -76,4 +76,4 @@ std::string AgentError(const Reply& r) {
   return "agent answered " + std::to_string(r.status) + ": " + r.body;
 }
 
-}  // namespace kite::cli
+}  // namespace kite::client

@@ -1,5 +1,5 @@
-// The CLI's connection to the agent: HTTP/JSON over the agent's Unix socket, kept open across
-// calls.
+// A connection to the agent: HTTP/JSON over the agent's Unix socket, kept open across calls. The
+// agent's clients share it: the CLI and kite-gridmanager (library kite_agent_client).
 #pragma once
 
 #include <boost/asio/io_context.hpp>
@@ -10,7 +10,7 @@
 
 #include "common/error.h"
 
-namespace kite::cli {
+namespace kite::client {
 
 struct Reply {
   int status = 0;
@@ -39,4 +39,4 @@ class AgentClient {
 // The error text the agent put in a non-200 reply (or the body itself).
 std::string AgentError(const Reply& r);
 
-}  // namespace kite::cli
+}  // namespace kite::client
