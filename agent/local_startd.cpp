@@ -22,7 +22,6 @@
 namespace kite::agent {
 namespace {
 
-// This host's name as a startd name (pool::CheckStartdName): other characters become '_'.
 // One argument per line: how a startd's settings are kept beside its lock.
 std::string ArgLines(const std::vector<std::string>& args) {
   std::string out;
@@ -30,6 +29,7 @@ std::string ArgLines(const std::vector<std::string>& args) {
   return out;
 }
 
+// This host's name as a startd name (pool::CheckStartdName): other characters become '_'.
 std::string HostName() {
   char buf[256] = {};
   if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == 0) return "localhost";

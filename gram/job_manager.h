@@ -151,8 +151,9 @@ class JobManager {
   std::set<std::string> notify_;   // jobs whose state changed: a callback is due after Flush
   std::set<std::string> busy_;     // jobs with GASS work in flight
   std::map<std::string, std::chrono::steady_clock::time_point> next_stream_;
-  // A job that ended whose output could not be delivered: tried again with back-off (the job is
-  // not failed, so it does not run again) until kDeliveryPatience has passed since the first try.
+  // A job that ended whose output the client's GASS server refused or failed: tried again with
+  // back-off (the job is not failed, so it does not run again) until kDeliveryPatience has passed
+  // since the first failure.
   struct Delivery {
     std::chrono::steady_clock::time_point first_failure;
     std::chrono::seconds backoff{1};

@@ -191,10 +191,13 @@ void JobManager::StartOutput(JobRecord& j, bool final) {
       if (st && final) {
         delivery_.erase(id);
         Apply(job, JobEvent::kStagedOut);
-      } else if (!st && final) {
-        // The job ended: its output is delivered again and again (with back-off) rather than the
-        // job failed -- a failed job would be run again. Only after kDeliveryPatience is it
-        // failed, for good (stage-out-failed is not retryable: the user decides).
+      } else if (!st && final && st.error().code() != ErrorCode::kUnavailable &&
+                 st.error().code() != ErrorCode::kTimeout) {
+        // The job ended and the client's GASS server answers, but refuses or fails the delivery:
+        // it is tried again with back-off rather than the job failed -- a failed job would be run
+        // again. Only after kDeliveryPatience is it failed, for good (stage-out-failed is not
+        // retryable: the user decides). A server that does not answer is waited for without a
+        // bound, below: its gridmanager comes back, and a signal brings its new address.
         auto d = delivery_.try_emplace(id, Delivery{.first_failure = now}).first;
         ++d->second.failures;
         if (now - d->second.first_failure >= kDeliveryPatience) {

@@ -1,7 +1,8 @@
 // The grid types Kite can run, one row each (docs/architecture.md, "Grid types"): the word that
 // names the type in grid_resource, how its contact is read, how it is shown, and what the type's
 // protocol can do. Everything outside a type's own files asks this registry; no other file names
-// a type. The gridmanager's half of a row (the link to a site) is in gridmanager/site_links.h.
+// a type. The other half of a row (the link to a site, and its site information) is in
+// grid/site_link.h.
 //
 // Threads: rows are added at start-up (and by tests); lookups may come from any thread.
 #pragma once

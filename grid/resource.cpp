@@ -1,7 +1,6 @@
 // Reading "TYPE CONTACT" through the grid-type registry, and the host:port syntax most types share.
 #include "grid/resource.h"
 
-#include <cctype>
 #include <charconv>
 
 #include "common/strings.h"
