@@ -294,9 +294,7 @@ class SgeAdapter : public CommandAdapter {
 
   // qstat stopped listing it and its accounting record is awaited: a qdel would only be told
   // the job does not exist.
-  bool GoneFromQueue(const std::string& sid) const override {
-    return missing_since_.contains(sid);
-  }
+  bool GoneFromQueue(const std::string& sid) const override { return missing_since_.contains(sid); }
 
   std::optional<std::string> pe_;  // the parallel environment, once known ("" for none)
   std::string user_;               // this account's name, for qstat -u
