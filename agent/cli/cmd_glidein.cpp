@@ -96,16 +96,10 @@ Result<std::string> FileSha256(const std::string& path) {
 std::string AgentAddressOrDie(const std::string& flag) {
   if (!flag.empty()) return flag;
   if (auto c = AgentClient::Connect(KiteHome())) {
-    auto v = (*c)->PostJson("/v1/pool/listener", json::object{{"recheck", true}});
+    auto v = AskPoolListener(**c, /*recheck=*/true);
     if (!v) Die("cannot ask the agent where glide-ins dial: " + v.error().message());
-    auto text = [&](const char* key) {
-      const json::value* x = v->if_contains(key);
-      return x && x->is_string() ? std::string(x->as_string()) : std::string();
-    };
-    const json::value* up = v->if_contains("listening");
-    if (up && up->is_bool() && up->as_bool() && !text("address").empty()) return text("address");
-    Die("glide-ins cannot join this agent's pool: " + text("problem") +
-        " (or give --agent HOST:PORT)");
+    if (v->listening && !v->address.empty()) return v->address;
+    Die("glide-ins cannot join this agent's pool: " + v->problem + " (or give --agent HOST:PORT)");
   }
   std::string file = KiteHome() + "/pool.address";
   auto text = ReadFile(file);

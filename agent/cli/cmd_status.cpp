@@ -150,17 +150,11 @@ void Status(const StatusArgs& a) {
   // The pool's table ends with where glide-ins dial, or why they cannot (a configured listener
   // that is down is the one that needs saying).
   if (!a.long_form && !af && !a.grid) {
-    if (auto v = client->PostJson("/v1/pool/listener", {})) {
-      auto text = [&](const char* key) {
-        const boost::json::value* x = v->if_contains(key);
-        return x && x->is_string() ? std::string(x->as_string()) : std::string();
-      };
-      const boost::json::value* up = v->if_contains("listening");
-      const boost::json::value* configured = v->if_contains("configured");
-      if (up && up->is_bool() && up->as_bool()) {
-        out += "Glide-ins dial tls:" + text("address") + "\n";
-      } else if (configured && configured->is_bool() && configured->as_bool()) {
-        out += "Glide-ins cannot join: " + text("problem") + "\n";
+    if (auto v = AskPoolListener(*client, /*recheck=*/false)) {
+      if (v->listening) {
+        out += "Glide-ins dial tls:" + v->address + "\n";
+      } else if (v->configured) {
+        out += "Glide-ins cannot join: " + v->problem + "\n";
       }
     }
   }

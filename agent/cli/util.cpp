@@ -32,6 +32,25 @@ bool IsOwnerName(const std::string& s) {
   return true;
 }
 
+Result<PoolListenerView> AskPoolListener(AgentClient& client, bool recheck) {
+  boost::json::object body;
+  if (recheck) body["recheck"] = true;
+  auto v = client.PostJson("/v1/pool/listener", body);
+  if (!v) return Fail(v.error());
+  auto text = [&](const char* key) {
+    const boost::json::value* x = v->if_contains(key);
+    return x && x->is_string() ? std::string(x->as_string()) : std::string();
+  };
+  auto flag = [&](const char* key) {
+    const boost::json::value* x = v->if_contains(key);
+    return x && x->is_bool() && x->as_bool();
+  };
+  return PoolListenerView{.configured = flag("configured"),
+                          .listening = flag("listening"),
+                          .address = text("address"),
+                          .problem = text("problem")};
+}
+
 boost::json::array IdsJson(const std::vector<std::string>& ids) {
   boost::json::array a;
   for (auto& id : ids) {

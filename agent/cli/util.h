@@ -27,6 +27,16 @@ std::unique_ptr<AgentClient> ConnectOrDie();
 // '_', then letters, digits, '_', '-', '.' or '@'.
 bool IsOwnerName(const std::string& s);
 
+// The agent's glide-in listener as POST /v1/pool/listener tells it (docs/api.md): where glide-ins
+// dial, or why they cannot. `recheck`: the agent looks at its proxy again first.
+struct PoolListenerView {
+  bool configured = false;
+  bool listening = false;
+  std::string address;
+  std::string problem;
+};
+Result<PoolListenerView> AskPoolListener(AgentClient& client, bool recheck);
+
 // Validates "C" / "C.P" ids; dies on a bad one.
 boost::json::array IdsJson(const std::vector<std::string>& ids);
 

@@ -97,6 +97,7 @@ class EngineTest : public ::testing::Test {
   int64_t runs_ = 0;
   int exit_code_ = -1;
   bool by_registry_ = false;
+  void BootWithToyGridTypes();  // defined beside the toy grid types
 };
 
 TEST_F(EngineTest, TheNormalPathStoresTheContactBeforeTheCommitAndTheEndBeforeCommitEnd) {
@@ -444,11 +445,12 @@ void AddToyGridType() {
         .caps = {.site_info = false},
     };
     EXPECT_TRUE(grid::AddGridType(row));
-    EXPECT_TRUE(grid::AddSiteLink(
-        "toy",
+    // Both toy types' link: the fake site of the test that runs.
+    grid::LinkMaker to_toy_site =
         [](const GridResource&, const grid::LinkContext&) -> Result<std::shared_ptr<SiteLink>> {
-          return std::make_shared<FakeSiteLink>(*toy_site);
-        }));
+      return std::make_shared<FakeSiteLink>(*toy_site);
+    };
+    EXPECT_TRUE(grid::AddSiteLink("toy", to_toy_site));
     // A row whose link this gridmanager does not have.
     row.name = "nolink";
     EXPECT_TRUE(grid::AddGridType(row));
@@ -456,22 +458,24 @@ void AddToyGridType() {
     row.name = "toync";
     row.caps.two_phase_commit = false;
     EXPECT_TRUE(grid::AddGridType(row));
-    EXPECT_TRUE(grid::AddSiteLink(
-        "toync",
-        [](const GridResource&, const grid::LinkContext&) -> Result<std::shared_ptr<SiteLink>> {
-          return std::make_shared<FakeSiteLink>(*toy_site);
-        }));
+    EXPECT_TRUE(grid::AddSiteLink("toync", to_toy_site));
     return true;
   }();
   (void)added;
 }
 
-TEST_F(EngineTest, AGridTypeAddedAsOneRowAndOneLinkRunsJobsThroughTheEngine) {
+// The engine again, connecting through the registry, with the toy types' links on this test's
+// fake site.
+void EngineTest::BootWithToyGridTypes() {
   AddToyGridType();
   toy_site = &site_;
   by_registry_ = true;
   Down();
   Boot();
+}
+
+TEST_F(EngineTest, AGridTypeAddedAsOneRowAndOneLinkRunsJobsThroughTheEngine) {
+  BootWithToyGridTypes();
   EXPECT_FALSE(grid::AddGridType({.name = "TOY",
                                   .parse = [](std::string_view) { return Result<GridResource>(); },
                                   .label = [](const GridResource&) { return std::string(); }}))
@@ -505,11 +509,7 @@ TEST_F(EngineTest, AGridTypeAddedAsOneRowAndOneLinkRunsJobsThroughTheEngine) {
 }
 
 TEST_F(EngineTest, AGridTypeWithoutACommitStepIsNeverSentACommit) {
-  AddToyGridType();
-  toy_site = &site_;
-  by_registry_ = true;
-  Down();
-  Boot();
+  BootWithToyGridTypes();
   agent_.Add("1.0", kite::kIdle, "toync box1");
   ASSERT_TRUE(At("1.0", P::kCommitted));
   EXPECT_EQ(site_.Sent(true), (std::vector<std::string>{"submit kite-1700000000-1.0-0/submit"}));
