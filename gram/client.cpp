@@ -76,7 +76,7 @@ void Client::Return(std::unique_ptr<HttpsConnection> c) {
 }
 
 Result<std::string> Client::Call(const std::string& method, const std::string& target,
-                                 const std::string& body) {
+                                 const std::string& body, int* status) {
   std::string where = options_.host + ":" + std::to_string(options_.port) + " " + target;
   // A kept-alive connection the site closed fails before any reply byte: every call is safe to
   // send again (reads, or mutations carrying a request id), so retry once on a fresh connection.
@@ -97,6 +97,7 @@ Result<std::string> Client::Call(const std::string& method, const std::string& t
                                             "', this client " + std::to_string(kProtocolVersion));
     }
     if (r->status < 200 || r->status >= 300) return Fail(ReplyError(*r, where));
+    if (status) *status = r->status;
     return std::move(r->body);
   }
   return Fail(ErrorCode::kUnavailable, where + ": connection lost twice");
@@ -147,8 +148,13 @@ Result<JobStatus> AsStatus(Result<std::string> body) {
 }
 }  // namespace
 
-Result<JobStatus> Client::Submit(const std::string& request_id, const JobDescription& job) {
-  return AsStatus(Call("POST", "/jobs", ToJson(SubmitRequest{request_id, job})));
+Result<JobStatus> Client::Submit(const std::string& request_id, const JobDescription& job,
+                                 bool* existing) {
+  int status = 0;
+  auto st = AsStatus(Call("POST", "/jobs", ToJson(SubmitRequest{request_id, job}), &status));
+  // 201: made now; 200: made for an earlier send of this request id.
+  if (st && existing) *existing = status == 200;
+  return st;
 }
 
 Result<JobStatus> Client::Commit(const std::string& request_id, const std::string& job_id) {

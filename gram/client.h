@@ -59,8 +59,11 @@ class Client {
   Result<Delegation> Delegate(const std::string& request_id, const std::string& existing_id = "",
                               std::chrono::seconds lifetime = std::chrono::hours(12));
 
-  // Phase one: the site stores the job in pending-commit and returns its contact.
-  Result<JobStatus> Submit(const std::string& request_id, const JobDescription& job);
+  // Phase one: the site stores the job in pending-commit and returns its contact. `existing`,
+  // when given, says whether the site made the job for an earlier send of this request id (its
+  // addresses and delegation are that send's, not this one's).
+  Result<JobStatus> Submit(const std::string& request_id, const JobDescription& job,
+                           bool* existing = nullptr);
   // Phase two: the job may start.
   Result<JobStatus> Commit(const std::string& request_id, const std::string& job_id);
   Result<JobStatus> Status(const std::string& job_id);
@@ -77,8 +80,9 @@ class Client {
 
  private:
   explicit Client(ClientOptions options);
+  // `status`, when given, receives the reply's HTTP status.
   Result<std::string> Call(const std::string& method, const std::string& target,
-                           const std::string& body);
+                           const std::string& body, int* status = nullptr);
   Result<std::unique_ptr<HttpsConnection>> Borrow(bool* reused);
   void Return(std::unique_ptr<HttpsConnection> c);
 

@@ -298,7 +298,13 @@ Response JobManager::CompleteDelegation(const Request& r, const std::string& id)
 Response JobManager::SubmitJob(const Request& r) {
   auto req = ParseSubmitRequest(r.body);
   if (!req) return ErrorResponse(req.error());
-  if (auto rep = Repeat(r.identity, req->request_id, "submit", "")) return *rep;
+  if (auto rep = Repeat(r.identity, req->request_id, "submit", "")) {
+    // The job an earlier send of this id made: 200, not 201, so the client knows it carries
+    // that send's addresses and delegation (a client that crashed between the submit and
+    // storing its contact signals it with its own before it commits).
+    if (rep->status == 201) rep->status = 200;
+    return *rep;
+  }
   const auto& d = req->job;
   if (!d.delegation_id.empty()) {
     auto it = delegations_.find(d.delegation_id);

@@ -38,8 +38,12 @@ class GramSiteLink : public SiteLink {
         if (!d) return Fail(d.error());
         return SiteAnswer{.delegation = std::move(*d)};
       }
-      case Op::kSubmit:
-        return Answer(c.Submit(r.request_id, r.job));
+      case Op::kSubmit: {
+        bool existing = false;
+        auto a = Answer(c.Submit(r.request_id, r.job, &existing));
+        if (a) a->existing = existing;
+        return a;
+      }
       case Op::kCommit:
         return Answer(c.Commit(r.request_id, r.job_id));
       case Op::kStatus:

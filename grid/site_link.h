@@ -39,6 +39,9 @@ std::string_view OpName(SiteRequest::Op op);  // "submit", "status probe", ...
 struct SiteAnswer {
   gram::JobStatus job;          // kSubmit, kCommit, kStatus, kCancel, kSignal
   gram::Delegation delegation;  // kDelegate
+  // kSubmit: the site had made the job for an earlier send of the request id (perhaps by an
+  // earlier run of the gridmanager): it carries that send's addresses and delegation.
+  bool existing = false;
 };
 using SiteDone = std::function<void(Result<SiteAnswer>)>;
 

@@ -459,7 +459,7 @@ void Engine::OnAnswer(const std::string& id, uint64_t serial, Op op, Result<Site
     Heard(*j);
     j->last_heard = options_.clock.steady();
     if (op == Op::kSubmit) {
-      in = GridInput{.event = GridEvent::kSubmitted, .site = a->job};
+      in = GridInput{.event = GridEvent::kSubmitted, .site = a->job, .existing = a->existing};
     } else if (op == Op::kCommitEnd) {
       in = GridInput{.event = GridEvent::kForgotten};
     } else {

@@ -52,6 +52,10 @@ constexpr std::array kTable = std::to_array<GridRule>({
     {P::kSubmitted, E::kNoCommit, M, P::kCancelling, T::kCancel},
     {P::kSubmitted, E::kNoCommit, R, P::kCommitted, T::kReport},
     {P::kSubmitted, E::kNoCommit, S, P::kCancelling, T::kCancel},
+    // A submit an earlier run may have sent: the signal commits it with this run's addresses.
+    {P::kSubmitted, E::kSubmittedBefore, M, P::kCancelling, T::kCancel},
+    {P::kSubmitted, E::kSubmittedBefore, R, P::kSignalling, T::kSignal},
+    {P::kSubmitted, E::kSubmittedBefore, S, P::kCancelling, T::kCancel},
     {P::kSubmitted, E::kNewsPending, A, kSame, T::kReport},
     {P::kSubmitted, E::kNewsCommitted, A, P::kCommitted, T::kReport},
     {P::kSubmitted, E::kNewsEnded, R, P::kSavingFinal, T::kSaveFinal},
@@ -149,11 +153,11 @@ constexpr std::array<std::string_view, kGridPhases> kPhaseNames = {
 };
 
 constexpr std::array<std::string_view, kGridEvents> kEventNames = {
-    "drive",           "probe-due",    "status",         "saved",         "left",
-    "queue-contact",   "queue-final",  "submitted",      "reply-pending", "reply-committed",
-    "reply-ended",     "news-pending", "news-committed", "news-ended",    "forgotten",
-    "not-found",       "conflict",     "site-down",      "refused",       "proxy-refused",
-    "delegation-lost", "no-commit",
+    "drive",           "probe-due",    "status",           "saved",         "left",
+    "queue-contact",   "queue-final",  "submitted",        "reply-pending", "reply-committed",
+    "reply-ended",     "news-pending", "news-committed",   "news-ended",    "forgotten",
+    "not-found",       "conflict",     "site-down",        "refused",       "proxy-refused",
+    "delegation-lost", "no-commit",    "submitted-before",
 };
 
 // The rules of each {phase, event}, in table order: Apply runs on every event of every job, so
@@ -208,6 +212,7 @@ GridEvent Judge(const GridState& s, GridEvent e) {
   if (IsReply(e) || IsNews(e)) return Classify(s.news.state, IsReply(e));
   if (IsFailure(e) && ended && AsksAboutJob(s.phase)) return E::kReplyEnded;
   if (e == E::kDrive && s.phase == P::kSubmitted && !s.commits) return E::kNoCommit;
+  if (e == E::kDrive && s.phase == P::kSubmitted && s.inherited) return E::kSubmittedBefore;
   return e;
 }
 
@@ -215,6 +220,7 @@ GridEvent Judge(const GridState& s, GridEvent e) {
 // (and so new request ids). `final` stays until the outcome is stored (DecideEnd reads it).
 void ClearAttempt(GridState& s) {
   ++s.attempt;
+  s.inherited = false;
   s.contact.clear();
   s.news = GridState::NoNews();
   s.reported.clear();
@@ -244,6 +250,7 @@ void TakePayload(GridState& s, const GridInput& in) {
     case E::kSubmitted:
       s.contact = in.site.contact;
       s.news = in.site;
+      s.inherited = in.existing;
       break;
     default:
       if ((IsReply(in.event) || IsNews(in.event)) && in.site.seq >= s.news.seq) s.news = in.site;
@@ -254,6 +261,9 @@ void TakePayload(GridState& s, const GridInput& in) {
 // The fields a task changes.
 void DoTask(GridState& s, GridTask task) {
   switch (task) {
+    case T::kSignal:
+      s.inherited = false;  // the site is told this run's addresses
+      break;
     case T::kSaveContact:
       s.reported = std::string(gram::JobStateName(s.news.state));
       break;

@@ -72,8 +72,13 @@ enum class GridEvent {
   // Judged, never fed: a drive of a submitted job whose grid type has no commit step (the
   // submit let it run).
   kNoCommit,
+  // Judged, never fed: a drive of a submitted job the site had made for an earlier send of the
+  // submit (GridState::inherited), perhaps by an earlier run of the gridmanager, with that run's
+  // GASS and callback addresses and delegation: it is signalled (which commits it with this
+  // run's) instead of committed.
+  kSubmittedBefore,
 };
-inline constexpr int kGridEvents = 22;
+inline constexpr int kGridEvents = 23;
 std::string_view EventName(GridEvent event);  // "drive", "reply-ended", ...
 
 // What the engine does on a transition.
@@ -134,6 +139,9 @@ struct GridState {
   std::string reported;                  // GridJobStatus as the agent has it
   std::optional<gram::JobStatus> final;  // how the attempt ended, once it is (being) stored
   bool commits = true;  // its grid type submits, then commits (grid/grid_type.h); set on admission
+  // The site's job was made for an earlier send of this attempt's submit (GridInput::existing);
+  // cleared by the signal that tells the site this run's addresses, and by a new attempt.
+  bool inherited = false;
   bool operator==(const GridState&) const = default;
   static gram::JobStatus NoNews() {
     gram::JobStatus s;
@@ -144,11 +152,12 @@ struct GridState {
 
 struct GridInput {
   GridEvent event = GridEvent::kDrive;
-  int status = 0;        // kStatus, kSaved
-  gram::JobStatus site;  // site events that carry a status; kQueueFinal
-  std::string contact;   // kQueueContact
-  std::string reason;    // kRefused, kProxyRefused: the hold's reason
-  int hold_code = 0;     // kRefused, kProxyRefused
+  int status = 0;         // kStatus, kSaved
+  gram::JobStatus site;   // site events that carry a status; kQueueFinal
+  std::string contact;    // kQueueContact
+  std::string reason;     // kRefused, kProxyRefused: the hold's reason
+  int hold_code = 0;      // kRefused, kProxyRefused
+  bool existing = false;  // kSubmitted: the site made the job for an earlier send (SiteAnswer)
 };
 // The input for what the site said in reply (`reply`) or in a callback (!`reply`).
 GridInput SiteNews(const gram::JobStatus& status, bool reply);

@@ -39,10 +39,13 @@ class ExactlyOnce : public ::testing::Test {
     if (!submit_fault.empty()) {
       EXPECT_TRUE(site_.Fired(submit_fault));
     }
-    // A late duplicate of the submit (the first one's lost reply, resent) creates nothing.
-    auto dup = c->Submit("submit-x", Site::ShellJob("echo ran >> " + count));
+    // A late duplicate of the submit (the first one's lost reply, resent) creates nothing, and
+    // the client is told the job was made for an earlier send.
+    bool existing = false;
+    auto dup = c->Submit("submit-x", Site::ShellJob("echo ran >> " + count), &existing);
     ASSERT_TRUE(dup);
     EXPECT_EQ(dup->job_id, sub->job_id);
+    EXPECT_TRUE(existing);
     if (!commit_fault.empty()) site_.Arm(commit_fault);
     auto com = Retry([&] { return c->Commit("commit-x", sub->job_id); });
     ASSERT_TRUE(com) << com.error().ToString();

@@ -30,6 +30,7 @@ class FakeSite {
   struct Job {
     gram::JobStatus status;
     bool committed = false;
+    std::string gass_url;  // as the submit, then each signal, set it
   };
 
   // Every request the gridmanager sent, in order.
@@ -101,7 +102,11 @@ class FakeSite {
       return Fail(code, "once");
     }
     if (!r.request_id.empty() && r.op != Op::kDelegate) {
-      if (auto it = answers_.find(r.request_id); it != answers_.end()) return it->second;
+      if (auto it = answers_.find(r.request_id); it != answers_.end()) {
+        auto again = it->second;
+        if (again && r.op == Op::kSubmit) again->existing = true;  // 200, not 201
+        return again;
+      }
     }
     auto a = Do(r);
     if (!r.request_id.empty()) answers_.emplace(r.request_id, a);
@@ -122,6 +127,7 @@ class FakeSite {
       j.status.contact = std::string("https://site.example:2119/jobs/") + id;
       j.status.state = gram::JobState::kPendingCommit;
       j.status.seq = 1;
+      j.gass_url = r.job.gass_url;
       return SiteAnswer{.job = j.status};
     }
     auto it = jobs.find(r.job_id);
@@ -142,8 +148,14 @@ class FakeSite {
           ++j.status.seq;
         }
         break;
-      case Op::kSignal:
+      case Op::kSignal:  // as at a Kite gatekeeper: the new addresses, and a commit
         if (gram::IsTerminal(j.status.state)) return Fail(ErrorCode::kConflict, "finished");
+        if (!r.signal.gass_url.empty()) j.gass_url = r.signal.gass_url;
+        if (!j.committed) {
+          j.committed = true;
+          j.status.state = gram::JobState::kActive;
+          ++j.status.seq;
+        }
         break;
       case Op::kCommitEnd:
         jobs.erase(it);
@@ -324,9 +336,12 @@ class FakeAgent : public AgentTransport {
 
 class FakeEndpoints : public JobEndpoints {
  public:
-  std::string GassUrl(const std::string& job) override { return "https://gm:1/jobs/" + job; }
+  int run = 1;  // each run of the gridmanager serves GASS and callbacks on addresses of its own
+  std::string GassUrl(const std::string& job) override {
+    return "https://gm:" + std::to_string(run) + "1/jobs/" + job;
+  }
   std::string CallbackUrl(const std::string& job) override {
-    return "https://gm:2/callbacks/" + job;
+    return "https://gm:" + std::to_string(run) + "2/callbacks/" + job;
   }
   Status AddJob(const std::string&, const GridJobPlan&) override { return {}; }
   void RemoveJob(const std::string&) override {}
