@@ -414,57 +414,117 @@ std::string UserNameOf(uid_t uid) {
   return std::to_string(uid);
 }
 
+namespace {
+
+// What a handler is given: the agent, the request's JSON body (empty for a GET) and who asks.
+struct ApiCall {
+  Agent& agent;
+  const json::object& body;
+  const std::string& caller;
+};
+using Replier = std::function<void(ApiResponse)>;
+
+// One endpoint. A handler answers at once (`now`), or takes the reply to give later (`later`:
+// `kite wait`'s long poll, the gridmanager's job list, work done off the agent's thread).
+struct Route {
+  std::string_view path;
+  http::verb method;
+  ApiResponse (*now)(const ApiCall&) = nullptr;
+  void (*later)(const ApiCall&, Replier) = nullptr;
+};
+
+ApiResponse Ping(const ApiCall& c) {
+  json::object o;
+  o["agent"] = "kite-agent";
+  o["pid"] = ::getpid();
+  o["jobs"] = c.agent.queue().jobs().size();
+  o["home"] = c.agent.options().home;
+  return Reply(http::status::ok, json::serialize(o) + "\n");
+}
+
+ApiResponse NewCluster(const ApiCall& c) {
+  auto id = c.agent.queue().NewCluster();
+  if (!id) return ErrorReply(id.error());
+  json::object o;
+  o["cluster"] = *id;
+  return Reply(http::status::ok, json::serialize(o) + "\n");
+}
+
+ApiResponse ReturnCluster(const ApiCall& c) {
+  auto id = ClusterIdOf(c.body);
+  if (!id) return ErrorReply(id.error());
+  if (auto st = c.agent.queue().ReturnCluster(*id); !st) return ErrorReply(st.error());
+  return Reply(http::status::ok, "{}\n");
+}
+
+// {"startd": true}: the local startd stops too (its jobs are vacated). The agent stops after
+// this reply is on its way.
+ApiResponse Shutdown(const ApiCall& c) {
+  bool startd = false;
+  if (auto* v = c.body.if_contains("startd"); v && v->is_bool()) startd = v->as_bool();
+  boost::asio::post(c.agent.io(), [&agent = c.agent, startd] { agent.Stop(startd); });
+  return Reply(http::status::ok, "{\"stopping\":true}\n");
+}
+
+using V = http::verb;
+// Every endpoint of the agent's socket (docs/api.md lists each).
+constexpr Route kRoutes[] = {
+    {"/v1/ping", V::get, Ping},
+    {"/v1/cluster", V::post, NewCluster},
+    {"/v1/cluster/return", V::post, ReturnCluster},
+    {"/v1/submit", V::post, [](const ApiCall& c) { return HandleSubmit(c.agent, c.body); }},
+    {"/v1/query", V::post, nullptr,
+     [](const ApiCall& c, Replier r) { HandleQuery(c.agent, c.body, std::move(r)); }},
+    {"/v1/act", V::post, nullptr,
+     [](const ApiCall& c, Replier r) { HandleAct(c.agent, c.body, c.caller, std::move(r)); }},
+    {"/v1/edit", V::post, nullptr,
+     [](const ApiCall& c, Replier r) { HandleEdit(c.agent, c.body, std::move(r)); }},
+    {"/v1/wait", V::post, nullptr,
+     [](const ApiCall& c, Replier r) { HandleWait(c.agent, c.body, std::move(r)); }},
+    {"/v1/events", V::post, [](const ApiCall& c) { return HandleEvents(c.agent, c.body); }},
+    {"/v1/status", V::post, [](const ApiCall& c) { return HandlePoolStatus(c.agent, c.body); }},
+    {"/v1/glidein/flood", V::post, [](const ApiCall& c) { return HandleFlood(c.agent, c.body); }},
+    {"/v1/pool/credential", V::post,
+     [](const ApiCall& c) { return HandlePoolCredential(c.agent, c.body); }},
+    {"/v1/pool/listener", V::post,
+     [](const ApiCall& c) { return HandlePoolListener(c.agent, c.body); }},
+    {"/v1/dag/submit", V::post, [](const ApiCall& c) { return HandleDagSubmit(c.agent, c.body); }},
+    {"/v1/dag/status", V::post, [](const ApiCall& c) { return HandleDagStatus(c.agent, c.body); }},
+    {"/v1/grid/jobs", V::post, nullptr,
+     [](const ApiCall& c, Replier r) { HandleGridJobs(c.agent, c.body, std::move(r)); }},
+    {"/v1/grid/update", V::post,
+     [](const ApiCall& c) { return HandleGridUpdate(c.agent, c.body); }},
+    {"/v1/shutdown", V::post, Shutdown},
+};
+
+}  // namespace
+
+std::vector<std::string> ApiEndpoints() {
+  std::vector<std::string> out;
+  for (const Route& r : kRoutes)
+    out.push_back(std::string(http::to_string(r.method)) + " " + std::string(r.path));
+  return out;
+}
+
 void HandleApiRequest(Agent& agent, const ApiRequest& req, std::function<void(ApiResponse)> reply) {
   std::string_view target = req.target();
-  if (req.method() == http::verb::get && target == "/v1/ping") {
-    json::object o;
-    o["agent"] = "kite-agent";
-    o["pid"] = ::getpid();
-    o["jobs"] = agent.queue().jobs().size();
-    o["home"] = agent.options().home;
-    return reply(Reply(http::status::ok, json::serialize(o) + "\n"));
+  const Route* route = nullptr;
+  for (const Route& r : kRoutes) {
+    if (r.path == target) route = &r;
   }
-  if (req.method() != http::verb::post)
-    return reply(
-        ErrorReply(http::status::method_not_allowed, "use POST for " + std::string(target)));
-  auto body = ParseBody(req);
+  if (!route)
+    return reply(ErrorReply(http::status::not_found, "no such endpoint: " + std::string(target)));
+  if (req.method() != route->method)
+    return reply(ErrorReply(
+        http::status::method_not_allowed,
+        "use " + std::string(http::to_string(route->method)) + " for " + std::string(target)));
+  json::object none;
+  Result<json::object> body = none;
+  if (route->method == V::post) body = ParseBody(req);
   if (!body) return reply(ErrorReply(body.error()));
-  if (target == "/v1/cluster") {
-    auto id = agent.queue().NewCluster();
-    if (!id) return reply(ErrorReply(id.error()));
-    json::object o;
-    o["cluster"] = *id;
-    return reply(Reply(http::status::ok, json::serialize(o) + "\n"));
-  }
-  if (target == "/v1/cluster/return") {
-    auto id = ClusterIdOf(*body);
-    if (!id) return reply(ErrorReply(id.error()));
-    if (auto st = agent.queue().ReturnCluster(*id); !st) return reply(ErrorReply(st.error()));
-    return reply(Reply(http::status::ok, "{}\n"));
-  }
-  if (target == "/v1/submit") return reply(HandleSubmit(agent, *body));
-  if (target == "/v1/query") return HandleQuery(agent, *body, std::move(reply));
-  if (target == "/v1/act") return HandleAct(agent, *body, req.caller, std::move(reply));
-  if (target == "/v1/edit") return HandleEdit(agent, *body, std::move(reply));
-  if (target == "/v1/wait") return HandleWait(agent, *body, std::move(reply));
-  if (target == "/v1/events") return reply(HandleEvents(agent, *body));
-  if (target == "/v1/status") return reply(HandlePoolStatus(agent, *body));
-  if (target == "/v1/glidein/flood") return reply(HandleFlood(agent, *body));
-  if (target == "/v1/pool/credential") return reply(HandlePoolCredential(agent, *body));
-  if (target == "/v1/pool/listener") return reply(HandlePoolListener(agent, *body));
-  if (target == "/v1/dag/submit") return reply(HandleDagSubmit(agent, *body));
-  if (target == "/v1/dag/status") return reply(HandleDagStatus(agent, *body));
-  if (target == "/v1/grid/jobs") return HandleGridJobs(agent, *body, std::move(reply));
-  if (target == "/v1/grid/update") return reply(HandleGridUpdate(agent, *body));
-  if (target == "/v1/shutdown") {
-    // {"startd": true}: the local startd stops too (its jobs are vacated).
-    bool startd = false;
-    if (auto* v = body->if_contains("startd"); v && v->is_bool()) startd = v->as_bool();
-    reply(Reply(http::status::ok, "{\"stopping\":true}\n"));
-    boost::asio::post(agent.io(), [&agent, startd] { agent.Stop(startd); });
-    return;
-  }
-  reply(ErrorReply(http::status::not_found, "no such endpoint: " + std::string(target)));
+  ApiCall call{agent, *body, req.caller};
+  if (route->now) return reply(route->now(call));
+  route->later(call, std::move(reply));
 }
 
 }  // namespace kite::agent

@@ -11,6 +11,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 #include "common/error.h"
 
 namespace kite::agent {
@@ -35,7 +36,11 @@ struct ApiRequest : ApiHttpRequest {
 // The name the password database gives `uid` (getpwuid_r), else the number.
 std::string UserNameOf(uid_t uid);
 
+// Answers `req` through the table of endpoints (api.cpp): 404 for a path it does not hold, 405
+// for another method than the endpoint's, 400 for a POST body that is not a JSON object.
 void HandleApiRequest(Agent& agent, const ApiRequest& req, std::function<void(ApiResponse)> reply);
+// Every endpoint as "METHOD /path", in the table's order.
+std::vector<std::string> ApiEndpoints();
 
 // A reply to a handler's request: `body` as `type` (JSON unless said otherwise).
 ApiResponse Reply(boost::beast::http::status status, std::string body,

@@ -7,6 +7,7 @@
 
 #include <boost/json.hpp>
 #include <fstream>
+#include <sstream>
 
 #include "agent/agent.h"
 #include "agent/api.h"
@@ -189,6 +190,44 @@ TEST_F(RestServiceTest, AnswersEachRoute) {
   auto head = Ask(http::verb::head, "/api/v1/jobs");
   EXPECT_EQ(head.body(), "");
   EXPECT_EQ(head[http::field::content_length], std::to_string(get.body().size()));
+}
+
+// The agent's socket answers from one table of endpoints: each documented in docs/api.md, a path
+// it does not hold is 404, another method 405 naming the right one, a body that is not a JSON
+// object 400.
+TEST_F(RestServiceTest, TheAgentsEndpointsAreOneTableAndEachIsDocumented) {
+  std::ifstream in(std::string(KITE_SOURCE_DIR) + "/docs/api.md");
+  std::stringstream doc;
+  doc << in.rdbuf();
+  ASSERT_FALSE(doc.str().empty());
+  auto endpoints = ApiEndpoints();
+  EXPECT_EQ(endpoints.size(), 18u);
+  for (const auto& e : endpoints) {
+    EXPECT_NE(doc.str().find("`" + e), std::string::npos) << e << " is not in docs/api.md";
+  }
+  auto ask = [&](http::verb verb, const std::string& target, const std::string& body) {
+    HttpRequest req{verb, target, 11};
+    req.body() = body;
+    req.prepare_payload();
+    HttpResponse out;
+    HandleApiRequest(*agent_, req, [&](HttpResponse r) { out = std::move(r); });
+    return out;
+  };
+  auto r = ask(http::verb::post, "/v1/teleport", "{}");
+  EXPECT_EQ(r.result_int(), 404);
+  EXPECT_NE(r.body().find("no such endpoint: /v1/teleport"), std::string::npos) << r.body();
+  r = ask(http::verb::get, "/v1/events", "");
+  EXPECT_EQ(r.result_int(), 405);
+  EXPECT_NE(r.body().find("use POST for /v1/events"), std::string::npos) << r.body();
+  r = ask(http::verb::post, "/v1/ping", "");
+  EXPECT_EQ(r.result_int(), 405);
+  EXPECT_NE(r.body().find("use GET for /v1/ping"), std::string::npos) << r.body();
+  r = ask(http::verb::post, "/v1/events", "[1]");
+  EXPECT_EQ(r.result_int(), 400);
+  EXPECT_NE(r.body().find("must be a JSON object"), std::string::npos) << r.body();
+  r = ask(http::verb::get, "/v1/ping", "");
+  EXPECT_EQ(r.result_int(), 200);
+  EXPECT_NE(r.body().find("\"agent\":\"kite-agent\""), std::string::npos) << r.body();
 }
 
 TEST_F(RestServiceTest, GridManagerResourceReportsAreKeptAndShown) {
