@@ -600,6 +600,8 @@ void Pool::OnOutput(const std::shared_ptr<Startd>& sd, const Message& m, const s
   Job* j = run ? queue_.Find(run->job) : nullptr;
   if (j && m.checkpoint) return OnCheckpointPiece(sd, *run, *j, m, body);
   if (!j || !run->output_error.empty()) return;
+  // A run in place wrote its files where they belong: nothing may be written over them.
+  if (!InPlaceDir(*j, *sd, run->slot).empty()) return;
   std::string iwd = j->ad.EvaluateString("Iwd").value_or("/");
   std::string target;
   if (m.path == kStdoutName || m.path == kStderrName) {
@@ -1426,6 +1428,31 @@ bool Pool::LocalRestoreAllowed(const Job& j) const {
          !j.ad.EvaluateBool("CheckpointFromSite").value_or(false);
 }
 
+// HTCondor's rule: no transfer when the job does not ask for it (should_transfer_files = NO, or
+// IF_NEEDED, the default) and the slot shares its FileSystemDomain. Only the desktop's own startd
+// (the local credential, on the unix door) shares the desktop's files: Stamp gives every other
+// startd a domain of its own, and this asks for the local credential besides. Jobs that need
+// their sandbox keep it: remote I/O, and checkpoints of either kind.
+std::string Pool::InPlaceDir(const Job& j, const Startd& sd, const std::string& slot) const {
+  if (!sd.credential || sd.credential->kind != pool::CredentialKind::kLocal ||
+      sd.peer.door != PoolDoor::kLocal)
+    return "";
+  auto should = ToLower(j.ad.EvaluateString("ShouldTransferFiles").value_or("IF_NEEDED"));
+  if (should != "no" && should != "if_needed") return "";
+  auto it = slots_.find(slot);
+  if (it == slots_.end()) return "";
+  auto mine = j.ad.EvaluateString("FileSystemDomain");
+  auto theirs = it->second.ad.EvaluateString("FileSystemDomain");
+  if (!mine || !theirs || mine->empty() || *mine != *theirs) return "";
+  if (j.ad.EvaluateBool("WantRemoteIO").value_or(false) ||
+      j.ad.EvaluateBool("TransparentCheckpoint").value_or(false) ||
+      j.ad.Lookup("CheckpointExitCode") != nullptr ||
+      j.ad.EvaluateInt("NumCheckpoints").value_or(0) > 0)
+    return "";
+  std::string iwd = j.ad.EvaluateString("Iwd").value_or("");
+  return !iwd.empty() && iwd.front() == '/' ? iwd : "";
+}
+
 void Pool::SendActivate(Run& run) {
   Job* j = queue_.Find(run.job);
   auto sd = run.startd.lock();
@@ -1446,7 +1473,8 @@ void Pool::SendActivate(Run& run) {
       return hold_instead("Cannot expand $$ references at the match: " + st.error().message(),
                           kHoldQueueDamage);
   }
-  auto inputs = InputsOf(*j, &*flat);
+  std::string in_place = InPlaceDir(*j, *sd, run.slot);
+  auto inputs = in_place.empty() ? InputsOf(*j, &*flat) : std::vector<InputFile>{};
   if (!inputs)
     return hold_instead("Transfer input files failure: " + inputs.error().message(),
                         kHoldTransferInputError);
@@ -1466,7 +1494,8 @@ void Pool::SendActivate(Run& run) {
             .slot = run.slot,
             .job = JobIdString(run.job),
             .run = run.id,
-            .ad = classad::ToNewText(*flat)};
+            .ad = classad::ToNewText(*flat),
+            .in_place = in_place};
   for (const auto& i : run.inputs) m.files.push_back({i.remote, i.size, i.mode});
   Send(sd, m);
   run.state = Run::State::kSending;

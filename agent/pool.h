@@ -161,6 +161,9 @@ class Pool {
   // Whether the job's latest checkpoint may be restored on the desktop's own slots: not an image
   // a site made, unless [pool] local_restore_site_checkpoints says so.
   bool LocalRestoreAllowed(const Job& j) const;
+  // The directory a run of `j` on `slot` of `sd` runs in place (the job's Iwd), or "" when it
+  // runs in a sandbox (docs/pool.md, "A shared file system").
+  std::string InPlaceDir(const Job& j, const Startd& sd, const std::string& slot) const;
   void PumpInputs(const std::shared_ptr<Startd>& sd);
   void Vacate(Run& run, const std::string& reason);
   void VacateStopped();

@@ -48,6 +48,9 @@ struct Run {
   pool::RunRef ref;
   classad::ClassAd job;
   std::vector<pool::FileInfo> files;  // the input the agent announced
+  // The job's Iwd when it runs in place on a file system the agent shares (activate's
+  // in_place): nothing comes in, nothing but `ended` goes back; the sandbox is its scratch.
+  std::string in_place;
   Sandbox box;
   RunPhase phase = RunPhase::kReceiving;
   pid_t pid = 0;            // kite-exec, leader of the job's process group (while HasProcesses)

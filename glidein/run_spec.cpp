@@ -63,8 +63,20 @@ Result<ExecLaunch> BuildRunLaunch(const classad::ClassAd& job, const Sandbox& bo
                .args = std::move(*args),
                .env = place.env};
   auto in = job.EvaluateString("In");
-  if (in && !in->empty() && in->front() != '/' && box.HasFile(*in))
+  if (!place.in_place.empty()) {
+    // The job's own files, where HTCondor's starter finds them on a shared file system.
+    auto own = [&](const char* attr) {
+      auto v = job.EvaluateString(attr).value_or("");
+      return v.empty() ? std::string("/dev/null") : JoinPath(place.in_place, v);
+    };
+    l.cwd = place.in_place;
+    l.program = JoinPath(place.in_place, *cmd);
+    l.in = own("In");
+    l.out = own("Out");
+    l.err = own("Err");
+  } else if (in && !in->empty() && in->front() != '/' && box.HasFile(*in)) {
     l.in = JoinPath(box.path(), *in);
+  }
   SetEnv(l.env, "HOME", box.path());
   SetEnv(l.env, "TMPDIR", box.path());
   SetEnv(l.env, "_CONDOR_SCRATCH_DIR", box.path());

@@ -18,6 +18,9 @@ struct RunPlace {
   std::string slot;              // "slot1@name", for _CONDOR_SLOT
   int cpus = 1;                  // OMP_NUM_THREADS, as HTCondor sets it
   std::vector<std::string> env;  // the base environment (PATH=...), before the job's own
+  // The job's Iwd when it runs in place (pool::Message::in_place): its working directory, where a
+  // relative Cmd, In, Out and Err are; the sandbox is then only its scratch directory.
+  std::string in_place;
 };
 
 // The base environment of every job: this process's PATH (or a plain one), nothing else of its.
@@ -25,7 +28,9 @@ std::vector<std::string> JobBaseEnv();
 
 // The launch for `job` in `box`. Cmd: absolute as is, relative inside the sandbox (the shadow
 // sends a transferred executable under its base name). In: a relative In that was transferred,
-// else /dev/null. Fails (kInvalidInput) when Cmd is missing or Arguments/Environment do not parse.
+// else /dev/null. In place: the program runs in the Iwd, reading and writing the job's own In,
+// Out and Err there. Fails (kInvalidInput) when Cmd is missing or Arguments/Environment do not
+// parse.
 Result<ExecLaunch> BuildRunLaunch(const classad::ClassAd& job, const Sandbox& box,
                                   const RunPlace& place);
 

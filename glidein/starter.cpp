@@ -173,12 +173,19 @@ void Starter::OnActivate(const Message& m) {
   if (!job) return refuse("the job's ad does not parse: " + job.error().message());
   auto name = SandboxName(m.job, m.run);
   if (!name) return refuse(name.error().message());
+  if (!m.in_place.empty()) {
+    struct stat sb {};
+    if (!m.files.empty()) return refuse("a run in place is sent no input files");
+    if (::stat(m.in_place.c_str(), &sb) != 0 || !S_ISDIR(sb.st_mode))
+      return refuse("cannot run in " + m.in_place + ": not a directory here");
+  }
   auto box = Sandbox::Create(o_.work, *name);
   if (!box) return refuse("cannot make the sandbox: " + box.error().message());
   run_.emplace();
   run_->ref = {m.slot, m.job, m.run};
   run_->job = std::move(*job);
   run_->files = m.files;
+  run_->in_place = m.in_place;
   run_->box = std::move(*box);
 }
 
@@ -205,7 +212,7 @@ void Starter::OnGo() {
 // its output appended to, and the agent already knows it runs.
 void Starter::Launch(bool again) {
   Run& r = *run_;
-  RunPlace place{world_.exec_path, r.ref.slot, o_.cpus, world_.env};
+  RunPlace place{world_.exec_path, r.ref.slot, o_.cpus, world_.env, r.in_place};
   auto launch = BuildRunLaunch(r.job, r.box, place);
   if (!launch) return Finish(About(MsgType::kRefused, r.ref, launch.error().message()));
   launch->append = again;
@@ -453,6 +460,7 @@ void Starter::Finished() {
     spdlog::warn("starter: run {}: '{}' is a symbolic link; not sent", r.ref.run, l);
   r.outputs = SelectOutputs(r.job.EvaluateString("TransferOutput"), r.before, after, &skipped);
   if (IsTransparent(r.job)) DropCheckpointLeftovers(r.outputs, /*image_too=*/true);
+  if (!r.in_place.empty()) r.outputs.clear();  // written where they belong already
   for (const auto& s : skipped) spdlog::warn("starter: run {}: {}", r.ref.run, s);
   r.phase = RunPhase::kEnded;
   RewindOutput(r);  // after a checkpoint, the same counters served its files

@@ -275,6 +275,7 @@ std::string ToJson(const Message& m) {
   put("ad", m.ad);
   put("reason", m.reason);
   put("path", m.path);
+  put("in_place", m.in_place);
   if (NeedsOf(m.type).file) {
     o["offset"] = m.offset;
     o["last"] = m.last;
@@ -345,6 +346,11 @@ Result<Message> ParseMessage(std::string_view text) {
   if (needs.file) {
     if (auto st = CheckRelativePath(path); !st) return std::unexpected(st.error());
   }
+  KITE_TRY(in_place, Str(o, "in_place", false));
+  if (!in_place.empty() && (m.type != MsgType::kActivate || in_place.front() != '/' ||
+                            in_place.find('\0') != std::string::npos)) {
+    return Bad("in_place must be an absolute directory, and only in activate");
+  }
   KITE_TRY(offset, Int(o, "offset", 0, std::numeric_limits<int64_t>::max(), 0));
   KITE_TRY(last, Bool(o, "last"));
   KITE_TRY(checkpoint, Bool(o, "checkpoint"));
@@ -361,6 +367,7 @@ Result<Message> ParseMessage(std::string_view text) {
   m.ad = std::move(ad);
   m.reason = std::move(reason);
   m.path = std::move(path);
+  m.in_place = std::move(in_place);
   m.offset = static_cast<uint64_t>(offset);
   m.last = last;
   m.checkpoint = checkpoint;

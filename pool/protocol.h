@@ -45,7 +45,7 @@ enum class MsgType {
   // agent -> startd
   kWelcome,     // version: the startd is accepted
   kRefuse,      // reason: the startd is not (the connection closes)
-  kActivate,    // slot, job, run, ad, files: run this job on this slot; its input follows
+  kActivate,    // slot, job, run, ad, files, in_place: run this job on this slot; its input follows
   kInput,       // job, run, path, offset, last, mode + body: an input file's bytes
   kGo,          // job, run: every input file was sent
   kVacate,      // slot, job, run, reason: stop this run (the job returns to Idle)
@@ -116,10 +116,14 @@ struct Message {
   std::vector<SlotAd> slots;    // hello
   std::vector<RunRef> runs;     // hello
   std::vector<FileInfo> files;  // activate: the input files
-  RunExit exit;                 // ended
-  RunUsage usage;               // ended, vacated
-  int64_t pid = 0;              // started, from a starter: the job's process group (0: none)
-  int64_t chan = 0;             // rsc, rsc_reply: the starter's channel
+  // activate: run the program in this directory (absolute: the job's Iwd) on the file system the
+  // agent shares, with no input sent and no output sent back; the agent asks it only of its own
+  // slots (docs/pool.md, "A shared file system").
+  std::string in_place;
+  RunExit exit;      // ended
+  RunUsage usage;    // ended, vacated
+  int64_t pid = 0;   // started, from a starter: the job's process group (0: none)
+  int64_t chan = 0;  // rsc, rsc_reply: the starter's channel
   bool operator==(const Message&) const = default;
 };
 

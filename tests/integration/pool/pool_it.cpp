@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <chrono>
 #include <filesystem>
@@ -141,7 +142,7 @@ TEST_F(Pool, VanillaJobsRunWithTheirFilesAndMatchWhatALocalRunGives) {
   std::string marks = env_->dir() + "/marks";
   int c =
       env_->Submit("universe = vanilla\nexecutable = job.sh\narguments = $(Process) " + marks +
-                       "\ntransfer_input_files = data.txt\n"
+                       "\nshould_transfer_files = YES\ntransfer_input_files = data.txt\n"
                        "transfer_output_files = upper.txt\n"
                        "transfer_output_remaps = \"upper.txt = upper.$(Process).txt\"\n"
                        "output = out.$(Process)\nerror = err.$(Process)\nlog = pool.log\nqueue 4\n",
@@ -180,6 +181,46 @@ TEST_F(Pool, VanillaJobsRunWithTheirFilesAndMatchWhatALocalRunGives) {
   auto log = ReadFileOr(env_->dir() + "/pool.log");
   EXPECT_NE(log.find("001 ("), std::string::npos) << log;
   EXPECT_NE(log.find("005 ("), std::string::npos) << log;
+}
+
+// HTCondor's shared file system: the local slots share the desktop's FileSystemDomain, so a job
+// that does not ask for transfer (IF_NEEDED, the default, or NO) runs in its Iwd and works on the
+// user's files in place; YES still gets a sandbox. Each of ten jobs appends a line to one file.
+TEST_F(Pool, JobsThatDoNotAskForTransferRunInTheirIwdOnTheLocalSlots) {
+  Start();
+  ASSERT_TRUE(WaitSlots(2)) << env_->Kite({"status"}).out;
+  fs::create_directories(env_->dir() + "/work");
+  env_->Write("work/in.txt", "input\n");
+  env_->Write("append.sh",
+              "#!/bin/sh\nset -e\necho \"job $1 in $(pwd)\" >> lines.txt\ncat in.txt\n"
+              "echo \"$1\" > \"made.$1\"\n",
+              0755);
+  std::string common = "universe = vanilla\nexecutable = " + env_->dir() +
+                       "/append.sh\narguments = $(Process)\ninitialdir = work\n"
+                       "output = out.$(Process)\nerror = err.$(Process)\n";
+  int c = env_->Submit(common + "queue 5\nshould_transfer_files = NO\nqueue 5\n", "shared.sub");
+  WaitDone(c);
+  std::string work = env_->dir() + "/work";
+  std::string lines = ReadFileOr(work + "/lines.txt");
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), 10) << lines;
+  for (int p = 0; p < 10; ++p) {
+    std::string n = std::to_string(p);
+    EXPECT_NE(lines.find("job " + n + " in " + work + "\n"), std::string::npos) << lines;
+    EXPECT_EQ(ReadFileOr(work + "/out." + n), "input\n");
+    EXPECT_EQ(ReadFileOr(work + "/made." + n), n + "\n");
+    EXPECT_EQ(History(std::to_string(c) + "." + n, "NumJobStarts"), "1");
+  }
+  // should_transfer_files = YES: a sandbox; the lines.txt it made there is new, and comes back
+  // over the shared one (as HTCondor's transfer does).
+  int y = env_->Submit(common +
+                           "should_transfer_files = YES\ntransfer_input_files = in.txt\n"
+                           "queue\n",
+                       "yes.sub");
+  WaitDone(y);
+  lines = ReadFileOr(work + "/lines.txt");
+  EXPECT_EQ(std::count(lines.begin(), lines.end(), '\n'), 1) << lines;
+  EXPECT_EQ(lines.find(" in " + work + "\n"), std::string::npos) << lines;
+  EXPECT_EQ(ReadFileOr(work + "/out.0"), "input\n");
 }
 
 TEST_F(Pool, RemovingOrHoldingARunningJobStopsItThere) {
@@ -710,8 +751,8 @@ TEST_F(Pool, AnInputFileGoneBeforeTheJobStartsHoldsItWithTheReason) {
   // condor_submit checks the file is there; it goes between the submit and the start.
   env_->Write("soon-gone.txt", "x");
   int c = env_->Submit(
-      "universe = vanilla\nexecutable = /bin/true\ntransfer_input_files = soon-gone.txt\n"
-      "hold = true\nqueue\n");
+      "universe = vanilla\nexecutable = /bin/true\nshould_transfer_files = YES\n"
+      "transfer_input_files = soon-gone.txt\nhold = true\nqueue\n");
   std::string id = std::to_string(c) + ".0";
   fs::remove(env_->dir() + "/soon-gone.txt");
   ASSERT_EQ(env_->Kite({"release", id}).exit_code, 0);

@@ -66,6 +66,26 @@ TEST_F(RunTest, AbsoluteCmdOldArgsAndUntransferredInput) {
   EXPECT_TRUE(Has(l->env, "HOME=" + run.box.path()));
 }
 
+TEST_F(RunTest, InPlaceTheJobsOwnFilesInItsIwdAndTheSandboxAsScratch) {
+  RunPlace here = place;
+  here.in_place = "/home/jane/work";
+  auto l = BuildRunLaunch(
+      Ad(R"([ Cmd = "bin/job.sh"; In = "in.txt"; Out = "out.0"; Err = "/tmp/err.0" ])"), run.box,
+      here);
+  ASSERT_TRUE(l) << l.error().ToString();
+  EXPECT_EQ(l->cwd, "/home/jane/work");
+  EXPECT_EQ(l->program, "/home/jane/work/bin/job.sh");
+  EXPECT_EQ(l->in, "/home/jane/work/in.txt");
+  EXPECT_EQ(l->out, "/home/jane/work/out.0");
+  EXPECT_EQ(l->err, "/tmp/err.0");
+  EXPECT_EQ(l->dir, run.box.path() + "/.kite");
+  EXPECT_TRUE(Has(l->env, "_CONDOR_SCRATCH_DIR=" + run.box.path()));
+  auto none = BuildRunLaunch(Ad(R"([ Cmd = "/bin/true" ])"), run.box, here);
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->in, "/dev/null");
+  EXPECT_EQ(none->out, "/dev/null");
+}
+
 TEST_F(RunTest, NoCmdOrBadArgumentsFail) {
   EXPECT_FALSE(BuildRunLaunch(Ad("[ Arguments = \"x\" ]"), run.box, place));
   EXPECT_FALSE(BuildRunLaunch(Ad(R"([ Cmd = "/bin/true"; Arguments = "'open" ])"), run.box, place));

@@ -55,6 +55,10 @@ TEST(PoolProtocol, EveryKindRoundTripsThroughAFrame) {
   act.ad = "[ Cmd = \"/bin/echo\"; Arguments = \"a \\\"b\\\"\" ]";
   act.files = {{"data/in.h5", 1u << 20, 0600}};
   all.push_back(act);
+  Message here = act;
+  here.files.clear();
+  here.in_place = "/home/jane/runs";
+  all.push_back(here);
   all.push_back(Message{.type = MsgType::kSuspended,
                         .slot = "slot1@node7",
                         .job = "12.3",
@@ -168,6 +172,11 @@ TEST(PoolProtocol, MalformedFramesAreRefusedNamingWhatIsWrong) {
                 "pid is out of range");
   ExpectRefused(RawFrame(R"({"type":"started","slot":"s","job":"1.0","run":"r","pid":"4"})"),
                 "pid must be an integer");
+  ExpectRefused(RawFrame(R"({"type":"activate","slot":"s","job":"1.0","run":"r","ad":"[]",)"
+                         R"("in_place":"work"})"),
+                "in_place must be an absolute directory");
+  ExpectRefused(RawFrame(R"({"type":"vacate","slot":"s","job":"1.0","run":"r","in_place":"/x"})"),
+                "only in activate");
 }
 
 TEST(PoolProtocol, FilePathsThatWouldLeaveTheSandboxAreRefused) {
