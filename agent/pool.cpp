@@ -48,6 +48,13 @@ using pool::MsgType;
 constexpr size_t kOutboxHigh = 4 * pool::kChunk;
 // Seconds a new connection has to say its hello.
 constexpr double kHelloTimeout = 30;
+// A welcomed startd sends its slot ads every UpdateInterval seconds (10 by default); one not heard
+// from for 4 of them (at least kSilenceMin, at most kSilenceMax seconds) is taken for gone, as a
+// dropped connection is: its runs wait under their lease. A network that drops a connection
+// without a word (a NAT's timeout, a cut cable) is noticed so, not after TCP's 15 minutes.
+constexpr double kSilenceMin = 5;
+constexpr double kSilenceMax = 1200;
+constexpr double kSilenceDefault = 40;
 // How long a slot that refused a job is not offered another.
 constexpr double kRefusedCoolOff = 5;
 constexpr double kNegotiationSlice = 0.01;  // seconds of matchmaking before the agent's other work
@@ -114,7 +121,10 @@ struct Pool::Startd {
   std::optional<pool::CredentialClaims> credential;  // what let it in (set at its hello)
   uint64_t refused = 0;                              // its messages about runs it does not hold
   bool expelled = false;                  // refused after its hello: nothing more it says counts
-  boost::asio::steady_timer hello_timer;  // its hello must come within kHelloTimeout
+  boost::asio::steady_timer hello_timer;  // its hello must come within kHelloTimeout; then,
+                                          // its silence must not last `silence_limit`
+  double heard_at = 0;                    // steady clock: its last bytes
+  double silence_limit = kSilenceDefault;
   pool::FrameReader reader;
   std::array<char, 64 * 1024> buf{};
   std::deque<std::string> out;
@@ -224,15 +234,43 @@ void Pool::Adopt(std::unique_ptr<pool::ByteStream> stream, PoolPeer peer) {
   sd->hello_timer.expires_after(std::chrono::seconds(static_cast<int64_t>(kHelloTimeout)));
   sd->hello_timer.async_wait([this, weak = std::weak_ptr<Startd>(sd)](auto ec) {
     auto s = weak.lock();
-    if (!ec && s && !s->welcomed && !s->closed)
+    if (ec || !s || s->closed) return;
+    if (!s->welcomed) {
       OnGone(s, "no hello within " + std::to_string(static_cast<int>(kHelloTimeout)) + " s");
+    } else {
+      WatchSilence(s);
+    }
   });
   Read(sd);
+}
+
+// From its slot ads: 4 of its UpdateIntervals, within [kSilenceMin, kSilenceMax].
+void Pool::HeedUpdateInterval(Startd& sd, const classad::ClassAd& slot) {
+  auto every = slot.EvaluateReal("UpdateInterval");
+  if (!every || !(*every > 0)) return;
+  sd.silence_limit = std::clamp(4 * *every, kSilenceMin, kSilenceMax);
+}
+
+void Pool::WatchSilence(const std::shared_ptr<Startd>& sd) {
+  double quiet = SteadyNow() - sd->heard_at;
+  if (quiet >= sd->silence_limit) {
+    char why[96];
+    std::snprintf(why, sizeof why, "silent for %.0f s (no slot ad for 4 of its UpdateIntervals)",
+                  quiet);
+    return OnGone(sd, why);
+  }
+  sd->hello_timer.expires_after(
+      std::chrono::milliseconds(static_cast<int64_t>((sd->silence_limit - quiet) * 1000) + 1));
+  sd->hello_timer.async_wait([this, weak = std::weak_ptr<Startd>(sd)](auto ec) {
+    auto s = weak.lock();
+    if (!ec && s && !s->closed) WatchSilence(s);
+  });
 }
 
 void Pool::Read(const std::shared_ptr<Startd>& sd) {
   sd->stream->AsyncReadSome(sd->buf.data(), sd->buf.size(), [this, sd](auto ec, size_t n) {
     if (ec) return OnGone(sd, ec == boost::asio::error::eof ? "closed" : ec.message());
+    sd->heard_at = SteadyNow();
     sd->reader.Feed(std::string_view(sd->buf.data(), n));
     for (;;) {
       auto f = sd->reader.Next();
@@ -343,6 +381,7 @@ void Pool::OnHello(const std::shared_ptr<Startd>& sd, const Message& m) {
     auto ad = classad::ParseNewAd(s.ad);
     if (!ad) return refuse("slot " + s.name + ": its ad does not parse: " + ad.error().message());
     Stamp(*sd, s.name, *ad);
+    HeedUpdateInterval(*sd, *ad);
     ads.push_back(std::move(*ad));
   }
   // A startd that reconnects replaces its old connection (which may not have noticed yet): one
@@ -367,6 +406,7 @@ void Pool::OnHello(const std::shared_ptr<Startd>& sd, const Message& m) {
     sd->slots.push_back(slot.name);
   }
   Send(sd, Message{.type = MsgType::kWelcome});
+  WatchSilence(sd);  // in place of the hello's deadline
   // The runs it still has go on; a run we placed on one of its slots that it does not name is
   // lost. It may name only runs that were placed on its own slots, each on the slot it was.
   std::set<std::string> named;
@@ -510,6 +550,7 @@ void Pool::OnSlot(const std::shared_ptr<Startd>& sd, const Message& m) {
     return;
   }
   Stamp(*sd, m.slot, *ad);
+  HeedUpdateInterval(*sd, *ad);
   it->second.ad = std::move(*ad);
   ++slot_generation_;
   if (it->second.run.empty()) NegotiateSoon();
@@ -520,10 +561,11 @@ void Pool::OnStarted(const std::shared_ptr<Startd>& sd, const Message& m) {
   if (!run || run->started) return;
   run->started = true;
   Job* j = IsCurrent(*run) ? queue_.Find(run->job) : nullptr;
-  if (j && j->ad.EvaluateInt(kStartFailures).value_or(0) != 0) {
+  if (!j) return;
+  queue_.RecordProgramStart(*j, run->id);
+  if (j->ad.EvaluateInt(kStartFailures).value_or(0) != 0)
     queue_.SetAttr(*j, kStartFailures, classad::MakeInteger(0));
-    hooks_.commit_soon();
-  }
+  hooks_.commit_soon();
 }
 
 // Whether `run` is its job's run now: only that one may change the job.
@@ -778,6 +820,8 @@ void Pool::OnEnded(const std::shared_ptr<Startd>& sd, const Message& m) {
   }
   Job* j = IsCurrent(*run) ? queue_.Find(run->job) : nullptr;
   if (j) {
+    // Its `started` may have been lost with an agent that went away meanwhile.
+    queue_.RecordProgramStart(*j, run->id);
     RecordIo(*run, *j);
     const auto& u = m.usage;
     queue_.RecordUsage(*j, Usage{u.user_cpu, u.sys_cpu, u.rss_kb, u.rss_kb});
@@ -852,6 +896,10 @@ void Pool::OnVacated(const std::shared_ptr<Startd>& sd, const Message& m, bool r
   if (refused) spdlog::info("agent: pool: {} refused job {}: {}", run->slot, m.job, m.reason);
   std::string why = (refused ? "The job was refused by " : "The job was vacated from ") +
                     run->slot + (m.reason.empty() ? "" : ": " + m.reason);
+  // A program that ran (its usage says when it started) counts as started, even if its
+  // `started` was lost with an agent that went away meanwhile.
+  Job* j = IsCurrent(*run) ? queue_.Find(run->job) : nullptr;
+  if (j && !refused && m.usage.start > 0) queue_.RecordProgramStart(*j, run->id);
   SettleLost(run->id, why, m.usage.end > m.usage.start ? m.usage.end - m.usage.start : 0);
 }
 
@@ -1120,7 +1168,8 @@ void Pool::Recover() {
     run.job = key;
     run.slot = *slot;
     run.state = Run::State::kRunning;
-    run.started = true;  // it ran before the restart, as far as anyone can tell
+    // Its program's start counted before the restart, or not yet (the startd says so again).
+    run.started = JobQueue::ProgramStartRecorded(j, *id);
     run.lease_until = now + LeaseOf(j);
     run_of_[key] = *id;
   }
@@ -1291,7 +1340,9 @@ void Pool::StartRun(Job& j, Slot& slot) {
       std::to_string(j.ad.EvaluateInt("NumJobStarts").value_or(0) + 1) + "-" + RandomHex(16);
   queue_.SetAttr(j, "PoolRunId", classad::MakeString(id));
   queue_.SetAttr(j, "RemoteHost", classad::MakeString(slot.name));  // named by the execute event
-  if (!queue_.MarkRunning(j)) return;
+  // Running from now (the run is placed); its start (NumJobStarts, the execute event) counts
+  // once the startd says the program runs: a run lost before that never ran.
+  if (!queue_.MarkRunning(j, /*program_started=*/false)) return;
   Run& run = runs_[id];
   run.id = id;
   run.job = j.key;

@@ -135,6 +135,9 @@ class Pool {
   // credential is at fault, and its runs then lost; only disconnected when its TLS identity
   // lapsed (it dials again with a renewed proxy; its runs wait under their lease).
   void Expel(const std::shared_ptr<Startd>& sd, const std::string& why, bool credential);
+  // A welcomed startd silent for its silence limit is gone (pool.cpp, kSilenceMin).
+  void WatchSilence(const std::shared_ptr<Startd>& sd);
+  void HeedUpdateInterval(Startd& sd, const classad::ClassAd& slot);
   // The slot ad as the pool keeps it: what the startd said, with what the agent knows better
   // (StartdName, Name, FileSystemDomain, GlideinResource, AuthenticatedIdentity) set by it.
   void Stamp(const Startd& sd, const std::string& slot, classad::ClassAd& ad) const;

@@ -451,7 +451,7 @@ Status JobQueue::Transition(Job& job, JobEvent event, const Change& change) {
       AddEvent(job, kEventUnsuspended, EventBody(kEventUnsuspended, ""));
       break;
     case JobEvent::kStart:
-      RecordStart(job);
+      if (change.program_started) RecordStart(job);
       break;
     case JobEvent::kRequeue:
       AddEvent(job, kEventEvicted, EventBody(kEventEvicted, EvictedDetail(nullptr)));
@@ -567,8 +567,19 @@ bool JobQueue::RecordUsage(Job& job, const Usage& usage) {
   return changed;
 }
 
-Status JobQueue::MarkRunning(Job& job) {
-  return Transition(job, JobEvent::kStart);
+Status JobQueue::MarkRunning(Job& job, bool program_started) {
+  return Transition(job, JobEvent::kStart, {.program_started = program_started});
+}
+
+bool JobQueue::ProgramStartRecorded(const Job& job, const std::string& run) {
+  return job.ad.EvaluateString("KiteStartedRun").value_or("") == run;
+}
+
+void JobQueue::RecordProgramStart(Job& job, const std::string& run) {
+  if (ProgramStartRecorded(job, run)) return;
+  job.ad.Assign("KiteStartedRun", run);
+  RecordStart(job);
+  MarkDirty(job);
 }
 Status JobQueue::SetIdle(Job& job, const std::string& why) {
   return Transition(job, JobEvent::kRequeue, {.reason = why});

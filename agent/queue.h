@@ -47,6 +47,9 @@ struct JobChange {
   std::string reason;  // hold, release, remove: recorded; requeue: a note in the user log
   int code = 0;        // hold: HoldReasonCode
   int subcode = 0;     // hold: HoldReasonSubCode
+  // start: the program starts now (local universe). False: the run is placed and its program
+  // starts later (the pool): RecordProgramStart counts it then.
+  bool program_started = true;
 };
 
 class JobQueue {
@@ -87,7 +90,12 @@ class JobQueue {
   using Change = JobChange;
   Status Transition(Job& job, JobEvent event, const Change& change = {});
   // Transition, spelt out per event.
-  Status MarkRunning(Job& job);
+  Status MarkRunning(Job& job, bool program_started = true);
+  // The program of the pool run `run` started (its startd said so): NumJobStarts, JobRunCount,
+  // the start dates and the execute event (001), once per run whatever is said again after a
+  // restart (the run counted is kept in KiteStartedRun).
+  void RecordProgramStart(Job& job, const std::string& run);
+  static bool ProgramStartRecorded(const Job& job, const std::string& run);
   Status SetIdle(Job& job, const std::string& why);  // requeue (after a failed or lost run)
   Status Hold(Job& job, const std::string& reason, int code, int subcode = 0);
   Status Release(Job& job, const std::string& reason);

@@ -57,6 +57,7 @@ Result<classad::ClassAd> BuildSlotAd(const SlotFacts& f) {
   ad.Assign("TotalCondorLoadAvg", f.total_condor_load);
   ad.Assign("KeyboardIdle", f.keyboard_idle);
   ad.Assign("TimeToLive", f.time_to_live);
+  ad.Assign("UpdateInterval", f.update_interval);
   ad.Assign("HasFileTransfer", true);
   ad.Assign("HasSelfCheckpointTransfers", true);  // checkpoint_exit_code (docs/pool.md)
   // The HTCondor release whose slot features these slots offer: condor_submit's Requirements

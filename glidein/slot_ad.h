@@ -40,6 +40,7 @@ struct SlotFacts {
   int64_t entered_state = 0;     // EnteredCurrentState: when State last changed (Unix seconds)
   int64_t entered_activity = 0;  // EnteredCurrentActivity: when Activity last changed
   int64_t last_periodic_checkpoint = 0;  // LastPeriodicCheckpoint while Busy (0: left out)
+  double update_interval = 10;           // UpdateInterval: seconds between this ad's updates
 };
 
 // CondorVersion in every slot ad: HTCondor's form; the release whose slot features Kite's offer.

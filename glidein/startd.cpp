@@ -210,6 +210,8 @@ void Startd::OnWelcome() {
   // The agent may have lost what was sent: each starter says it all again (its suspension, its
   // output and end), and what it had sent before that is dropped.
   for (auto& [id, p] : runs_) {
+    // Its start too: the agent counts a run's start once, when it hears of it.
+    if (p.started_sent) Send(About(MsgType::kStarted, p.ref));
     p.rewinding = true;
     p.ended_sent = false;
     ToStarter(p, Message{.type = MsgType::kRewind});
@@ -594,7 +596,8 @@ SlotFacts Startd::Facts(const Slot& s) const {
               .keyboard_idle = KeyboardIdle(),
               .time_to_live = kNoInputDevice,
               .start = o_.start,
-              .resource = o_.resource};
+              .resource = o_.resource,
+              .update_interval = o_.update_interval};
   if (o_.lifetime > 0) {
     double left = o_.lifetime - (SteadyNow() - started_at_);
     f.time_to_live = std::max<int64_t>(0, static_cast<int64_t>(std::floor(left)));

@@ -83,12 +83,15 @@ def cluster(e, restarts):
     e.kite("wait", "1", "--timeout", "900")
     seconds = time.perf_counter() - t0
     counts = collections.Counter(lines(ran))
-    starts = e.kite("history", "1", "-af", "NumJobStarts").stdout.split()
+    rows = e.kite("history", "1", "-af", "ProcId", "NumJobStarts").stdout.split(b"\n")
+    starts = [r.split()[1] for r in rows if len(r.split()) == 2]
+    started_again = [int(r.split()[0]) for r in rows if len(r.split()) == 2 and r.split()[1] != b"1"]
     facts = {
         "lines": sum(counts.values()),
         "distinct": len(counts),
         "twice": sorted((int(j) for j, n in counts.items() if n > 1)),
         "starts_not_1": sum(1 for s in starts if s != b"1"),
+        "started_again": started_again,
         "in_history": len(starts),
         "mid_cluster": sum(1 for d in done_at if d < JOBS),
         "done_at": done_at,
@@ -103,12 +106,17 @@ def main():
     finally:
         base.close()
     e = env_with_pool()
+    ok = False
     try:
         soak, facts = cluster(e, RESTARTS)
+        ok = (facts["lines"] == JOBS and facts["distinct"] == JOBS and not facts["twice"] and
+              facts["starts_not_1"] == 0 and facts["in_history"] == JOBS)
     finally:
-        e.close()
-    ok = (facts["lines"] == JOBS and facts["distinct"] == JOBS and not facts["twice"] and
-          facts["starts_not_1"] == 0 and facts["in_history"] == JOBS)
+        if ok:
+            e.close()
+        else:  # kept for a post-mortem
+            e.kite("agent", "stop", "--stop-startd", check=False)
+            print("kept %s" % e.dir, file=sys.stderr)
     out = os.path.join(agent_bench.ROOT, "bench", "results", "pool-soak.md")
     with open(out, "w") as f:
         f.write("# Pool restart soak (bench/pool/soak.py)\n\n")

@@ -806,6 +806,28 @@ int WaitExit(pid_t pid, double seconds) {
   return done && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// A startd whose connection goes quiet without closing (a NAT's timeout, a cut cable; here the
+// startd is stopped with SIGSTOP) is taken for gone after 4 of its UpdateIntervals (at least 5 s):
+// its slot leaves `kite status` and the agent's log says why. Once it goes on, it finds its
+// connection closed, dials again and offers the slot anew.
+TEST_F(Pool, AStartdThatFallsSilentIsTakenForGoneAndOffersItsSlotAgainWhenItSpeaks) {
+  Start("[pool]\nlocal_slots = 0\n");
+  std::string work = env_->dir() + "/quiet";
+  pid_t s = SpawnStartd(env_->home(), "quiet", work, {"--update-interval", "1"});
+  ASSERT_TRUE(WaitSlots(1)) << ReadFileOr(work + ".log");
+  ASSERT_EQ(::kill(s, SIGSTOP), 0);
+  auto stopped = std::chrono::steady_clock::now();
+  EXPECT_TRUE(WaitSlots(0, 20)) << env_->Kite({"status"}).out;
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped).count();
+  EXPECT_GE(took, 3.5) << "taken for gone before its silence limit";
+  EXPECT_NE(ReadFileOr(env_->home() + "/agent.log").find("silent for"), std::string::npos)
+      << ReadFileOr(env_->home() + "/agent.log");
+  ASSERT_EQ(::kill(s, SIGCONT), 0);
+  EXPECT_TRUE(WaitSlots(1, 30)) << ReadFileOr(work + ".log");
+  ::kill(s, SIGTERM);
+  EXPECT_EQ(WaitExit(s, 20), 0);
+}
+
 TEST_F(Pool, AStartdThatLeavesVacatesItsJobWhichFinishesOnAnother) {
   Start("[pool]\nlocal_slots = 0\n");
   env_->Write("job.sh", kJobScript, 0755);
@@ -976,7 +998,10 @@ class RawStartd {
   }
   ~RawStartd() { ::close(fd_); }
   bool ok() const { return ok_; }
-  void Send(const std::string& bytes) { (void)!::write(fd_, bytes.data(), bytes.size()); }
+  // MSG_NOSIGNAL: the agent may have closed the connection already (a refusal); no SIGPIPE.
+  void Send(const std::string& bytes) {
+    (void)!::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+  }
   // The next frame, or nullopt when the agent closed the connection.
   std::optional<pool::Frame> Next() {
     for (;;) {

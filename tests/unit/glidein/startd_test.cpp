@@ -359,6 +359,11 @@ TEST_F(StartdTest, ARunOutlivesTheConnectionAndReportsAfterReconnecting) {
   Message hello = Welcome();
   ASSERT_EQ(hello.runs.size(), 1u);
   EXPECT_EQ(hello.runs[0], (pool::RunRef{"slot1@test@host", "7.0", "r1"}));
+  // Its start is said again first: the new agent may not have heard of it.
+  auto again = agent->NextNotSlot();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->msg.type, MsgType::kStarted);
+  EXPECT_EQ(again->msg.run, "r1");
   std::map<std::string, std::string> files;
   std::optional<pool::Frame> f;
   while ((f = agent->NextNotSlot()) && f->msg.type == MsgType::kOutput)
