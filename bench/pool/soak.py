@@ -122,6 +122,7 @@ def main():
         f.write("# Pool restart soak (bench/pool/soak.py)\n\n")
         f.write("- machine: %s\n" % agent_bench.machine())
         f.write("- date: %s\n" % time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
+        f.write("- programs: %s\n" % agent_bench.BIN)
         f.write("- load: the machine is shared; other work may have run\n\n")
         f.write("%d vanilla jobs (each sleeps under 1 s) on %d local slots, run in place; %d "
                 "agent restarts, alternating a clean stop/start and kill -9, a second apart.\n\n" %
