@@ -1168,7 +1168,11 @@ void Pool::Recover() {
     run.job = key;
     run.slot = *slot;
     run.state = Run::State::kRunning;
-    // Its program's start counted before the restart, or not yet (the startd says so again).
+    // Its program's start counted before the restart, or not yet (the startd says so again). A
+    // run placed by an agent from before KiteStartedRun (none: StartRun sets it "") had its start
+    // counted when it was placed.
+    if (!j.ad.Lookup("KiteStartedRun"))
+      queue_.SetAttr(j, "KiteStartedRun", classad::MakeString(*id));
     run.started = JobQueue::ProgramStartRecorded(j, *id);
     run.lease_until = now + LeaseOf(j);
     run_of_[key] = *id;
@@ -1340,6 +1344,7 @@ void Pool::StartRun(Job& j, Slot& slot) {
       std::to_string(j.ad.EvaluateInt("NumJobStarts").value_or(0) + 1) + "-" + RandomHex(16);
   queue_.SetAttr(j, "PoolRunId", classad::MakeString(id));
   queue_.SetAttr(j, "RemoteHost", classad::MakeString(slot.name));  // named by the execute event
+  queue_.SetAttr(j, "KiteStartedRun", classad::MakeString(""));     // not yet: RecordProgramStart
   // Running from now (the run is placed); its start (NumJobStarts, the execute event) counts
   // once the startd says the program runs: a run lost before that never ran.
   if (!queue_.MarkRunning(j, /*program_started=*/false)) return;
