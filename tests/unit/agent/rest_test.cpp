@@ -213,21 +213,24 @@ TEST_F(RestServiceTest, TheAgentsEndpointsAreOneTableAndEachIsDocumented) {
     HandleApiRequest(*agent_, req, [&](HttpResponse r) { out = std::move(r); });
     return out;
   };
-  auto r = ask(http::verb::post, "/v1/teleport", "{}");
-  EXPECT_EQ(r.result_int(), 404);
-  EXPECT_NE(r.body().find("no such endpoint: /v1/teleport"), std::string::npos) << r.body();
-  r = ask(http::verb::get, "/v1/events", "");
-  EXPECT_EQ(r.result_int(), 405);
-  EXPECT_NE(r.body().find("use POST for /v1/events"), std::string::npos) << r.body();
-  r = ask(http::verb::post, "/v1/ping", "");
-  EXPECT_EQ(r.result_int(), 405);
-  EXPECT_NE(r.body().find("use GET for /v1/ping"), std::string::npos) << r.body();
-  r = ask(http::verb::post, "/v1/events", "[1]");
-  EXPECT_EQ(r.result_int(), 400);
-  EXPECT_NE(r.body().find("must be a JSON object"), std::string::npos) << r.body();
-  r = ask(http::verb::get, "/v1/ping", "");
-  EXPECT_EQ(r.result_int(), 200);
-  EXPECT_NE(r.body().find("\"agent\":\"kite-agent\""), std::string::npos) << r.body();
+  struct Case {
+    http::verb verb;
+    const char* target;
+    const char* body;
+    int status;
+    const char* says;
+  } cases[] = {
+      {http::verb::post, "/v1/teleport", "{}", 404, "no such endpoint: /v1/teleport"},
+      {http::verb::get, "/v1/events", "", 405, "use POST for /v1/events"},
+      {http::verb::post, "/v1/ping", "", 405, "use GET for /v1/ping"},
+      {http::verb::post, "/v1/events", "[1]", 400, "must be a JSON object"},
+      {http::verb::get, "/v1/ping", "", 200, "\"agent\":\"kite-agent\""},
+  };
+  for (const auto& c : cases) {
+    auto r = ask(c.verb, c.target, c.body);
+    EXPECT_EQ(r.result_int(), c.status) << c.target << ": " << r.body();
+    EXPECT_NE(r.body().find(c.says), std::string::npos) << c.target << ": " << r.body();
+  }
 }
 
 TEST_F(RestServiceTest, GridManagerResourceReportsAreKeptAndShown) {
