@@ -1,10 +1,6 @@
-// The agent's DAG runner (agent/dags.h): a DAG's nodes as a small state machine each, driven by
-// their jobs' status changes and their scripts' ends.
-//
-//   not ready --(parents done)--> ready --> pre --> submitted --> post --> done
-//                                   ^        |          |          |
-//                                   +--------+----------+----------+--(failed, retries left)
-//                                                                      \-> error
+// The agent's DAG runner (agent/dags.h): each node's life is the table in dag/node_machine.h; this
+// file feeds it what happens (its jobs' statuses, its scripts' ends, the throttles, what a restart
+// finds stored) and carries out the task each transition names.
 #include "agent/dags.h"
 
 #include <fcntl.h>
@@ -25,6 +21,7 @@
 #include <ctime>
 #include <regex>
 #include <set>
+#include <utility>
 
 #include "classad/expr.h"
 #include "classad/parser.h"
@@ -32,6 +29,7 @@
 #include "common/strings.h"
 #include "dag/config.h"
 #include "dag/dag.h"
+#include "dag/node_machine.h"
 #include "submit/submit_file.h"
 
 extern char** environ;
@@ -39,15 +37,15 @@ extern char** environ;
 namespace kite::agent {
 namespace {
 
-// A node's state; the values are DAGMan's (its node status file's NodeStatus; 7 is "futile", a
-// node not ready when the DAG is over).
-enum class NodeState { kWaiting, kReady, kPre, kSubmitted, kPost, kDone, kFailed };
+using dag::NodeEvent;
+using dag::NodeState;
+using dag::NodeTask;
+
+// The node status file's NodeStatus for a node not ready when the DAG is over (DAGMan's "futile").
 constexpr int kFutile = 7;
 
-const char* StateName(NodeState s) {
-  static const char* const kNames[] = {"not ready", "ready", "pre",  "submitted",
-                                       "post",      "done",  "error"};
-  return kNames[static_cast<int>(s)];
+std::string StateName(NodeState s) {
+  return std::string(dag::NodeStateName(s));
 }
 
 // $RETURN when the job never ran, as DAGMan gives it.
@@ -130,10 +128,10 @@ std::string LatestRescue(const std::string& file, int* number) {
 
 struct Dags::Run {
   struct Node {
-    NodeState state = NodeState::kWaiting;
+    dag::NodeMark mark;  // its state and attempts so far; changed only by Dags::Step
     int waiting_on = 0;  // parents not done
-    int attempts = 0;    // failed attempts so far ($RETRY of the next)
     int cluster = 0;     // its latest job
+    int reserved = 0;    // a cluster id reserved for its next job, or 0
     int code = 0;        // the job's $RETURN
     int pre_return = -1;
     bool job_ok = false;
@@ -162,6 +160,8 @@ struct Dags::Run {
   int deferred = 0;  // scripts waiting out a DEFER delay
   std::map<std::string, int, std::less<>> category_queued;
   bool final_started = false, aborted = false, drive_posted = false;
+  bool loading = false;  // restoring its nodes: POST scripts wait in posts_due
+  std::vector<size_t> posts_due;
   int exit_code = 0;
   bool always_run_post = false;   // a failed PRE script's POST script runs (DAGMAN_ALWAYS_RUN_POST)
   std::FILE* out = nullptr;       // file.dag.dagman.out
@@ -476,6 +476,75 @@ void Dags::Recover() {
 }
 
 // Builds a DAG's state from its file, its nodes' jobs in the queue and its node records.
+// A run's nodes as what is stored makes them, through the node's table as a live run's events
+// would (dag::RestoreInputs): its DONE line, its record (a result, or a POST script to run again),
+// and a job of its in the queue that the record does not speak of (it is queued). `leftovers`:
+// jobs whose results are recorded already.
+void Dags::Restore(Run& run, std::vector<int>* leftovers) {
+  auto& nodes = run.nodes;
+  nodes.resize(run.dag.nodes.size());
+  std::map<size_t, dag::NodeRecord> records;
+  (void)queue_.DagNodes(run.id, [&](std::string_view node, std::string_view text) {
+    auto it = run.dag.by_name.find(node);
+    if (it == run.dag.by_name.end()) return;
+    auto record = dag::ParseNodeRecord(text);
+    if (!record) {
+      Log(run, "The record of node " + std::string(node) + " cannot be read (" +
+                   record.error().message() + "); it is taken as not run");
+      return;
+    }
+    records[it->second] = *record;
+  });
+  std::map<size_t, int> queued;
+  for (auto& [key, j] : queue_.jobs()) {
+    if (j.ad.EvaluateInt("DAGManJobId").value_or(0) != run.id) continue;
+    auto name = j.ad.EvaluateString("DAGNodeName");
+    auto it = name ? run.dag.by_name.find(*name) : run.dag.by_name.end();
+    if (it == run.dag.by_name.end()) continue;
+    queued[it->second] = key.cluster;
+  }
+  run.loading = true;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    auto& n = nodes[i];
+    std::optional<dag::NodeRecord> record;
+    if (auto r = records.find(i); r != records.end()) {
+      record = r->second;
+      n.cluster = record->cluster;
+      n.code = record->code;
+    }
+    std::optional<int> queued_retry;
+    if (auto q = queued.find(i); q != queued.end()) {
+      if (q->second == n.cluster) {
+        leftovers->push_back(q->second);
+      } else {
+        n.cluster = q->second;
+        const Job* j = queue_.Find({q->second, 0});
+        int before = record ? record->attempts : 0;
+        queued_retry =
+            j ? static_cast<int>(j->ad.EvaluateInt("DAGNodeRetry").value_or(before)) : before;
+        run.check.insert(i);
+      }
+    }
+    for (const auto& in : dag::RestoreInputs(run.dag.nodes[i].done, record, queued_retry))
+      Step(run, i, in);
+  }
+  // JOBSTATE_LOG's sequence numbers go on after those the attempts so far had (near enough:
+  // DAGMan's recovery does not keep them either).
+  for (const auto& n : nodes)
+    run.next_seq += n.mark.attempts + (n.mark.state != NodeState::kWaiting);
+  for (auto& n : nodes) {
+    if (n.mark.state == NodeState::kSubmitted) n.seq = run.next_seq++;
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (size_t p : run.dag.nodes[i].parents) {
+      if (nodes[p].mark.state != NodeState::kDone) ++nodes[i].waiting_on;
+    }
+    if (nodes[i].waiting_on == 0 && !(run.dag.final_node && *run.dag.final_node == i))
+      Step(run, i, {.event = NodeEvent::kUnblocked});
+  }
+  run.loading = false;
+}
+
 void Dags::Load(Job& dag_job, bool recovering) {
   int id = dag_job.key.cluster;
   auto file = dag_job.ad.EvaluateString("DAGFile");
@@ -517,79 +586,9 @@ void Dags::Load(Job& dag_job, bool recovering) {
   }
   JobstateInternal(*run, "DAGMAN_STARTED " + std::to_string(id) + ".0");
   if (recovering) JobstateInternal(*run, "RECOVERY_STARTED");
-  auto& nodes = run->nodes;
-  nodes.resize(run->dag.nodes.size());
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (run->dag.nodes[i].done) nodes[i].state = NodeState::kDone;
-  }
-  // Records: results, and POST scripts that must run (again).
-  std::map<std::string, std::string, std::less<>> records;
-  (void)queue_.DagNodes(id, [&](std::string_view node, std::string_view record) {
-    records.emplace(std::string(node), std::string(record));
-  });
-  for (auto& [name, record] : records) {
-    auto it = run->dag.by_name.find(name);
-    if (it == run->dag.by_name.end()) continue;
-    auto& n = nodes[it->second];
-    char state[16] = {};
-    int attempts = 0, cluster = 0, code = 0;
-    if (std::sscanf(record.c_str(), "%15s %d %d %d", state, &attempts, &cluster, &code) != 4)
-      continue;
-    n.attempts = attempts;
-    n.cluster = cluster;
-    n.code = code;
-    std::string s = state;
-    if (s == "done") n.state = NodeState::kDone;
-    if (s == "failed") n.state = NodeState::kFailed;
-    if (s == "post") n.state = NodeState::kPost;  // its POST script runs again
-  }
-  // The nodes' jobs: a node with a job that is not the one its record speaks of is queued.
-  std::map<size_t, int> queued;
-  for (auto& [key, j] : queue_.jobs()) {
-    if (j.ad.EvaluateInt("DAGManJobId").value_or(0) != id) continue;
-    auto name = j.ad.EvaluateString("DAGNodeName");
-    auto it = name ? run->dag.by_name.find(*name) : run->dag.by_name.end();
-    if (it == run->dag.by_name.end()) continue;
-    queued[it->second] = key.cluster;
-  }
-  std::vector<size_t> posts;
   std::vector<int> leftovers;  // jobs whose results are recorded already
-  for (auto [node, cluster] : queued) {
-    auto& n = nodes[node];
-    if (cluster == n.cluster) {
-      leftovers.push_back(cluster);
-      continue;
-    }
-    n.state = NodeState::kSubmitted;
-    run->check.insert(node);
-    n.cluster = cluster;
-    if (Job* j = queue_.Find({cluster, 0}))
-      n.attempts = static_cast<int>(j->ad.EvaluateInt("DAGNodeRetry").value_or(n.attempts));
-  }
-  // JOBSTATE_LOG's sequence numbers go on after those the attempts so far had (near enough:
-  // DAGMan's recovery does not keep them either).
-  for (const auto& n : nodes) run->next_seq += n.attempts + (n.state != NodeState::kWaiting);
-  for (auto& n : nodes) {
-    if (n.state == NodeState::kSubmitted) n.seq = run->next_seq++;
-  }
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (nodes[i].state == NodeState::kDone) ++run->done;
-    if (nodes[i].state == NodeState::kFailed) ++run->failed;
-    if (nodes[i].state == NodeState::kSubmitted) {
-      ++run->queued;
-      ++run->category_queued[run->dag.nodes[i].category];
-    }
-    if (nodes[i].state == NodeState::kPost) posts.push_back(i);
-  }
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    for (size_t p : run->dag.nodes[i].parents) {
-      if (nodes[p].state != NodeState::kDone) ++nodes[i].waiting_on;
-    }
-    if (nodes[i].state == NodeState::kWaiting && nodes[i].waiting_on == 0 &&
-        !(run->dag.final_node && *run->dag.final_node == i))
-      nodes[i].state = NodeState::kReady;
-    if (nodes[i].state == NodeState::kReady) run->MakeReady(i);
-  }
+  Restore(*run, &leftovers);
+  const auto& nodes = run->nodes;
   Log(*run, "Kite DAG runner: " + *file + " (DAG " + std::to_string(id) + "), " +
                 std::to_string(nodes.size()) + " nodes, " + std::to_string(run->done) + " done, " +
                 std::to_string(run->queued) + " queued");
@@ -606,7 +605,7 @@ void Dags::Load(Job& dag_job, bool recovering) {
       if (Ended(*j)) hooks_.retire(*j);
     }
   }
-  for (size_t p : posts) RunScript(r, p, false);
+  for (size_t p : std::exchange(r.posts_due, {})) RunScript(r, p, false);
   if (dag_job.status == kIdle) (void)queue_.MarkRunning(dag_job);
   hooks_.commit_soon();
 }
@@ -631,7 +630,7 @@ void Dags::Drive(Run& run) {
   auto check = std::move(run.check);
   run.check.clear();
   for (size_t i : check) {
-    if (run.nodes[i].state != NodeState::kSubmitted) continue;
+    if (run.nodes[i].mark.state != NodeState::kSubmitted) continue;
     auto jobs = ClusterJobs(queue_, run.nodes[i].cluster);
     if (std::all_of(jobs.begin(), jobs.end(), [](const Job* j) { return Ended(*j); }))
       JobEnded(run, i);
@@ -644,7 +643,7 @@ void Dags::Drive(Run& run) {
   std::map<std::string, int, std::less<>> category_started;
   if (run.limits.max_idle > 0) {
     for (const auto& n : run.nodes) {
-      if (n.state != NodeState::kSubmitted) continue;
+      if (n.mark.state != NodeState::kSubmitted) continue;
       for (const Job* j : ClusterJobs(queue_, n.cluster)) idle += j->status == kIdle;
     }
   }
@@ -703,11 +702,87 @@ void Dags::Drive(Run& run) {
 
 void Dags::Start(Run& run, size_t i, int cluster) {
   run.nodes[i].seq = run.next_seq++;
-  if (run.dag.nodes[i].pre) {
-    run.nodes[i].state = NodeState::kPre;
-    RunScript(run, i, true);
-  } else {
-    SubmitNode(run, i, cluster);
+  run.nodes[i].reserved = cluster;
+  Step(run, i, {.event = NodeEvent::kStart});
+}
+
+// Counts a node in the run's tallies by its state (sign 1), or out of them (-1).
+void Dags::Tally(Run& run, size_t i, int sign) {
+  switch (run.nodes[i].mark.state) {
+    case NodeState::kSubmitted:
+      run.queued += sign;
+      run.category_queued[run.dag.nodes[i].category] += sign;
+      break;
+    case NodeState::kDone:
+      run.done += sign;
+      break;
+    case NodeState::kFailed:
+      run.failed += sign;
+      break;
+    default:
+      break;
+  }
+}
+
+// The one place a node's state changes: its table's transition for `in` (dag/node_machine.h),
+// the tallies that follow from it, then the transition's task.
+void Dags::Step(Run& run, size_t i, const dag::NodeInput& in) {
+  auto& n = run.nodes[i];
+  const auto& node = run.dag.nodes[i];
+  auto step = dag::Apply(n.mark, dag::FactsOf(node, run.always_run_post, run.aborted), in);
+  if (!step) {
+    spdlog::debug("DAG {} node {}: {} ignored in {}", run.id, node.name,
+                  dag::NodeEventName(in.event), dag::NodeStateName(n.mark.state));
+    return;
+  }
+  Tally(run, i, -1);
+  n.mark = step->mark;
+  Tally(run, i, 1);
+  switch (step->task) {
+    case NodeTask::kNone:
+      return;
+    case NodeTask::kQueueReady:
+      return run.MakeReady(i);
+    case NodeTask::kStart:
+      return Start(run, i);
+    case NodeTask::kRunPre:
+      return RunScript(run, i, true);
+    case NodeTask::kSubmit:
+      return SubmitNode(run, i, std::exchange(n.reserved, 0));
+    case NodeTask::kRunLater:
+      return RunLater(run, i);
+    case NodeTask::kRunPost:
+      if (run.loading) return run.posts_due.push_back(i);
+      return RunScript(run, i, false);
+    case NodeTask::kRecordPost:
+      Record(run, i);  // its POST runs again after a restart; the jobs can go
+      RetireNodeJobs(run, i);
+      return RunScript(run, i, false);
+    case NodeTask::kDone:
+      Record(run, i);
+      RetireNodeJobs(run, i);
+      for (size_t c : node.children) {
+        if (--run.nodes[c].waiting_on == 0) Step(run, c, {.event = NodeEvent::kUnblocked});
+      }
+      return DriveSoon(run.id);
+    case NodeTask::kRetry:
+      Record(run, i);
+      RetireNodeJobs(run, i);
+      Log(run, "Node " + node.name + " failed; retry " + std::to_string(n.mark.attempts) + " of " +
+                   std::to_string(node.retries));
+      run.MakeReady(i);
+      return DriveSoon(run.id);
+    case NodeTask::kFail:
+      Record(run, i);
+      RetireNodeJobs(run, i);
+      Log(run, "Node " + node.name + " failed" + (n.note.empty() ? "" : ": " + n.note));
+      return DriveSoon(run.id);
+    case NodeTask::kAbort:
+      Record(run, i);
+      RetireNodeJobs(run, i);
+      return Abort(
+          run, node.abort_return.value_or(in.code),
+          "node " + node.name + " returned " + std::to_string(in.code) + " (ABORT-DAG-ON)");
   }
 }
 
@@ -718,22 +793,18 @@ void Dags::SubmitNode(Run& run, size_t i, int reserved) {
     Log(run, "Node " + node.name + " is NOOP: not submitted");
     n.job_ok = true;
     n.code = 0;
-    n.state = NodeState::kSubmitted;
-    ++run.queued;
-    ++run.category_queued[node.category];
     n.cluster = 0;
+    Step(run, i, {.event = NodeEvent::kSubmitted});
     JobEnded(run, i);
     return;
   }
   auto fail = [&](const std::string& why) {
     Log(run, "Node " + node.name + ": submit failed: " + why);
     n.note = why;
-    n.state = NodeState::kSubmitted;
-    ++run.queued;
-    ++run.category_queued[node.category];
     n.cluster = 0;
     n.job_ok = false;
     n.code = kReturnSubmitFailed;
+    Step(run, i, {.event = NodeEvent::kSubmitted});
     Jobstate(run, i, "SUBMIT_FAILURE", "");
     JobEnded(run, i);
   };
@@ -747,14 +818,12 @@ void Dags::SubmitNode(Run& run, size_t i, int reserved) {
     sub.attrs = {{"JobBatchName", Quoted(BatchName(run))},
                  {"DAGManJobId", std::to_string(run.id)},
                  {"DAGNodeName", Quoted(node.name)},
-                 {"DAGNodeRetry", std::to_string(n.attempts)},
+                 {"DAGNodeRetry", std::to_string(n.mark.attempts)},
                  {"DAGParentNodeNames", Quoted(parents)}};
     auto submitted = Submit(sub);
     if (!submitted) return fail(submitted.error().message());
-    n.state = NodeState::kSubmitted;
     n.cluster = submitted->cluster;
-    ++run.queued;
-    ++run.category_queued[node.category];
+    Step(run, i, {.event = NodeEvent::kSubmitted});
     Log(run, "Submitted node " + node.name + " as the sub-DAG " + sub.files[0] + " (DAG " +
                  std::to_string(n.cluster) + ")");
     Jobstate(run, i, "SUBMIT", std::to_string(n.cluster) + ".0");
@@ -767,7 +836,7 @@ void Dags::SubmitNode(Run& run, size_t i, int reserved) {
   so.cwd = kite::JoinPath(run.dir, node.dir);
   so.file_checks = submit::FileChecks::kCondor;
   // The macros DAGMan defines for every node's submit file (the file may override them).
-  so.before_lines = {"JOB = " + node.name, "RETRY = " + std::to_string(n.attempts),
+  so.before_lines = {"JOB = " + node.name, "RETRY = " + std::to_string(n.mark.attempts),
                      "DAGManJobId = " + std::to_string(run.id),
                      "DAG_STATUS = " + std::to_string(DagStatus(run)),
                      "FAILED_COUNT = " + std::to_string(run.failed)};
@@ -775,7 +844,7 @@ void Dags::SubmitNode(Run& run, size_t i, int reserved) {
     // In a VARS value, $(JOB) is the node's name and $(RETRY) its attempt (DAGMan's).
     std::string value = v.value;
     ReplaceAll(value, "$(JOB)", node.name);
-    ReplaceAll(value, "$(RETRY)", std::to_string(n.attempts));
+    ReplaceAll(value, "$(RETRY)", std::to_string(n.mark.attempts));
     std::string line = v.name + " = " + value;
     (v.prepend ? so.before_lines : so.append_lines).push_back(line);
   }
@@ -799,7 +868,7 @@ void Dags::SubmitNode(Run& run, size_t i, int reserved) {
   for (auto& a : parsed->common) req.common.push_back({a.name, a.expr});
   req.common.push_back({"DAGManJobId", std::to_string(run.id)});
   req.common.push_back({"DAGNodeName", Quoted(node.name)});
-  req.common.push_back({"DAGNodeRetry", std::to_string(n.attempts)});
+  req.common.push_back({"DAGNodeRetry", std::to_string(n.mark.attempts)});
   req.common.push_back({"DAGParentNodeNames", Quoted(parents)});
   req.common.push_back({"DAGManNodesLog", Quoted(run.file + ".nodes.log")});
   if (std::none_of(req.common.begin(), req.common.end(),
@@ -816,10 +885,8 @@ void Dags::SubmitNode(Run& run, size_t i, int reserved) {
     return fail(submitted.error().message());
   }
   hooks_.commit_soon();
-  n.state = NodeState::kSubmitted;
   n.cluster = *cluster;
-  ++run.queued;
-  ++run.category_queued[node.category];
+  Step(run, i, {.event = NodeEvent::kSubmitted});
   Log(run, "Submitted node " + node.name + " as job " + std::to_string(*cluster) + " (" +
                std::to_string(*submitted) + " proc" + (*submitted == 1 ? "" : "s") + ")");
   if (run.jobstate) {
@@ -843,11 +910,10 @@ void Dags::RunScript(Run& run, size_t i, bool pre) {
     ReplaceAll(w, "$FAILED_COUNT", std::to_string(run.failed));
     ReplaceAll(w, "$DAG_STATUS", std::to_string(status));
     ReplaceAll(w, "$RETURN", std::to_string(n.code));
-    ReplaceAll(w, "$RETRY", std::to_string(n.attempts));
+    ReplaceAll(w, "$RETRY", std::to_string(n.mark.attempts));
     ReplaceAll(w, "$JOBID", jobid);
     ReplaceAll(w, "$JOB", node.name);
   }
-  n.state = pre ? NodeState::kPre : NodeState::kPost;
   if (words.empty()) return ScriptEnded(run, i, pre, 1);
   std::string cwd = kite::JoinPath(run.dir, node.dir);
   std::string exe = kite::JoinPath(cwd, words[0]);
@@ -890,7 +956,7 @@ bool Dags::Reaped(pid_t pid, int status) {
   if (run == runs_.end()) return true;
   auto& n = run->second->nodes[i];
   n.pid = 0;
-  bool pre = n.state == NodeState::kPre;
+  bool pre = n.mark.state == NodeState::kPre;
   (pre ? run->second->pre_running : run->second->post_running)--;
   int code = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
   ScriptEnded(*run->second, i, pre, code);
@@ -903,45 +969,46 @@ void Dags::ScriptEnded(Run& run, size_t i, bool pre, int code) {
   const auto& node = run.dag.nodes[i];
   Log(run, std::string(pre ? "PRE" : "POST") + " script of node " + node.name + " ended with " +
                std::to_string(code));
-  const dag::Script& script = pre ? *node.pre : *node.post;
-  if (script.defer_status && code == *script.defer_status) {
-    // DEFER: run the script again later; the node keeps its place.
-    auto timer = std::make_shared<boost::asio::steady_timer>(io_);
-    timer->expires_after(std::chrono::seconds(script.defer_seconds));
-    n.state = pre ? NodeState::kPre : NodeState::kPost;
-    ++run.deferred;
-    Log(run, "Deferring it for " + std::to_string(script.defer_seconds) + " s (DEFER " +
-                 std::to_string(code) + ")");
-    timer->async_wait([this, timer, id = run.id, i, pre](auto ec) {
-      auto it = runs_.find(id);
-      if (it == runs_.end()) return;
-      --it->second->deferred;
-      if (ec) return;
-      RunScript(*it->second, i, pre);
-    });
-    return;
-  }
-  std::string jobid = n.cluster && !pre ? std::to_string(n.cluster) + ".0" : "";
-  if (!pre) Jobstate(run, i, "POST_SCRIPT_TERMINATED", jobid);
-  Jobstate(run, i,
-           std::string(pre ? "PRE" : "POST") + (code == 0 ? "_SCRIPT_SUCCESS" : "_SCRIPT_FAILURE"),
-           jobid);
-  if (pre) {
-    n.pre_return = code;
-    if (code == 0) return SubmitNode(run, i);
-    if (node.pre_skip && code == *node.pre_skip) {
+  dag::NodeInput in{.event = NodeEvent::kScriptEnded, .code = code};
+  NodeEvent judged = dag::Judge(n.mark, dag::FactsOf(node, run.always_run_post, run.aborted), in);
+  if (judged != NodeEvent::kDeferred) {
+    std::string jobid = n.cluster && !pre ? std::to_string(n.cluster) + ".0" : "";
+    if (!pre) Jobstate(run, i, "POST_SCRIPT_TERMINATED", jobid);
+    Jobstate(
+        run, i,
+        std::string(pre ? "PRE" : "POST") + (code == 0 ? "_SCRIPT_SUCCESS" : "_SCRIPT_FAILURE"),
+        jobid);
+    if (pre) n.pre_return = code;
+    if (judged == NodeEvent::kPreSkipped) {
       Log(run, "Node " + node.name + " skipped by its PRE script (PRE_SKIP " +
                    std::to_string(code) + ")");
-      return NodeDone(run, i);
+    } else if (pre && code != 0) {
+      n.code = kReturnPreFailed;
+      n.note = "PRE script failed with " + std::to_string(code);
+    } else if (code != 0) {
+      n.note = "POST script failed with " + std::to_string(code);
     }
-    n.code = kReturnPreFailed;
-    n.note = "PRE script failed with " + std::to_string(code);
-    // DAGMan's default since 8.5.4: no POST after a failed PRE unless DAGMAN_ALWAYS_RUN_POST.
-    if (node.post && run.always_run_post) return RunScript(run, i, false);
-    return Decide(run, i, false, code);
   }
-  if (code != 0) n.note = "POST script failed with " + std::to_string(code);
-  Decide(run, i, code == 0, code);
+  Step(run, i, in);
+}
+
+// DEFER: the script that asked for it runs again after its delay; the node keeps its place.
+void Dags::RunLater(Run& run, size_t i) {
+  bool pre = run.nodes[i].mark.state == NodeState::kPre;
+  const auto& node = run.dag.nodes[i];
+  const dag::Script& script = pre ? *node.pre : *node.post;
+  auto timer = std::make_shared<boost::asio::steady_timer>(io_);
+  timer->expires_after(std::chrono::seconds(script.defer_seconds));
+  ++run.deferred;
+  Log(run, "Deferring it for " + std::to_string(script.defer_seconds) + " s (DEFER " +
+               std::to_string(*script.defer_status) + ")");
+  timer->async_wait([this, timer, id = run.id, i, pre](auto ec) {
+    auto it = runs_.find(id);
+    if (it == runs_.end()) return;
+    --it->second->deferred;
+    if (ec) return;
+    RunScript(*it->second, i, pre);
+  });
 }
 
 // All of a node's job's procs have ended (or it never got one).
@@ -973,78 +1040,18 @@ void Dags::JobEnded(Run& run, size_t i) {
       if (!n.job_ok && n.code == 0) n.code = code;
     }
   }
-  --run.queued;
-  --run.category_queued[node.category];
   Log(run, "Node " + node.name + " job " + (n.cluster ? std::to_string(n.cluster) : "-") +
                (n.job_ok ? " completed" : " failed: " + n.note));
   if (n.code != kReturnSubmitFailed)
     Jobstate(run, i, n.job_ok ? "JOB_SUCCESS" : "JOB_FAILURE", std::to_string(n.code));
-  if (node.post) {
-    n.state = NodeState::kPost;
-    Record(run, i);  // its POST runs again after a restart; the jobs can go
-    RetireNodeJobs(run, i);
-    return RunScript(run, i, false);
-  }
-  Decide(run, i, n.job_ok, n.code);
+  Step(run, i, {.event = NodeEvent::kJobEnded, .ok = n.job_ok, .code = n.code});
 }
 
-// A node's result: done, another attempt, or failed (perhaps aborting the DAG).
-void Dags::Decide(Run& run, size_t i, bool ok, int code) {
-  auto& n = run.nodes[i];
-  const auto& node = run.dag.nodes[i];
-  if (ok) return NodeDone(run, i);
-  if (node.abort_on && code == *node.abort_on) {
-    n.state = NodeState::kFailed;
-    ++run.failed;
-    Record(run, i);
-    RetireNodeJobs(run, i);
-    return Abort(run, node.abort_return.value_or(code),
-                 "node " + node.name + " returned " + std::to_string(code) + " (ABORT-DAG-ON)");
-  }
-  bool unless = node.retry_unless_exit && code == *node.retry_unless_exit;
-  if (n.attempts < node.retries && !unless && !run.aborted) {
-    ++n.attempts;
-    n.state = NodeState::kReady;
-    Record(run, i);
-    RetireNodeJobs(run, i);
-    Log(run, "Node " + node.name + " failed; retry " + std::to_string(n.attempts) + " of " +
-                 std::to_string(node.retries));
-    run.MakeReady(i);
-    return DriveSoon(run.id);
-  }
-  n.state = NodeState::kFailed;
-  ++run.failed;
-  Record(run, i);
-  RetireNodeJobs(run, i);
-  Log(run, "Node " + node.name + " failed" + (n.note.empty() ? "" : ": " + n.note));
-  DriveSoon(run.id);
-}
-
-void Dags::NodeDone(Run& run, size_t i) {
-  auto& n = run.nodes[i];
-  n.state = NodeState::kDone;
-  ++run.done;
-  Record(run, i);
-  RetireNodeJobs(run, i);
-  for (size_t c : run.dag.nodes[i].children) {
-    auto& child = run.nodes[c];
-    if (--child.waiting_on == 0 && child.state == NodeState::kWaiting) {
-      child.state = NodeState::kReady;
-      run.MakeReady(c);
-    }
-  }
-  DriveSoon(run.id);
-}
-
+// The node's record (dag/node_machine.h), in the transaction that retires its jobs.
 void Dags::Record(Run& run, size_t i) {
   const auto& n = run.nodes[i];
-  const char* state = n.state == NodeState::kDone     ? "done"
-                      : n.state == NodeState::kFailed ? "failed"
-                      : n.state == NodeState::kPost   ? "post"
-                                                      : "retry";
   queue_.SetDagNode(run.id, run.dag.nodes[i].name,
-                    std::string(state) + " " + std::to_string(n.attempts) + " " +
-                        std::to_string(n.cluster) + " " + std::to_string(n.code));
+                    dag::EncodeNodeRecord({n.mark.state, n.mark.attempts, n.cluster, n.code}));
   hooks_.commit_soon();
 }
 
@@ -1064,7 +1071,7 @@ bool Dags::KeepsForNode(const Job& job) const {
   auto n = name ? it->second->dag.by_name.find(*name) : it->second->dag.by_name.end();
   if (n == it->second->dag.by_name.end()) return false;
   const auto& node = it->second->nodes[n->second];
-  return node.state == NodeState::kSubmitted && node.cluster == job.key.cluster;
+  return node.mark.state == NodeState::kSubmitted && node.cluster == job.key.cluster;
 }
 
 namespace {
@@ -1141,7 +1148,7 @@ void Dags::Abort(Run& run, int code, const std::string& why) {
   for (size_t i = 0; i < run.nodes.size(); ++i) {
     auto& n = run.nodes[i];
     if (n.pid > 0) ::kill(n.pid, SIGKILL);
-    if (n.state != NodeState::kSubmitted || n.cluster == 0) continue;
+    if (n.mark.state != NodeState::kSubmitted || n.cluster == 0) continue;
     for (Job* j : ClusterJobs(queue_, n.cluster)) {
       if (!Ended(*j)) hooks_.remove(*j, "the DAG was aborted: " + why);
     }
@@ -1155,17 +1162,16 @@ void Dags::Finish(Run& run) {
   if (run.dag.final_node && !run.final_started) {
     run.final_started = true;
     size_t f = *run.dag.final_node;
-    if (run.nodes[f].state != NodeState::kDone && run.nodes[f].state != NodeState::kFailed) {
+    if (run.nodes[f].mark.state == NodeState::kWaiting) {
       Log(run, "Starting the FINAL node " + run.dag.nodes[f].name);
-      run.nodes[f].state = NodeState::kReady;
-      return Start(run, f);
+      return Step(run, f, {.event = NodeEvent::kFinalDue});
     }
   }
   bool all_done = run.done == static_cast<int>(run.nodes.size());
   int exit_code = run.aborted ? run.exit_code : all_done ? 0 : 1;
   if (run.dag.final_node) {
     // With a FINAL node, the DAG succeeds when it does (DAGMan's rule, also after an abort).
-    if (run.nodes[*run.dag.final_node].state == NodeState::kDone)
+    if (run.nodes[*run.dag.final_node].mark.state == NodeState::kDone)
       exit_code = 0;
     else if (!run.aborted)
       exit_code = 1;
@@ -1209,7 +1215,7 @@ void Dags::Removed(Run& run) {
   }
   std::vector<Job*> jobs;
   for (auto& n : run.nodes) {
-    if (n.state != NodeState::kSubmitted || n.cluster == 0) continue;
+    if (n.mark.state != NodeState::kSubmitted || n.cluster == 0) continue;
     for (Job* j : ClusterJobs(queue_, n.cluster)) jobs.push_back(j);
   }
   if (run.done < static_cast<int>(run.nodes.size())) {
@@ -1252,7 +1258,7 @@ Result<std::string> Dags::WriteRescue(Run& run) {
   std::string failed, why;
   for (size_t i = 0; i < run.nodes.size(); ++i) {
     premarked += run.dag.nodes[i].done;
-    if (run.nodes[i].state != NodeState::kFailed) continue;
+    if (run.nodes[i].mark.state != NodeState::kFailed) continue;
     failed += run.dag.nodes[i].name + ",";
     if (!run.nodes[i].note.empty())
       why += "#   " + run.dag.nodes[i].name + ": " + run.nodes[i].note + "\n";
@@ -1264,7 +1270,7 @@ Result<std::string> Dags::WriteRescue(Run& run) {
       "\n# Nodes that failed: " + std::to_string(run.failed) + "\n#   " + failed + "<ENDLIST>\n" +
       (why.empty() ? "" : "# Why they failed:\n" + why) + "\n";
   for (size_t i = 0; i < run.nodes.size(); ++i) {
-    if (run.nodes[i].state == NodeState::kDone && !run.dag.nodes[i].done)
+    if (run.nodes[i].mark.state == NodeState::kDone && !run.dag.nodes[i].done)
       text += "DONE " + run.dag.nodes[i].name + "\n";
   }
   if (auto st = WriteFileAtomic(path, text); !st) return Fail(st.error());
@@ -1320,7 +1326,7 @@ void Dags::WriteDot(Run& run) {
       Log(run, "Cannot read the DOT header file: " + text.error().message());
   }
   std::vector<std::string> states;
-  for (const auto& n : run.nodes) states.push_back(StateName(n.state));
+  for (const auto& n : run.nodes) states.push_back(StateName(n.mark.state));
   if (auto st = WriteFileAtomic(path, dag::DotText(run.dag, "DAG", header, &states)); !st)
     Log(run, "Cannot write the DOT file: " + st.error().message());
 }
@@ -1331,14 +1337,14 @@ void Dags::WriteDot(Run& run) {
 void Dags::WriteNodeStatus(Run& run, bool last) {
   if (run.dag.node_status_file.empty()) return;
   auto code = [&](size_t i) {
-    auto s = run.nodes[i].state;
+    auto s = run.nodes[i].mark.state;
     return last && s == NodeState::kWaiting ? kFutile : static_cast<int>(s);
   };
   int counts[8] = {};
   for (size_t i = 0; i < run.nodes.size(); ++i) ++counts[code(i)];
   int idle = 0, held = 0;
   for (const auto& n : run.nodes) {
-    if (n.state != NodeState::kSubmitted) continue;
+    if (n.mark.state != NodeState::kSubmitted) continue;
     for (const Job* j : ClusterJobs(queue_, n.cluster)) {
       idle += j->status == kIdle;
       held += j->status == kHeld;
@@ -1367,7 +1373,7 @@ void Dags::WriteNodeStatus(Run& run, bool last) {
     text += "[\n  Type = \"NodeStatus\";\n  Node = " + Quoted(run.dag.nodes[i].name) +
             ";\n  NodeStatus = " + std::to_string(code(i)) +
             ";\n  StatusDetails = " + Quoted(run.nodes[i].note) +
-            ";\n  RetryCount = " + std::to_string(run.nodes[i].attempts) + ";\n]\n";
+            ";\n  RetryCount = " + std::to_string(run.nodes[i].mark.attempts) + ";\n]\n";
   }
   text += "[\n  Type = \"StatusEnd\";\n  EndTime = " + std::to_string(now) +
           ";\n  NextUpdate = " + std::to_string(last ? 0 : now + run.dag.node_status_interval) +
@@ -1396,8 +1402,8 @@ std::vector<DagNodeView> Dags::Nodes(int cluster) const {
   const Run& run = *it->second;
   for (size_t i = 0; i < run.nodes.size(); ++i) {
     const auto& n = run.nodes[i];
-    out.push_back({run.dag.nodes[i].name, StateName(n.state),
-                   n.cluster ? std::to_string(n.cluster) : "", n.attempts, n.note});
+    out.push_back({run.dag.nodes[i].name, StateName(n.mark.state),
+                   n.cluster ? std::to_string(n.cluster) : "", n.mark.attempts, n.note});
   }
   return out;
 }

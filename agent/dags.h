@@ -29,6 +29,10 @@
 #include "agent/queue.h"
 #include "common/error.h"
 
+namespace kite::dag {
+struct NodeInput;
+}
+
 namespace kite::agent {
 
 struct DagSubmitArgs {
@@ -110,6 +114,7 @@ class Dags {
 
  private:
   void Load(Job& dag_job, bool recovering);
+  void Restore(Run& run, std::vector<int>* leftovers);
   void Drive(Run& run);
   void DriveSoon(int cluster);
   // `cluster`: an id reserved for the node's job, or 0 to reserve one.
@@ -118,8 +123,10 @@ class Dags {
   void RunScript(Run& run, size_t node, bool pre);
   void JobEnded(Run& run, size_t node);
   void ScriptEnded(Run& run, size_t node, bool pre, int code);
-  void Decide(Run& run, size_t node, bool ok, int code);
-  void NodeDone(Run& run, size_t node);
+  void RunLater(Run& run, size_t node);
+  // The one place a node's state changes (dag/node_machine.h); Tally keeps the run's counts.
+  void Step(Run& run, size_t node, const dag::NodeInput& in);
+  void Tally(Run& run, size_t node, int sign);
   void Abort(Run& run, int code, const std::string& why);
   void Finish(Run& run);
   void Removed(Run& run);

@@ -1,6 +1,7 @@
 // String helpers shared by the parsers.
 #pragma once
 
+#include <array>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,5 +31,12 @@ std::optional<unsigned> ParsePort(std::string_view text);
 // characters, '\\' and bytes above 0x7e written as \xNN, and cut after `max` bytes of the input
 // ("..." marks the cut), so nobody can forge or flood log lines through it.
 std::string ForLog(std::string_view s, size_t max = 300);
+
+// The name of an enumerator whose values count from 0 in the order of `names`; "?" for any other.
+template <class Enum, size_t N>
+std::string_view EnumName(Enum value, const std::array<std::string_view, N>& names) {
+  auto i = static_cast<size_t>(value);
+  return i < N ? names[i] : "?";
+}
 
 }  // namespace kite

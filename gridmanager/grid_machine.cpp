@@ -3,6 +3,7 @@
 
 #include <array>
 
+#include "common/strings.h"
 #include "grid/codes.h"
 
 namespace kite::gridmanager {
@@ -300,13 +301,11 @@ void DoTask(GridState& s, GridTask task) {
 }  // namespace
 
 std::string_view PhaseName(GridPhase phase) {
-  auto i = static_cast<size_t>(phase);
-  return i < kPhaseNames.size() ? kPhaseNames[i] : "?";
+  return EnumName(phase, kPhaseNames);
 }
 
 std::string_view EventName(GridEvent event) {
-  auto i = static_cast<size_t>(event);
-  return i < kEventNames.size() ? kEventNames[i] : "?";
+  return EnumName(event, kEventNames);
 }
 
 std::string_view TaskName(GridTask task) {
@@ -315,8 +314,7 @@ std::string_view TaskName(GridTask task) {
       "probe",       "commit-end", "save-contact", "save-final", "report",     "report-end",
       "report-lost", "clear",      "retire",       "hold",       "redelegate", "forget",
   };
-  auto i = static_cast<size_t>(task);
-  return i < kNames.size() ? kNames[i] : "?";
+  return EnumName(task, kNames);
 }
 
 Wish WishOf(int status) {

@@ -465,6 +465,49 @@ TEST(Dag, ADagThatIsItsOwnSubDagUnderAnotherNameFailsAtOnce) {
   EXPECT_EQ(rescues, 1u);
 }
 
+// A queue written by an agent from before the JSON node records (their text form, "done 0 12 0")
+// goes on after the upgrade: the node done stays done, the running one is waited for.
+TEST(Dag, NodeRecordsInTheOlderTextFormAreReadAfterAnUpgrade) {
+  KiteEnv env("dag-old-records");
+  env.StartAgent();
+  env.Write("a.sub",
+            "universe = local\nexecutable = /bin/sh\n"
+            "arguments = \"-c 'echo A >> ran.txt'\"\nqueue\n");
+  env.Write("b.sub",
+            "universe = local\nexecutable = /bin/sh\n"
+            "arguments = \"-c 'while [ ! -f go ]; do sleep 0.1; done; echo B >> ran.txt'\"\n"
+            "queue\n");
+  env.Write("post.sh", "#!/bin/sh\necho $1 >> posts.txt\n", 0755);
+  env.Write("ab.dag", "JOB A a.sub\nJOB B b.sub\nSCRIPT POST A post.sh $JOB\nPARENT A CHILD B\n");
+  auto r = env.Kite({"dag", "submit", "ab.dag"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int cluster = DagCluster(r);
+  std::string records;
+  auto stored = [&] {
+    auto q = RunCommand(
+        {"sqlite3", env.home() + "/queue.db",
+         "SELECT node || ' ' || record FROM dag_nodes WHERE dag = " + std::to_string(cluster)});
+    records = q.out;
+    return q.out;
+  };
+  ASSERT_TRUE(WaitUntil([&] { return stored().find("A {") != std::string::npos; }, 30)) << records;
+  EXPECT_NE(records.find(R"("state":"done")"), std::string::npos) << records;
+  env.StopAgent();  // B's job runs on, waiting for `go`
+  auto old = RunCommand(
+      {"sqlite3", env.home() + "/queue.db",
+       "UPDATE dag_nodes SET record = json_extract(record, '$.state') || ' ' || "
+       "json_extract(record, '$.attempts') || ' ' || json_extract(record, '$.cluster') || ' ' || "
+       "json_extract(record, '$.code') WHERE dag = " +
+           std::to_string(cluster)});
+  ASSERT_EQ(old.exit_code, 0) << old.err;
+  ASSERT_TRUE(std::regex_search(stored(), std::regex("^A done 0 [0-9]+ 0\n"))) << records;
+  env.StartAgent();
+  env.Write("go", "");
+  EXPECT_EQ(WaitForDag(env, cluster, 60), "0");
+  EXPECT_EQ(Lines(ReadFileOr(env.dir() + "/ran.txt")), (std::vector<std::string>{"A", "B"}));
+  EXPECT_EQ(Lines(ReadFileOr(env.dir() + "/posts.txt")), (std::vector<std::string>{"A"}));
+}
+
 TEST(Dag, KillNineOfTheAgentWhileADagRunsRunsEveryNodeExactlyOnce) {
   KiteEnv env("dag-kill");
   env.StartAgent();
