@@ -28,7 +28,10 @@ grid::UpdateResult ApplyOneGridUpdate(Agent& agent, const grid::ParsedUpdate& p)
   } else if (!p.update) {
     res.error = p.update.error().message();
   } else {
+    JobKey key = j->key;
     res.status = agent.ApplyGridUpdate(*j, *p.update);
+    const Job* after = agent.queue().Find(key);
+    res.moving = res.status != grid::kStatusLeftQueue && after && GridHub::IsMoving(*after);
   }
   return res;
 }
@@ -39,21 +42,21 @@ void HandleGridJobs(Agent& agent, const json::object& body,
                     std::function<void(ApiResponse)> reply) {
   auto req = grid::ParsePollRequest(body);
   if (!req) return reply(ErrorReply(req.error()));
-  agent.GridPoll(req->proxy, req->since, req->epoch, req->timeout,
-                 [&agent, reply](Agent::GridPollResult r) {
-                   grid::PollResponse res{.epoch = r.epoch, .generation = r.generation};
-                   res.jobs.reserve(r.jobs.size() + r.left.size());
-                   for (const JobKey& key : r.jobs) {
-                     Job* j = agent.queue().Find(key);
-                     if (!j) continue;
-                     res.jobs.push_back(
-                         {JobIdString(key), GridHub::StatusFor(*j), agent.queue().FlatText(*j)});
-                   }
-                   for (const JobKey& key : r.left) {
-                     res.jobs.push_back({JobIdString(key), grid::kStatusLeftQueue, ""});
-                   }
-                   reply(Reply(http::status::ok, grid::ToJson(res) + "\n"));
-                 });
+  agent.GridPoll(
+      req->proxy, req->since, req->epoch, req->timeout, [&agent, reply](Agent::GridPollResult r) {
+        grid::PollResponse res{.epoch = r.epoch, .generation = r.generation};
+        res.jobs.reserve(r.jobs.size() + r.left.size());
+        for (const JobKey& key : r.jobs) {
+          Job* j = agent.queue().Find(key);
+          if (!j) continue;
+          res.jobs.push_back(
+              {JobIdString(key), j->status, agent.queue().FlatText(*j), GridHub::IsMoving(*j)});
+        }
+        for (const JobKey& key : r.left) {
+          res.jobs.push_back({JobIdString(key), grid::kStatusLeftQueue, ""});
+        }
+        reply(Reply(http::status::ok, grid::ToJson(res) + "\n"));
+      });
 }
 
 ApiResponse HandleGridUpdate(Agent& agent, const json::object& body) {

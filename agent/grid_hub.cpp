@@ -53,9 +53,8 @@ std::string GridHub::ProxyOf(const Job& j) {
   return j.ad.EvaluateString("x509userproxy").value_or("");
 }
 
-int GridHub::StatusFor(const Job& j) {
-  if (j.status == kIdle && j.ad.EvaluateString("GridMigrate")) return grid::kStatusMoving;
-  return j.status;
+bool GridHub::IsMoving(const Job& j) {
+  return j.status == kIdle && j.ad.EvaluateString("GridMigrate").has_value();
 }
 
 bool GridHub::NeedsManager(const Job& j) {
@@ -211,11 +210,11 @@ int GridHub::Apply(Job& job, const Update& u) {
   bool cleared = std::any_of(u.set.begin(), u.set.end(), [](const grid::AttrChange& c) {
     return c.attr == grid::GridAttr::kJobId && std::holds_alternative<std::monostate>(c.value);
   });
-  if (cleared && StatusFor(*after) == grid::kStatusMoving && hooks_.moved) {
+  if (cleared && IsMoving(*after) && hooks_.moved) {
     hooks_.moved(*after);
     return grid::kStatusLeftQueue;  // its gridmanager lets it go; the broker matches it again
   }
-  return StatusFor(*after);
+  return after->status;
 }
 
 }  // namespace kite::agent

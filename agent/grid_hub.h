@@ -70,9 +70,9 @@ class GridHub {
   void managers_checked() { check_ = false; }
 
   static std::string ProxyOf(const Job& j);
-  // The status a gridmanager is given for the job: its JobStatus, or grid::kStatusMoving for an
-  // Idle job the broker is moving (GridMigrate set).
-  static int StatusFor(const Job& j);
+  // An Idle job the broker is moving off its site (GridMigrate set): its gridmanager is told so
+  // beside its JobStatus (grid::PollJob::moving).
+  static bool IsMoving(const Job& j);
 
  private:
   struct Waiter;

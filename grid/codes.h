@@ -10,9 +10,4 @@ namespace kite::grid {
 // follows). HTCondor's statuses start at 1.
 inline constexpr int kStatusLeftQueue = 0;
 
-// The JobStatus grid/jobs gives an Idle job that the broker is moving off its site (its
-// GridMigrate is set): the gridmanager cancels it there if it has not started, then lets it go
-// (docs/broker.md, "Moving queued jobs").
-inline constexpr int kStatusMoving = 100;
-
 }  // namespace kite::grid

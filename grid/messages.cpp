@@ -199,6 +199,15 @@ json::value ToJsonValue(const ResourceReport& r) {
                       {"last_error", r.last_error}};
 }
 
+// "moving": true, for an Idle job only; absent: false.
+Result<bool> MovingFlag(const json::object& o, int status) {
+  const json::value* m = o.if_contains("moving");
+  if (!m) return false;
+  if (!m->is_bool()) return Bad("moving must be true or false");
+  if (m->as_bool() && status != kite::kIdle) return Bad("only an idle job can be moving");
+  return m->as_bool();
+}
+
 Result<UpdateResult> ParseUpdateResult(const json::value& v) {
   auto* o = v.if_object();
   if (!o) return Bad("each result must be an object");
@@ -211,6 +220,9 @@ Result<UpdateResult> ParseUpdateResult(const json::value& v) {
   r.id = std::move(*id);
   r.error = std::move(*error);
   r.status = r.error.empty() ? *status : 0;  // an update not applied has no status
+  auto moving = MovingFlag(*o, r.status);
+  if (!moving) return Fail(moving.error());
+  r.moving = *moving;
   return r;
 }
 
@@ -220,11 +232,12 @@ Result<PollJob> ParsePollJob(const json::value& v) {
   auto* id = o->if_contains("id");
   if (!id || !id->is_string() || id->as_string().empty()) return Bad("each job needs an id");
   auto status = GetInt(*o, "status", -1);
-  if (!status ||
-      ((*status < kStatusLeftQueue || *status > kite::kHeld) && *status != kStatusMoving))
-    return Bad("job " + std::string(id->as_string()) + " needs a status from 0 to 5, or " +
-               std::to_string(kStatusMoving));
+  if (!status || (*status < kStatusLeftQueue || *status > kite::kHeld))
+    return Bad("job " + std::string(id->as_string()) + " needs a status from 0 to 5");
   PollJob j{std::string(id->as_string()), *status, ""};
+  auto moving = MovingFlag(*o, j.status);
+  if (!moving) return Fail(moving.error());
+  j.moving = *moving;
   if (j.status == kStatusLeftQueue) return j;
   auto* ad = o->if_contains("ad");
   if (!ad || !ad->is_string()) return Bad("job " + j.id + " needs an ad");
@@ -321,6 +334,7 @@ json::value ToJsonValue(const UpdateResponse& r) {
     if (!res.id.empty()) o["id"] = res.id;
     if (res.error.empty()) {
       o["status"] = res.status;
+      if (res.moving) o["moving"] = true;
     } else {
       o["error"] = res.error;
     }
@@ -338,6 +352,7 @@ json::value ToJsonValue(const PollResponse& r) {
   json::array jobs;
   for (const auto& j : r.jobs) {
     json::object o{{"id", j.id}, {"status", j.status}};
+    if (j.moving) o["moving"] = true;
     if (j.status != kStatusLeftQueue) o["ad"] = j.ad;
     jobs.push_back(std::move(o));
   }

@@ -120,7 +120,8 @@ struct ParsedUpdateRequest {
 struct UpdateResult {
   std::string id;
   int status = 0;
-  std::string error;  // not empty: nothing of the update was applied
+  std::string error;    // not empty: nothing of the update was applied
+  bool moving = false;  // an Idle job the broker moves off its site (as PollJob::moving)
   bool operator==(const UpdateResult&) const = default;
 };
 struct UpdateResponse {
@@ -143,6 +144,10 @@ struct PollJob {
   std::string id;
   int status = 0;  // kStatusLeftQueue: the job left the queue without the gridmanager's word
   std::string ad;  // old-syntax ad; empty when the job left the queue
+  // An Idle job the broker is moving off its site (its GridMigrate is set): the gridmanager
+  // cancels it there if it has not started, then lets it go (docs/broker.md, "Moving queued
+  // jobs"). Only with status Idle.
+  bool moving = false;
   bool operator==(const PollJob&) const = default;
 };
 struct PollResponse {

@@ -99,7 +99,8 @@ void Engine::OnPollJob(const grid::PollJob& pj) {
     return Feed(it->second, GridInput{.event = GridEvent::kLeft});
   }
   if (it != jobs_.end()) {
-    return Feed(it->second, GridInput{.event = GridEvent::kStatus, .status = pj.status});
+    return Feed(it->second,
+                GridInput{.event = GridEvent::kStatus, .status = pj.status, .moving = pj.moving});
   }
   Learn(pj);
 }
@@ -135,7 +136,7 @@ Result<Engine::Job*> Engine::Admit(const grid::PollJob& pj) {
   auto refuse = [&](const std::string& reason) -> Result<Job*> {
     if (pj.status == kite::kRemoved) {
       agent_.Queue(RetireUpdate(pj.id));
-    } else if ((WishOf(pj.status) & (kWishRun | kWishMove)) != 0) {
+    } else if ((WishOf(pj.status, pj.moving) & (kWishRun | kWishMove)) != 0) {
       spdlog::warn("gridmanager: holding job {}: {}", pj.id, reason);
       agent_.Queue(HoldUpdate(pj.id, reason, kite::kHoldGridError));
     }
@@ -157,6 +158,7 @@ Result<Engine::Job*> Engine::Admit(const grid::PollJob& pj) {
   j.delegation_epoch = site->delegation_epoch();
   auto attrs = grid::ReadGridAttrs(j.ad);
   j.state.status = pj.status;
+  j.state.moving = pj.moving && pj.status == kite::kIdle;
   j.state.commits = grid::FindGridType(j.plan.resource.type)->caps.two_phase_commit;
   j.state.attempt = attrs.attempt;
   j.state.reported = attrs.job_status;
@@ -164,15 +166,15 @@ Result<Engine::Job*> Engine::Admit(const grid::PollJob& pj) {
 }
 
 void Engine::Save(Job& j, grid::GridUpdate update) {
-  agent_.Queue(std::move(update),
-               [this, id = j.id, serial = j.serial](const grid::UpdateResult& r) {
-                 Job* job = FindJob(id, serial);
-                 if (!job) return;
-                 if (!r.error.empty() || r.status == grid::kStatusLeftQueue) {
-                   return Feed(*job, GridInput{.event = GridEvent::kLeft});
-                 }
-                 Feed(*job, GridInput{.event = GridEvent::kSaved, .status = r.status});
-               });
+  agent_.Queue(
+      std::move(update), [this, id = j.id, serial = j.serial](const grid::UpdateResult& r) {
+        Job* job = FindJob(id, serial);
+        if (!job) return;
+        if (!r.error.empty() || r.status == grid::kStatusLeftQueue) {
+          return Feed(*job, GridInput{.event = GridEvent::kLeft});
+        }
+        Feed(*job, GridInput{.event = GridEvent::kSaved, .status = r.status, .moving = r.moving});
+      });
 }
 
 // --- jobs --------------------------------------------------------------------------------------
@@ -214,7 +216,7 @@ bool Engine::Run(Job& j, GridTask task, const GridState& before, const GridInput
       Request(j, Op::kCommit, "/commit");
       break;
     case GridTask::kCancel:
-      if (WishOf(j.state.status) == kWishMove) {
+      if (WishOf(j.state.status, j.state.moving) == kWishMove) {
         Request(j, Op::kCancel, "/move", true);  // only while it has not started there
       } else {
         Request(j, Op::kCancel, "/cancel");

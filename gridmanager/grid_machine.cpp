@@ -241,6 +241,7 @@ void TakePayload(GridState& s, const GridInput& in) {
     case E::kStatus:
     case E::kSaved:
       s.status = in.status;
+      s.moving = in.moving && in.status == kite::kIdle;
       break;
     case E::kQueueContact:
       s.contact = in.contact;
@@ -276,9 +277,9 @@ void DoTask(GridState& s, GridTask task) {
       std::string name(gram::JobStateName(s.news.state));
       if (name == s.reported) break;
       s.reported = name;
-      if (s.news.state == gram::JobState::kActive &&
-          (s.status == kite::kIdle || s.status == grid::kStatusMoving)) {
+      if (s.news.state == gram::JobState::kActive && s.status == kite::kIdle) {
         s.status = kite::kRunning;
+        s.moving = false;
       }
       break;
     }
@@ -292,6 +293,7 @@ void DoTask(GridState& s, GridTask task) {
       break;
     case T::kHold:
       s.status = kite::kHeld;
+      s.moving = false;
       break;
     default:
       break;
@@ -317,9 +319,9 @@ std::string_view TaskName(GridTask task) {
   return EnumName(task, kNames);
 }
 
-Wish WishOf(int status) {
+Wish WishOf(int status, bool moving) {
+  if (status == kite::kIdle && moving) return kWishMove;
   if (status == kite::kIdle || status == kite::kRunning) return kWishRun;
-  if (status == grid::kStatusMoving) return kWishMove;
   if (status == kite::kRemoved) return kWishRemove;
   return kWishHold;
 }
@@ -339,10 +341,10 @@ std::optional<GridStep> Apply(const GridState& state, const GridInput& in) {
   GridState s = state;
   TakePayload(s, in);
   GridEvent e = Judge(s, in.event);
-  const GridRule* rule = Find(s.phase, e, WishOf(s.status));
+  const GridRule* rule = Find(s.phase, e, WishOf(s.status, s.moving));
   if (!rule && (e == E::kNotFound || e == E::kConflict)) {
     e = E::kRefused;
-    rule = Find(s.phase, e, WishOf(s.status));
+    rule = Find(s.phase, e, WishOf(s.status, s.moving));
   }
   if (!rule) return std::nullopt;
   if (rule->to) s.phase = *rule->to;
@@ -369,13 +371,15 @@ std::vector<GridInput> RestoreInputs(const grid::StoredGridAttrs& stored) {
 }
 
 GridTask NextAction(const GridState& state) {
-  const GridRule* rule = Find(state.phase, Judge(state, E::kDrive), WishOf(state.status));
+  const GridRule* rule =
+      Find(state.phase, Judge(state, E::kDrive), WishOf(state.status, state.moving));
   return rule ? rule->task : T::kNone;
 }
 
 EndOutcome DecideEnd(const GridState& s, int max_resubmits) {
   if (s.status == kite::kRemoved) return EndOutcome::kRetire;
-  if (!s.final || (WishOf(s.status) & (kWishRun | kWishMove)) == 0) return EndOutcome::kNothing;
+  if (!s.final || (WishOf(s.status, s.moving) & (kWishRun | kWishMove)) == 0)
+    return EndOutcome::kNothing;
   if (s.final->state == gram::JobState::kDone) return EndOutcome::kExited;
   if (gram::IsRetryable(s.final->failure) && s.attempt <= max_resubmits) {
     return EndOutcome::kResubmit;

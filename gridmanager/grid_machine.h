@@ -111,13 +111,13 @@ enum Wish : unsigned {
   kWishHold = 2,    // Held or Completed
   kWishRemove = 4,  // Removed
   kWishStop = kWishHold | kWishRemove,
-  // Idle, and the broker moves it to another site (grid::kStatusMoving): cancelled at its site
+  // Idle, and the broker moves it to another site (GridState::moving): cancelled at its site
   // if it has not started there; otherwise as kWishRun (a rule for kWishMove comes first, else
   // the kWishRun one applies).
   kWishMove = 8,
   kWishAny = kWishRun | kWishStop | kWishMove,
 };
-Wish WishOf(int status);
+Wish WishOf(int status, bool moving = false);
 
 struct GridRule {
   std::optional<GridPhase> from;  // nullopt: any phase
@@ -133,6 +133,7 @@ std::span<const GridRule> GridTable();
 struct GridState {
   GridPhase phase = GridPhase::kIdle;
   int status = 1;                        // the agent's JobStatus (grid/codes.h) as last known
+  bool moving = false;                   // ... Idle, and the broker moves it (grid::PollJob)
   int attempt = 0;                       // GridAttempt
   std::string contact;                   // the site's contact for this attempt; empty: none
   gram::JobStatus news = NoNews();       // the newest status from the site (seq -1: none)
@@ -153,6 +154,7 @@ struct GridState {
 struct GridInput {
   GridEvent event = GridEvent::kDrive;
   int status = 0;         // kStatus, kSaved
+  bool moving = false;    // kStatus, kSaved: Idle, and the broker moves it
   gram::JobStatus site;   // site events that carry a status; kQueueFinal
   std::string contact;    // kQueueContact
   std::string reason;     // kRefused, kProxyRefused: the hold's reason

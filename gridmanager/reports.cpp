@@ -95,8 +95,7 @@ std::optional<grid::GridUpdate> ReportUpdate(const std::string& id, const GridSt
   if (after.reported == before.reported) return std::nullopt;
   grid::GridUpdate u{.id = id};
   Set(u, GridAttr::kJobStatus, after.reported);
-  if ((before.status == kite::kIdle || before.status == grid::kStatusMoving) &&
-      after.status == kite::kRunning) {
+  if (before.status == kite::kIdle && after.status == kite::kRunning) {
     u.action = GridAction::kRunning;
   }
   return u;

@@ -70,14 +70,22 @@ TEST(GridMessages, PollAndResultsRoundTrip) {
   auto p = ParsePollRequest(Obj(ToJson(preq)));
   ASSERT_TRUE(p);
   EXPECT_EQ(*p, preq);
-  PollResponse pres{
-      "epoch-1", 43, {{"1.0", kite::kIdle, "A = 1\n"}, {"2.0", kStatusLeftQueue, ""}}};
+  PollResponse pres{"epoch-1",
+                    43,
+                    {{"1.0", kite::kIdle, "A = 1\n"},
+                     {"2.0", kStatusLeftQueue, ""},
+                     {"3.0", kite::kIdle, "B = 2\n", true}}};
   std::string text = ToJson(pres);
   EXPECT_NE(text.find(R"({"id":"2.0","status":0})"), std::string::npos) << text;  // no ad
+  // Moving is a field of its own beside the Idle status, written only when true.
+  EXPECT_NE(text.find(R"({"id":"3.0","status":1,"moving":true,)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"({"id":"1.0","status":1,"ad")"), std::string::npos) << text;
   auto r = ParsePollResponse(Obj(text));
   ASSERT_TRUE(r) << r.error().ToString();
   EXPECT_EQ(*r, pres);
-  UpdateResponse ures{{{"1.0", kite::kRunning, ""}, {"", 0, "each update needs an id"}}};
+  UpdateResponse ures{{{"1.0", kite::kRunning, ""},
+                       {"", 0, "each update needs an id"},
+                       {"4.0", kite::kIdle, "", true}}};
   auto u = ParseUpdateResponse(Obj(ToJson(ures)));
   ASSERT_TRUE(u);
   EXPECT_EQ(*u, ures);
@@ -206,10 +214,19 @@ TEST(GridMessages, MalformedRequestsAndRepliesAreRefusedWhole) {
         R"({"epoch": "e", "generation": 1, "jobs": [{"id": "1.0", "status": 1}]})",
         R"({"epoch": "e", "generation": 1, "jobs": [{"id": "1.0", "status": 9,
                                "ad": ""}]})",
+        R"({"epoch": "e", "generation": 1, "jobs": [{"id": "1.0", "status": 100,
+                               "ad": ""}]})",
+        R"({"epoch": "e", "generation": 1, "jobs": [{"id": "1.0", "status": 2, "moving": true,
+                               "ad": ""}]})",
+        R"({"epoch": "e", "generation": 1, "jobs": [{"id": "1.0", "status": 1, "moving": 1,
+                               "ad": ""}]})",
         R"({"epoch": "e", "generation": 1, "jobs": [3]})"}) {
     EXPECT_FALSE(ParsePollResponse(Obj(text))) << text;
   }
-  for (const char* text : {R"({})", R"({"results": [1]})", R"({"results": [{"status": "1"}]})"}) {
+  for (const char* text :
+       {R"({})", R"({"results": [1]})", R"({"results": [{"status": "1"}]})",
+        R"({"results": [{"id": "1.0", "error": "", "status": 5, "moving": true}]})",
+        R"({"results": [{"id": "1.0", "error": "", "status": 1, "moving": "yes"}]})"}) {
     EXPECT_FALSE(ParseUpdateResponse(Obj(text))) << text;
   }
   EXPECT_FALSE(ParseJsonObject("[1]"));

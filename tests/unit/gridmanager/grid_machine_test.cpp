@@ -17,8 +17,15 @@ using P = GridPhase;
 using E = GridEvent;
 using T = GridTask;
 
-constexpr int kStatuses[] = {kite::kIdle,      kite::kRunning, kite::kRemoved,
-                             kite::kCompleted, kite::kHeld,    grid::kStatusMoving};
+// A job as the agent describes it: its JobStatus, and whether the broker moves it (Idle only).
+struct Agentside {
+  int status;
+  bool moving = false;
+  std::string Name() const { return std::to_string(status) + (moving ? " moving" : ""); }
+};
+const Agentside kStatuses[] = {{kite::kIdle},      {kite::kRunning}, {kite::kRemoved},
+                               {kite::kCompleted}, {kite::kHeld},    {kite::kIdle, true}};
+const Agentside kMoving{kite::kIdle, true};
 
 gram::JobStatus Site(gram::JobState state, int64_t seq) {
   gram::JobStatus s;
@@ -71,13 +78,12 @@ std::vector<P> AllPhases() {
 
 // The rule Apply uses for {phase, event, status}: the first that matches.
 // A job being moved (kWishMove) takes its own rules first, then those of a job that runs.
-const GridRule* RuleFor(P phase, E event, int status) {
+const GridRule* RuleFor(P phase, E event, Agentside a) {
+  Wish wish = WishOf(a.status, a.moving);
   for (const auto& r : GridTable()) {
-    if ((!r.from || *r.from == phase) && r.event == event && (r.wishes & WishOf(status))) {
-      return &r;
-    }
+    if ((!r.from || *r.from == phase) && r.event == event && (r.wishes & wish)) return &r;
   }
-  if (WishOf(status) == kWishMove) return RuleFor(phase, event, kite::kIdle);
+  if (wish == kWishMove) return RuleFor(phase, event, {kite::kIdle});
   return nullptr;
 }
 
@@ -86,16 +92,18 @@ TEST(GridMachine, EveryRuleIsWhatApplyDoes) {
     std::vector<P> phases = rule.from ? std::vector<P>{*rule.from} : AllPhases();
     int used = 0;
     for (P phase : phases) {
-      for (int status : kStatuses) {
-        if (RuleFor(phase, rule.event, status) != &rule) continue;  // another rule comes first
+      for (Agentside a : kStatuses) {
+        if (RuleFor(phase, rule.event, a) != &rule) continue;  // another rule comes first
         ++used;
-        GridState s{.phase = phase, .status = status};
+        GridState s{.phase = phase, .status = a.status, .moving = a.moving};
         GridInput in = InputFor(rule.event);
-        if (rule.event == E::kStatus || rule.event == E::kSaved) in.status = status;
+        if (rule.event == E::kStatus || rule.event == E::kSaved) {
+          in.status = a.status;
+          in.moving = a.moving;
+        }
         auto step = Apply(s, in);
         std::string what = std::string(PhaseName(phase)) + " + " +
-                           std::string(EventName(rule.event)) + " (status " +
-                           std::to_string(status) + ")";
+                           std::string(EventName(rule.event)) + " (status " + a.Name() + ")";
         ASSERT_TRUE(step) << what;
         EXPECT_EQ(step->state.phase, rule.to.value_or(phase)) << what;
         EXPECT_EQ(step->task, rule.task) << what;
@@ -143,9 +151,10 @@ const std::set<P> kSavingPhases = {P::kSavingContact, P::kSavingFinal, P::kRepor
 TEST(GridMachine, EveryAnswerEndsTheRequestUnderWay) {
   for (const auto& [phase, answers] : kRequestPhases) {
     for (E e : answers) {
-      for (int status : kStatuses) {
-        auto step = Apply(GridState{.phase = phase, .status = status}, InputFor(e));
-        ASSERT_TRUE(step) << PhaseName(phase) << " + " << EventName(e) << " " << status;
+      for (Agentside a : kStatuses) {
+        auto step =
+            Apply(GridState{.phase = phase, .status = a.status, .moving = a.moving}, InputFor(e));
+        ASSERT_TRUE(step) << PhaseName(phase) << " + " << EventName(e) << " " << a.Name();
         EXPECT_NE(step->state.phase, phase) << PhaseName(phase) << " + " << EventName(e);
       }
     }
@@ -155,11 +164,11 @@ TEST(GridMachine, EveryAnswerEndsTheRequestUnderWay) {
 
 TEST(GridMachine, WritesAheadWaitForTheQueueAndNothingElse) {
   for (P phase : kSavingPhases) {
-    for (int status : kStatuses) {
-      GridState s{.phase = phase, .status = status};
+    for (Agentside a : kStatuses) {
+      GridState s{.phase = phase, .status = a.status, .moving = a.moving};
       EXPECT_EQ(NextAction(s), T::kNone) << PhaseName(phase);
       EXPECT_FALSE(Apply(s, InputFor(E::kDrive))) << PhaseName(phase);
-      auto saved = Apply(s, GridInput{.event = E::kSaved, .status = status});
+      auto saved = Apply(s, GridInput{.event = E::kSaved, .status = a.status, .moving = a.moving});
       ASSERT_TRUE(saved) << PhaseName(phase);
       EXPECT_NE(saved->state.phase, phase);
       auto left = Apply(s, GridInput{.event = E::kLeft});
@@ -230,13 +239,14 @@ TEST(GridMachine, ATypeWithoutACommitStepGoesFromTheStoredContactToCommitted) {
   EXPECT_EQ(step->state.phase, P::kCommitted);
   EXPECT_EQ(step->task, T::kReport);
   // Held or removed before that drive: cancelled at the site, as a job of any type.
-  for (int status : {int{kite::kHeld}, int{kite::kRemoved}, grid::kStatusMoving}) {
+  for (Agentside a : {Agentside{kite::kHeld}, Agentside{kite::kRemoved}, kMoving}) {
     GridState stop = s;
-    stop.status = status;
+    stop.status = a.status;
+    stop.moving = a.moving;
     auto c = Apply(stop, InputFor(E::kDrive));
-    ASSERT_TRUE(c) << status;
-    EXPECT_EQ(c->state.phase, P::kCancelling) << status;
-    EXPECT_EQ(c->task, T::kCancel) << status;
+    ASSERT_TRUE(c) << a.Name();
+    EXPECT_EQ(c->state.phase, P::kCancelling) << a.Name();
+    EXPECT_EQ(c->task, T::kCancel) << a.Name();
   }
   // A type with one still waits for its commit.
   s.commits = true;
@@ -320,13 +330,12 @@ TEST(GridMachine, RemovedOrHeldJobsAtASiteAreCancelled) {
   EXPECT_EQ(NextAction(GridState{.status = kite::kHeld}), T::kForget);
 }
 
-// The broker moves a queued job (grid::kStatusMoving): cancelled at its site while it has not
+// The broker moves a queued job (idle and moving): cancelled at its site while it has not
 // started, then the attempt is cleared with no outcome; a site that says it has started keeps it,
 // and an end it reports is taken as for any running job.
 TEST(GridMachine, AMovedJobIsCancelledOnlyBeforeItStarts) {
-  const int moving = grid::kStatusMoving;
   for (P phase : {P::kSubmitted, P::kCommitted}) {
-    GridState s{.phase = phase, .status = moving, .contact = "c"};
+    GridState s{.phase = phase, .status = kite::kIdle, .moving = true, .contact = "c"};
     EXPECT_EQ(NextAction(s), T::kCancel) << PhaseName(phase);
     s = Walk(s, {{InputFor(E::kDrive), T::kCancel},
                  {SiteNews(Site(gram::JobState::kFailed, 9), true), T::kNone}});
@@ -335,9 +344,10 @@ TEST(GridMachine, AMovedJobIsCancelledOnlyBeforeItStarts) {
     EXPECT_EQ(DecideEnd(s, 3), EndOutcome::kNothing);
   }
   // Not at a site yet: let go at once.
-  EXPECT_EQ(NextAction(GridState{.status = moving}), T::kClear);
+  EXPECT_EQ(NextAction(GridState{.status = kite::kIdle, .moving = true}), T::kClear);
+  EXPECT_EQ(NextAction(GridState{.status = kite::kIdle}), T::kSubmit) << "not moving: submitted";
   // The site refuses the cancel: it started there. The job waits for news.
-  GridState s{.phase = P::kCancelling, .status = moving, .contact = "c"};
+  GridState s{.phase = P::kCancelling, .status = kite::kIdle, .moving = true, .contact = "c"};
   auto step = Apply(s, GridInput{.event = E::kConflict});
   ASSERT_TRUE(step);
   EXPECT_EQ(step->state.phase, P::kCommitted);
@@ -348,10 +358,11 @@ TEST(GridMachine, AMovedJobIsCancelledOnlyBeforeItStarts) {
   ASSERT_TRUE(step);
   EXPECT_EQ(step->task, T::kReport);
   EXPECT_EQ(step->state.status, kite::kRunning);
+  EXPECT_FALSE(step->state.moving) << "a running job is not moved";
   step = Apply(s, SiteNews(Site(gram::JobState::kDone, 11), false));
   ASSERT_TRUE(step);
   EXPECT_EQ(step->state.phase, P::kSavingFinal);
-  step = Apply(step->state, GridInput{.event = E::kSaved, .status = moving});
+  step = Apply(step->state, GridInput{.event = E::kSaved, .status = kite::kIdle, .moving = true});
   ASSERT_TRUE(step);
   step = Apply(step->state, InputFor(E::kDrive));
   ASSERT_TRUE(step);
