@@ -87,7 +87,10 @@ Status Agent::Start() {
   queue_ =
       std::make_unique<JobQueue>(store_.get(), WallNow, static_cast<size_t>(options_.history_max));
   auto retire = [this](Job& j) { Finish(j); };
-  local_ = std::make_unique<LocalJobs>(io_, *queue_, options_,
+  local_ = std::make_unique<LocalJobs>(io_, *queue_,
+                                       LocalJobs::Options{.spool = options_.spool_path(),
+                                                          .max_jobs = options_.max_local_jobs,
+                                                          .kill_grace = options_.kill_grace},
                                        LocalJobs::Hooks{[this] { CommitSoon(); }, retire});
   grid_ = std::make_unique<GridHub>(
       io_, *queue_, GridHub::Hooks{retire, [this](Job& j) { broker_->FinishMove(j); }});
@@ -98,8 +101,8 @@ Status Agent::Start() {
   auto authority = PoolAuthority::Open(options_.home + "/pool", WallNow);
   if (!authority) return Fail(authority.error().Wrap("the pool's credentials"));
   pool_authority_ = std::move(*authority);
-  pool_ = std::make_unique<Pool>(io_, *queue_, options_, *pool_authority_,
-                                 Pool::Hooks{[this] { CommitSoon(); }, retire});
+  pool_ = std::make_unique<Pool>(io_, *queue_, options_.pool, options_.spool_path(),
+                                 *pool_authority_, Pool::Hooks{[this] { CommitSoon(); }, retire});
   supervisor_ = std::make_unique<GridManagerSupervisor>(io_, options_, [this] {
     auto proxies = grid_->ProxiesNeedingManager();
     // A proxy the credential monitor found unusable holds its jobs; no gridmanager would start.
@@ -117,7 +120,7 @@ Status Agent::Start() {
                      for (const auto& e : errors) spdlog::warn("flood: {}", e);
                    }});
   waiters_ = std::make_unique<Waiters>(io_, *queue_, *store_);
-  dags_ = std::make_unique<Dags>(io_, *queue_, options_,
+  dags_ = std::make_unique<Dags>(io_, *queue_,
                                  Dags::Hooks{[this] { CommitSoon(); }, retire,
                                              [this](Job& j, const std::string& reason) {
                                                std::vector<std::string> errors;
@@ -151,10 +154,13 @@ Status Agent::Start() {
     }
   });
   if (auto st = pool_->Listen(options_.pool_socket_path()); !st) return st;
-  pool_tls_ = std::make_unique<PoolTlsListener>(io_, options_, *pool_);
+  pool_tls_ = std::make_unique<PoolTlsListener>(
+      io_, options_.pool,
+      PoolTlsListener::Paths{options_.pool_address_path(), options_.pool_port_path()}, *pool_);
   pool_tls_->Start();
   local_startd_ = std::make_unique<LocalStartd>(
-      io_, options_, *pool_authority_, [this](const std::string& name) { pool_->StartdDied(name); },
+      io_, options_.pool, options_.home, options_.pool_socket_path(), *pool_authority_,
+      [this](const std::string& name) { pool_->StartdDied(name); },
       [this](const std::string& name) { return pool_->HasRunsOn(name); });
   local_startd_->Start();
   ArmTimer(periodic_timer_, options_.periodic_interval, &Agent::PeriodicPolicy);

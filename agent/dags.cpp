@@ -195,8 +195,8 @@ std::string Dags::BatchName(const Run& run) const {
   return name ? *name : BaseName(run.file) + "+" + std::to_string(run.id);
 }
 
-Dags::Dags(boost::asio::io_context& io, JobQueue& queue, const AgentOptions& options, Hooks hooks)
-    : io_(io), queue_(queue), options_(options), hooks_(std::move(hooks)) {}
+Dags::Dags(boost::asio::io_context& io, JobQueue& queue, Hooks hooks)
+    : io_(io), queue_(queue), hooks_(std::move(hooks)) {}
 
 Dags::~Dags() = default;
 

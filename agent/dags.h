@@ -25,7 +25,6 @@
 #include <string>
 #include <vector>
 
-#include "agent/config.h"
 #include "agent/queue.h"
 #include "common/error.h"
 
@@ -86,7 +85,7 @@ class Dags {
     std::function<void(Job&)> retire;                             // take a finished job out
     std::function<void(Job&, const std::string& reason)> remove;  // condor_rm a node's job
   };
-  Dags(boost::asio::io_context& io, JobQueue& queue, const AgentOptions& options, Hooks hooks);
+  Dags(boost::asio::io_context& io, JobQueue& queue, Hooks hooks);
   ~Dags();
 
   // `kite dag submit`: parses the DAG file (and its rescue DAG), refuses it with the file and line
@@ -145,7 +144,6 @@ class Dags {
 
   boost::asio::io_context& io_;
   JobQueue& queue_;
-  const AgentOptions& options_;
   Hooks hooks_;
   std::map<int, std::unique_ptr<Run>> runs_;         // by the DAG job's cluster
   std::map<pid_t, std::pair<int, size_t>> scripts_;  // pid -> (DAG, node)

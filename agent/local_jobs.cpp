@@ -47,13 +47,12 @@ constexpr size_t kMaxEarly = 4096;
 
 }  // namespace
 
-LocalJobs::LocalJobs(boost::asio::io_context& io, JobQueue& queue, const AgentOptions& options,
-                     Hooks hooks)
+LocalJobs::LocalJobs(boost::asio::io_context& io, JobQueue& queue, Options options, Hooks hooks)
     : io_(io),
       queue_(queue),
-      options_(options),
+      options_(std::move(options)),
       hooks_(std::move(hooks)),
-      runner_(io, options.spool_path(), ProgramPath("kite-exec")),
+      runner_(io, options_.spool, ProgramPath("kite-exec")),
       base_env_(BaseEnvironment()),
       adopt_timer_(io),
       kill_timer_(io),
@@ -95,7 +94,7 @@ void LocalJobs::Schedule() {
 // wrapper is spawned.
 void LocalJobs::StartSlice() {
   std::vector<JobKey> starting;
-  int limit = options_.max_local_jobs;
+  int limit = options_.max_jobs;
   double now = queue_.Now(), wake = 0;
   for (auto it = runnable_.begin(); it != runnable_.end() && starting.size() < kSlice;) {
     if (limit > 0 && running_ + static_cast<int>(starting.size()) >= limit) break;

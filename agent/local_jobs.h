@@ -21,7 +21,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "agent/config.h"
 #include "agent/local_runner.h"
 #include "agent/queue.h"
 
@@ -40,7 +39,12 @@ class LocalJobs {
     std::function<void(Job&)> retire;   // a job is Completed or Removed: it leaves the queue
   };
 
-  LocalJobs(boost::asio::io_context& io, JobQueue& queue, const AgentOptions& options, Hooks hooks);
+  struct Options {
+    std::string spool;       // the agent's spool folder (each job's files under it)
+    int max_jobs = 200;      // [agent] max_local_jobs: running at once; 0: no limit
+    double kill_grace = 10;  // [agent] kill_grace: seconds from SIGTERM to SIGKILL
+  };
+  LocalJobs(boost::asio::io_context& io, JobQueue& queue, Options options, Hooks hooks);
   ~LocalJobs();
 
   // The queue's status hook, for local-universe jobs: idle ones become runnable.
@@ -83,7 +87,7 @@ class LocalJobs {
 
   boost::asio::io_context& io_;
   JobQueue& queue_;
-  const AgentOptions& options_;
+  const Options options_;
   Hooks hooks_;
   LocalRunner runner_;
   std::vector<std::string> base_env_;

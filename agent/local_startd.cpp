@@ -52,11 +52,14 @@ bool StartdRunsIn(const std::string& work) {
 
 }  // namespace
 
-LocalStartd::LocalStartd(boost::asio::io_context& io, const AgentOptions& options,
-                         PoolAuthority& authority, std::function<void(const std::string&)> died,
+LocalStartd::LocalStartd(boost::asio::io_context& io, const PoolSettings& settings,
+                         std::string home, std::string pool_socket, PoolAuthority& authority,
+                         std::function<void(const std::string&)> died,
                          std::function<bool(const std::string&)> busy)
     : io_(io),
-      options_(options),
+      settings_(settings),
+      home_(std::move(home)),
+      pool_socket_(std::move(pool_socket)),
       authority_(authority),
       died_(std::move(died)),
       busy_(std::move(busy)),
@@ -69,12 +72,12 @@ int LocalSlotCount(const PoolSettings& pool) {
 }
 
 void LocalStartd::Start() {
-  if (LocalSlotCount(options_.pool) == 0) return;
+  if (LocalSlotCount(settings_) == 0) return;
   // A fresh credential for each agent: good on the local door only, for this many slots.
   auto issued = authority_.IssueToFile(
       pool::CredentialClaims{.kind = pool::CredentialKind::kLocal,
                              .name = name_,
-                             .slots = LocalSlotCount(options_.pool),
+                             .slots = LocalSlotCount(settings_),
                              .expires = static_cast<int64_t>(authority_.Now() + 365 * 86400.0)},
       authority_.local_credential_path());
   if (!issued) {
@@ -99,7 +102,7 @@ void LocalStartd::Stop() {
     return;
   }
   // One from before (adopted).
-  SignalFromBefore(options_.home + "/execute");
+  SignalFromBefore(home_ + "/execute");
 }
 
 void LocalStartd::SignalFromBefore(const std::string& work) {
@@ -112,13 +115,13 @@ void LocalStartd::SignalFromBefore(const std::string& work) {
 
 glidein::StartdOptions LocalStartd::Settings() const {
   glidein::StartdOptions startd;
-  startd.agent = "unix:" + options_.pool_socket_path();
+  startd.agent = "unix:" + pool_socket_;
   startd.name = name_;
-  startd.slots = LocalSlotCount(options_.pool);
-  startd.work = options_.home + "/execute";
-  startd.start = options_.pool.local_start;
-  startd.policy = options_.pool.local_policy;
-  startd.log_file = options_.home + "/startd.log";
+  startd.slots = LocalSlotCount(settings_);
+  startd.work = home_ + "/execute";
+  startd.start = settings_.local_start;
+  startd.policy = settings_.local_policy;
+  startd.log_file = home_ + "/startd.log";
   startd.credential = authority_.local_credential_path();
   // It outlives the agent (`kite agent stop`, a crash) and dials the next one; when no agent comes
   // back within the default job lease it leaves, rather than dial a socket no one serves for ever.
@@ -156,7 +159,7 @@ void LocalStartd::After(double seconds) {
 }
 
 void LocalStartd::Spawn() {
-  std::string work = options_.home + "/execute";
+  std::string work = home_ + "/execute";
   // Not our child: look again later, and start one when it is gone.
   if (StartdRunsIn(work)) return Adopt(work);
   if (adopted_) {
@@ -175,7 +178,7 @@ void LocalStartd::Spawn() {
   o.argv = std::move(args);
   o.argv.insert(o.argv.begin(), o.program);
   o.env = CurrentEnvironment();
-  o.stdout_path = o.stderr_path = options_.home + "/startd.log";
+  o.stdout_path = o.stderr_path = home_ + "/startd.log";
   auto pid = kite::Spawn(o);
   started_ = SteadyNow();
   if (!pid) {
@@ -184,8 +187,7 @@ void LocalStartd::Spawn() {
     return After(backoff_);
   }
   pid_ = *pid;
-  spdlog::info("agent: local startd {} started with {} slot(s)", pid_,
-               LocalSlotCount(options_.pool));
+  spdlog::info("agent: local startd {} started with {} slot(s)", pid_, LocalSlotCount(settings_));
 }
 
 bool LocalStartd::Reaped(pid_t pid, int status) {

@@ -10,8 +10,8 @@
 #include <functional>
 #include <string>
 
-#include "agent/config.h"
 #include "agent/pool_authority.h"
+#include "agent/pool_settings.h"
 #include "glidein/options.h"
 
 namespace kite::agent {
@@ -30,7 +30,9 @@ class LocalStartd {
   // dials this agent).
   // `busy` says whether the agent knows of runs on its slots (a startd from before that runs with
   // other [pool] settings is replaced only when it has none).
-  LocalStartd(boost::asio::io_context& io, const AgentOptions& options, PoolAuthority& authority,
+  // `home`: $KITE_HOME (its execute/ folder and startd.log); `pool_socket`: the agent's unix door.
+  LocalStartd(boost::asio::io_context& io, const PoolSettings& settings, std::string home,
+              std::string pool_socket, PoolAuthority& authority,
               std::function<void(const std::string&)> died,
               std::function<bool(const std::string&)> busy);
   // Starts it (when local_slots is not 0).
@@ -59,7 +61,8 @@ class LocalStartd {
   static void SignalFromBefore(const std::string& work);
 
   boost::asio::io_context& io_;
-  const AgentOptions& options_;
+  const PoolSettings& settings_;
+  const std::string home_, pool_socket_;
   PoolAuthority& authority_;
   std::function<void(const std::string&)> died_;
   std::function<bool(const std::string&)> busy_;

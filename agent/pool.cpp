@@ -175,11 +175,12 @@ struct Pool::Run {
   }
 };
 
-Pool::Pool(boost::asio::io_context& io, JobQueue& queue, const AgentOptions& options,
-           PoolAuthority& authority, Hooks hooks)
+Pool::Pool(boost::asio::io_context& io, JobQueue& queue, const PoolSettings& settings,
+           std::string spool, PoolAuthority& authority, Hooks hooks)
     : io_(io),
       queue_(queue),
-      options_(options),
+      settings_(settings),
+      spool_(std::move(spool)),
       authority_(authority),
       hooks_(std::move(hooks)),
       acceptor_(io),
@@ -671,7 +672,7 @@ void Pool::OnOutput(const std::shared_ptr<Startd>& sd, const Message& m, const s
 // crash or a cut connection at any point leaves the last committed checkpoint whole.
 
 std::string Pool::CheckpointDir(JobKey key) const {
-  return options_.spool_path() + "/checkpoints/" + JobIdString(key);
+  return spool_ + "/checkpoints/" + JobIdString(key);
 }
 
 const CheckpointPolicy& Pool::PolicyOf(Run& run, const Job& j) {
@@ -1478,7 +1479,7 @@ std::string Pool::RestoreCheckpoint(Run& run, Job& j, PoolDoor door,
 }
 
 bool Pool::LocalRestoreAllowed(const Job& j) const {
-  return options_.pool.local_restore_site_checkpoints ||
+  return settings_.local_restore_site_checkpoints ||
          !j.ad.EvaluateBool("TransparentCheckpoint").value_or(false) ||
          j.ad.EvaluateInt("NumCheckpoints").value_or(0) <= 0 ||
          !j.ad.EvaluateBool("CheckpointFromSite").value_or(false);

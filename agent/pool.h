@@ -24,9 +24,9 @@
 #include <string>
 #include <vector>
 
-#include "agent/config.h"
 #include "agent/negotiator.h"
 #include "agent/pool_authority.h"
+#include "agent/pool_settings.h"
 #include "agent/queue.h"
 #include "common/accept_loop.h"
 #include "pool/protocol.h"
@@ -51,8 +51,9 @@ class Pool {
     std::function<void(Job&)> retire;   // a job is Completed or Removed: it leaves the queue
   };
   // `authority` decides which startds are let in (docs/pool.md, "Trust"); it outlives the pool.
-  Pool(boost::asio::io_context& io, JobQueue& queue, const AgentOptions& options,
-       PoolAuthority& authority, Hooks hooks);
+  // `spool`: the agent's spool folder (checkpoints are kept under it).
+  Pool(boost::asio::io_context& io, JobQueue& queue, const PoolSettings& settings,
+       std::string spool, PoolAuthority& authority, Hooks hooks);
   ~Pool();
 
   // Listens for startds on the Unix socket `path` (this user's own).
@@ -182,7 +183,8 @@ class Pool {
 
   boost::asio::io_context& io_;
   JobQueue& queue_;
-  const AgentOptions& options_;
+  const PoolSettings& settings_;
+  const std::string spool_;
   PoolAuthority& authority_;
   Hooks hooks_;
   boost::asio::local::stream_protocol::acceptor acceptor_;

@@ -13,7 +13,6 @@
 #include <boost/asio/write.hpp>
 #include <list>
 
-#include "agent/config.h"
 #include "agent/pool.h"
 #include "agent/rest_server.h"
 #include "common/accept_loop.h"
@@ -85,9 +84,11 @@ std::string PoolPeerRefusal(const std::string& peer, const std::string& own,
 }
 
 struct PoolTlsListener::State {
-  State(asio::io_context& io, const AgentOptions& o, Pool& p) : options(o), pool(p), acceptor(io) {}
+  State(asio::io_context& io, const PoolSettings& s, PoolTlsListener::Paths p, Pool& pl)
+      : settings(s), paths(std::move(p)), pool(pl), acceptor(io) {}
 
-  const AgentOptions& options;
+  const PoolSettings& settings;
+  PoolTlsListener::Paths paths;
   Pool& pool;
   std::chrono::milliseconds recheck{};
   Limits limits;
@@ -140,8 +141,7 @@ class PoolTlsListener::Handshake : public std::enable_shared_from_this<Handshake
     if (ec) return Refused(HandshakeFailure(ec, stream_.native_handle()));
     auto id = credentials::PeerIdentity(stream_.native_handle());
     if (!id) return Refused(id.error().message());
-    std::string why =
-        PoolPeerRefusal(id->subject, state_->own, state_->options.pool.allow_identities);
+    std::string why = PoolPeerRefusal(id->subject, state_->own, state_->settings.allow_identities);
     // A limited proxy may not have work started in its name (RFC 3820, as gatekeepers hold it).
     if (why.empty() && id->limited) why = "it presented a limited proxy of " + id->subject;
     if (!why.empty()) return Refuse(why);
@@ -196,12 +196,12 @@ class PoolTlsListener::Handshake : public std::enable_shared_from_this<Handshake
   std::array<char, 4096> drain_{};
 };
 
-PoolTlsListener::PoolTlsListener(asio::io_context& io, const AgentOptions& options, Pool& pool,
-                                 std::chrono::milliseconds recheck, Limits limits)
-    : state_(std::make_shared<State>(io, options, pool)) {
+PoolTlsListener::PoolTlsListener(asio::io_context& io, const PoolSettings& settings, Paths paths,
+                                 Pool& pool, std::chrono::milliseconds recheck, Limits limits)
+    : state_(std::make_shared<State>(io, settings, std::move(paths), pool)) {
   state_->recheck = recheck;
   state_->limits = limits;
-  state_->proxy_path = options.pool.proxy.empty() ? DefaultProxyPath() : options.pool.proxy;
+  state_->proxy_path = settings.proxy.empty() ? DefaultProxyPath() : settings.proxy;
   state_->recheck_timer = std::make_unique<asio::steady_timer>(io);
 }
 
@@ -215,7 +215,7 @@ bool PoolTlsListener::listening() const {
 
 PoolTlsListener::View PoolTlsListener::Describe() const {
   const State& s = *state_;
-  View v{.configured = !s.options.pool.listen.empty(), .listening = listening()};
+  View v{.configured = !s.settings.listen.empty(), .listening = listening()};
   if (v.listening) v.address = s.address;
   if (!v.configured) {
     v.problem = "[pool] listen is \"\" in config.toml: this agent takes no glide-ins";
@@ -227,14 +227,14 @@ PoolTlsListener::View PoolTlsListener::Describe() const {
 
 void PoolTlsListener::Recheck() {
   State& s = *state_;
-  if (s.stopped || s.options.pool.listen.empty()) return;
+  if (s.stopped || s.settings.listen.empty()) return;
   s.recheck_timer->cancel();
   Check();
 }
 
 void PoolTlsListener::Start() {
-  ::unlink(state_->options.pool_address_path().c_str());
-  if (state_->options.pool.listen.empty()) {
+  ::unlink(state_->paths.address.c_str());
+  if (state_->settings.listen.empty()) {
     spdlog::info("agent: pool: no TLS listener for glide-ins ([pool] listen is \"\")");
     return;
   }
@@ -250,7 +250,7 @@ void PoolTlsListener::Stop() {
   boost::system::error_code ec;
   if (s.acceptor.is_open()) {
     s.acceptor.close(ec);
-    ::unlink(s.options.pool_address_path().c_str());
+    ::unlink(s.paths.address.c_str());
   }
   for (auto& w : s.handshakes)
     if (auto h = w.lock()) h->Cancel();
@@ -364,11 +364,11 @@ boost::system::error_code PoolTlsListener::Bind(const boost::asio::ip::tcp::endp
 
 Status PoolTlsListener::Listen() {
   State& s = *state_;
-  auto ep = ParsePoolListen(s.options.pool.listen, s.options.pool.allow_remote);
+  auto ep = ParsePoolListen(s.settings.listen, s.settings.allow_remote);
   if (!ep) return Fail(ep.error());
   boost::system::error_code ec;
   // Port 0: the port of the last run first, where glide-ins started then are dialling.
-  if (unsigned short last = RememberedPort(s.options.pool_port_path()); ep->port() == 0 && last) {
+  if (unsigned short last = RememberedPort(s.paths.port); ep->port() == 0 && last) {
     ec = Bind(boost::asio::ip::tcp::endpoint(ep->address(), last));
     if (ec) {
       spdlog::warn(
@@ -378,15 +378,15 @@ Status PoolTlsListener::Listen() {
     }
   }
   if (!s.acceptor.is_open()) ec = Bind(*ep);
-  if (ec) return Fail(ErrorCode::kIo, "listen on " + s.options.pool.listen + ": " + ec.message());
+  if (ec) return Fail(ErrorCode::kIo, "listen on " + s.settings.listen + ": " + ec.message());
   std::string bound = Address(s.acceptor.local_endpoint());
   s.address = bound;
-  if (auto st = WriteFileAtomic(s.options.pool_port_path(),
+  if (auto st = WriteFileAtomic(s.paths.port,
                                 std::to_string(s.acceptor.local_endpoint().port()) + "\n", 0600);
       !st) {
     spdlog::warn("agent: pool: cannot remember the port: {}", st.error().ToString());
   }
-  if (auto st = WriteFileAtomic(s.options.pool_address_path(), bound + "\n", 0600); !st) {
+  if (auto st = WriteFileAtomic(s.paths.address, bound + "\n", 0600); !st) {
     s.acceptor.close(ec);
     return st;
   }

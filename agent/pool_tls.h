@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "agent/listen_address.h"
+#include "agent/pool_settings.h"
 #include "common/error.h"
 
 namespace kite {
@@ -30,7 +31,6 @@ class AcceptLoop;
 namespace kite::agent {
 
 class Pool;
-struct AgentOptions;
 
 // Who may offer slots: "" when `peer` (an Identity subject) is the agent's own identity or one of
 // `allowed`, otherwise why not.
@@ -45,8 +45,13 @@ struct PoolTlsLimits {
 class PoolTlsListener {
  public:
   using Limits = PoolTlsLimits;
-  PoolTlsListener(boost::asio::io_context& io, const AgentOptions& options, Pool& pool,
-                  std::chrono::milliseconds recheck = std::chrono::seconds(30), Limits limits = {});
+  // Where the bound address goes ($KITE_HOME/pool.address, and its port alone in pool.port).
+  struct Paths {
+    std::string address, port;
+  };
+  PoolTlsListener(boost::asio::io_context& io, const PoolSettings& settings, Paths paths,
+                  Pool& pool, std::chrono::milliseconds recheck = std::chrono::seconds(30),
+                  Limits limits = {});
   ~PoolTlsListener();
 
   // Listens when [pool] listen is set and the proxy is usable; otherwise logs why once and
