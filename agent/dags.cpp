@@ -969,6 +969,8 @@ void Dags::ScriptEnded(Run& run, size_t i, bool pre, int code) {
   const auto& node = run.dag.nodes[i];
   Log(run, std::string(pre ? "PRE" : "POST") + " script of node " + node.name + " ended with " +
                std::to_string(code));
+  // Judged here as Step will judge it, because the jobstate log's lines and the node's note must
+  // come before whatever the step starts (the job's SUBMIT, the POST script).
   dag::NodeInput in{.event = NodeEvent::kScriptEnded, .code = code};
   NodeEvent judged = dag::Judge(n.mark, dag::FactsOf(node, run.always_run_post, run.aborted), in);
   if (judged != NodeEvent::kDeferred) {

@@ -39,10 +39,11 @@ class LocalJobs {
     std::function<void(Job&)> retire;   // a job is Completed or Removed: it leaves the queue
   };
 
+  // From AgentOptions (their defaults are config.toml's, there).
   struct Options {
-    std::string spool;       // the agent's spool folder (each job's files under it)
-    int max_jobs = 200;      // [agent] max_local_jobs: running at once; 0: no limit
-    double kill_grace = 10;  // [agent] kill_grace: seconds from SIGTERM to SIGKILL
+    std::string spool;      // the agent's spool folder (each job's files under it)
+    int max_jobs = 0;       // [agent] max_local_jobs: running at once; 0: no limit
+    double kill_grace = 0;  // [agent] kill_grace: seconds from SIGTERM to SIGKILL
   };
   LocalJobs(boost::asio::io_context& io, JobQueue& queue, Options options, Hooks hooks);
   ~LocalJobs();

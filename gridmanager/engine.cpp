@@ -158,7 +158,7 @@ Result<Engine::Job*> Engine::Admit(const grid::PollJob& pj) {
   j.delegation_epoch = site->delegation_epoch();
   auto attrs = grid::ReadGridAttrs(j.ad);
   j.state.status = pj.status;
-  j.state.moving = pj.moving && pj.status == kite::kIdle;
+  j.state.moving = pj.moving;
   j.state.commits = grid::FindGridType(j.plan.resource.type)->caps.two_phase_commit;
   j.state.attempt = attrs.attempt;
   j.state.reported = attrs.job_status;

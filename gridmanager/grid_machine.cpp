@@ -241,7 +241,7 @@ void TakePayload(GridState& s, const GridInput& in) {
     case E::kStatus:
     case E::kSaved:
       s.status = in.status;
-      s.moving = in.moving && in.status == kite::kIdle;
+      s.moving = in.moving;
       break;
     case E::kQueueContact:
       s.contact = in.contact;
