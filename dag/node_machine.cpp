@@ -110,13 +110,13 @@ std::string_view RecordStateName(NodeState state) {
   return "retry";
 }
 
-Result<int> IntField(const json::object& o, std::string_view key, bool non_negative) {
+// Negative attempts or clusters are refused by Checked, for both forms.
+Result<int> IntField(const json::object& o, std::string_view key) {
   const json::value* v = o.if_contains(key);
   if (!v || !v->is_int64())
     return Fail(ErrorCode::kInvalidInput, "\"" + std::string(key) + "\" is not an integer");
   int64_t n = v->as_int64();
-  if (n > std::numeric_limits<int>::max() || n < std::numeric_limits<int>::min() ||
-      (non_negative && n < 0))
+  if (n > std::numeric_limits<int>::max() || n < std::numeric_limits<int>::min())
     return Fail(ErrorCode::kInvalidInput, "\"" + std::string(key) + "\" is out of range");
   return static_cast<int>(n);
 }
@@ -129,6 +129,8 @@ Result<NodeRecord> Checked(NodeRecord r) {
 
 // The text form of queues written before the JSON one: "state attempts cluster code".
 Result<NodeRecord> ParseOldRecord(std::string_view text) {
+  // Split by hand rather than with kite::Split, which trims each piece: a record with stray
+  // whitespace is refused, as the form was written (single spaces, nothing else).
   std::vector<std::string_view> words;
   size_t i = 0;
   while (i < text.size()) {
@@ -246,11 +248,11 @@ Result<NodeRecord> ParseNodeRecord(std::string_view text) {
   if (!s) return Fail(ErrorCode::kInvalidInput, "a node record's \"state\" is unknown");
   NodeRecord r;
   r.state = *s;
-  auto attempts = IntField(o, "attempts", true);
+  auto attempts = IntField(o, "attempts");
   if (!attempts) return Fail(attempts.error());
-  auto cluster = IntField(o, "cluster", true);
+  auto cluster = IntField(o, "cluster");
   if (!cluster) return Fail(cluster.error());
-  auto code = IntField(o, "code", false);
+  auto code = IntField(o, "code");
   if (!code) return Fail(code.error());
   r.attempts = *attempts;
   r.cluster = *cluster;
