@@ -8,9 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <array>
 #include <boost/asio/post.hpp>
-#include <boost/asio/write.hpp>
 #include <deque>
 #include <filesystem>
 
@@ -24,6 +22,7 @@
 #include "common/files.h"
 #include "common/strings.h"
 #include "common/unix_socket_path.h"
+#include "pool/link.h"
 #include "rsc/roots.h"
 #include "rsc/shadow_io.h"
 
@@ -114,22 +113,16 @@ Result<std::vector<InputFile>> InputsOf(const Job& j, classad::ClassAd* ad);
 }  // namespace
 
 struct Pool::Startd {
-  Startd(std::unique_ptr<pool::ByteStream> s, PoolPeer p, boost::asio::io_context& io)
-      : stream(std::move(s)), peer(std::move(p)), hello_timer(io) {}
-  std::unique_ptr<pool::ByteStream> stream;
+  Startd(PoolPeer p, boost::asio::io_context& io) : peer(std::move(p)), hello_timer(io) {}
+  std::shared_ptr<pool::Link> link;                  // its connection, as frames
   PoolPeer peer;                                     // who is at the other end, through which door
   std::optional<pool::CredentialClaims> credential;  // what let it in (set at its hello)
   uint64_t refused = 0;                              // its messages about runs it does not hold
   bool expelled = false;                  // refused after its hello: nothing more it says counts
   boost::asio::steady_timer hello_timer;  // its hello must come within kHelloTimeout; then,
                                           // its silence must not last `silence_limit`
-  double heard_at = 0;                    // steady clock: its last bytes
   double silence_limit = kSilenceDefault;
-  pool::FrameReader reader;
-  std::array<char, 64 * 1024> buf{};
-  std::deque<std::string> out;
-  size_t out_bytes = 0;
-  bool writing = false, welcomed = false, closed = false;
+  bool welcomed = false, closed = false;
   std::string name;
   std::vector<std::string> slots;
   std::deque<std::string> pumping;  // run ids whose input is being sent, in order
@@ -175,6 +168,42 @@ struct Pool::Run {
   }
 };
 
+// The pool's own collector as a slot source: its free slots of startds that may still be trusted.
+// A startd's trust is looked at once per slice; one that lapsed gets no work and is shown out
+// once the slice is over (Negotiate).
+class Pool::Offers : public SlotSource {
+ public:
+  explicit Offers(Pool& pool) : pool_(pool) {}
+  uint64_t generation() const override { return pool_.slot_generation_; }
+  std::vector<const classad::ClassAd*> AllAds() const override {
+    std::vector<const classad::ClassAd*> all;
+    for (const auto& [name, slot] : pool_.slots_) all.push_back(&slot.ad);
+    return all;
+  }
+  std::vector<SlotOffer> FreeSlots() override {
+    double now = pool_.queue_.Now();
+    std::vector<SlotOffer> free;
+    std::map<const Startd*, bool> trusted;
+    for (const auto& [name, slot] : pool_.slots_) {
+      auto sd = slot.startd.lock();
+      if (!sd || sd->closed || !slot.run.empty() || slot.cool_until > now) continue;
+      auto [t, first] = trusted.try_emplace(sd.get(), false);
+      if (first) {
+        t->second = !pool_.ProxyLapsed(*sd) && pool_.Refusal(*sd).empty();
+        if (!t->second) lapsed.push_back(sd);
+      }
+      if (!t->second) continue;
+      free.push_back(
+          SlotOffer{.name = name, .ad = &slot.ad, .site = sd->peer.door == PoolDoor::kTls});
+    }
+    return free;
+  }
+  std::vector<std::shared_ptr<Startd>> lapsed;  // found in the last FreeSlots
+
+ private:
+  Pool& pool_;
+};
+
 Pool::Pool(boost::asio::io_context& io, JobQueue& queue, const PoolSettings& settings,
            std::string spool, PoolAuthority& authority, Hooks hooks)
     : io_(io),
@@ -185,7 +214,9 @@ Pool::Pool(boost::asio::io_context& io, JobQueue& queue, const PoolSettings& set
       hooks_(std::move(hooks)),
       acceptor_(io),
       lease_timer_(io),
-      cool_timer_(io) {
+      cool_timer_(io),
+      offers_(std::make_unique<Offers>(*this)),
+      pass_(MakePass()) {
   // Remote I/O may hold half of the agent's descriptors; the rest are the agent's own work's.
   rlimit lim{};
   size_t limit = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY
@@ -210,7 +241,7 @@ void Pool::Close() {
   if (loop_) loop_->Stop();
   boost::system::error_code ec;
   acceptor_.close(ec);
-  for (const auto& sd : startds_) sd->stream->Close();
+  for (const auto& sd : startds_) sd->link->Close();
   if (!path_.empty()) ::unlink(path_.c_str());
 }
 
@@ -229,7 +260,25 @@ void Pool::Accept(Socket socket) {
 }
 
 void Pool::Adopt(std::unique_ptr<pool::ByteStream> stream, PoolPeer peer) {
-  auto sd = std::make_shared<Startd>(std::move(stream), std::move(peer), io_);
+  auto sd = std::make_shared<Startd>(std::move(peer), io_);
+  std::weak_ptr<Startd> weak = sd;
+  sd->link = std::make_shared<pool::Link>(std::move(stream),
+                                          pool::Link::Handlers{.frame =
+                                                                   [this, weak](pool::Frame f) {
+                                                                     if (auto s = weak.lock())
+                                                                       OnFrame(s, std::move(f));
+                                                                   },
+                                                               .closed =
+                                                                   [this, weak](const Error& e) {
+                                                                     if (auto s = weak.lock())
+                                                                       OnGone(s, e.message());
+                                                                   },
+                                                               .sent =
+                                                                   [this, weak] {
+                                                                     if (auto s = weak.lock())
+                                                                       PumpInputs(s);
+                                                                   }},
+                                          "the startd");
   startds_.insert(sd);
   // A connection that says no hello in time holds nothing for long.
   sd->hello_timer.expires_after(std::chrono::seconds(static_cast<int64_t>(kHelloTimeout)));
@@ -242,7 +291,7 @@ void Pool::Adopt(std::unique_ptr<pool::ByteStream> stream, PoolPeer peer) {
       WatchSilence(s);
     }
   });
-  Read(sd);
+  sd->link->Start();
 }
 
 // From its slot ads: 4 of its UpdateIntervals, within [kSilenceMin, kSilenceMax].
@@ -253,7 +302,7 @@ void Pool::HeedUpdateInterval(Startd& sd, const classad::ClassAd& slot) {
 }
 
 void Pool::WatchSilence(const std::shared_ptr<Startd>& sd) {
-  double quiet = SteadyNow() - sd->heard_at;
+  double quiet = SteadyNow() - sd->link->heard_at();
   if (quiet >= sd->silence_limit) {
     char why[96];
     std::snprintf(why, sizeof why, "silent for %.0f s (no slot ad for 4 of its UpdateIntervals)",
@@ -268,43 +317,8 @@ void Pool::WatchSilence(const std::shared_ptr<Startd>& sd) {
   });
 }
 
-void Pool::Read(const std::shared_ptr<Startd>& sd) {
-  sd->stream->AsyncReadSome(sd->buf.data(), sd->buf.size(), [this, sd](auto ec, size_t n) {
-    if (ec) return OnGone(sd, ec == boost::asio::error::eof ? "closed" : ec.message());
-    sd->heard_at = SteadyNow();
-    sd->reader.Feed(std::string_view(sd->buf.data(), n));
-    for (;;) {
-      auto f = sd->reader.Next();
-      if (!f) return OnGone(sd, f.error().message());
-      if (!*f) break;
-      OnFrame(sd, std::move(**f));
-      if (sd->closed) return;
-    }
-    Read(sd);
-  });
-}
-
 void Pool::Send(const std::shared_ptr<Startd>& sd, const Message& m, std::string_view body) {
-  if (sd->closed) return;
-  sd->out.push_back(pool::EncodeFrame(m, body));
-  sd->out_bytes += sd->out.back().size();
-  if (!sd->writing) Write(sd);
-}
-
-void Pool::Write(const std::shared_ptr<Startd>& sd) {
-  if (sd->out.empty() || sd->closed) {
-    sd->writing = false;
-    return;
-  }
-  sd->writing = true;
-  sd->stream->AsyncWrite(sd->out.front().data(), sd->out.front().size(),
-                         [this, sd](auto ec, size_t) {
-                           if (ec) return OnGone(sd, ec.message());
-                           sd->out_bytes -= sd->out.front().size();
-                           sd->out.pop_front();
-                           PumpInputs(sd);
-                           Write(sd);
-                         });
+  if (!sd->closed) sd->link->Send(m, body);
 }
 
 void Pool::OnFrame(const std::shared_ptr<Startd>& sd, pool::Frame f) {
@@ -959,7 +973,7 @@ void Pool::OnGone(const std::shared_ptr<Startd>& sd, const std::string& why, boo
   if (sd->closed) return;
   sd->closed = true;
   sd->hello_timer.cancel();
-  sd->stream->Close();
+  sd->link->Close();
   startds_.erase(sd);
   if (!sd->name.empty())
     spdlog::info("agent: pool: startd '{}' left ({})", sd->name, why);
@@ -1206,12 +1220,20 @@ void Pool::OnFlushed() {
   }
 }
 
+std::unique_ptr<NegotiationPass> Pool::MakePass() {
+  return std::make_unique<NegotiationPass>(
+      std::vector<SlotSource*>{offers_.get()},
+      NegotiationPass::Hooks{
+          .idle_ad = [this](const JobKey& key) -> const classad::ClassAd* {
+            Job* j = queue_.Find(key);
+            return j && j->status == kIdle ? &j->ad : nullptr;
+          },
+          .may_run_here = [this](const classad::ClassAd& ad) { return LocalRestoreAllowed(ad); }},
+      SystemClock(), kNegotiationSlice);
+}
+
 void Pool::NegotiateSoon() {
-  if (pass_.active) {
-    pass_.again = true;  // jobs before the pass's place, or slots it ruled out, may match now
-    return;
-  }
-  if (negotiate_posted_) return;
+  if (pass_->Again() || negotiate_posted_) return;
   negotiate_posted_ = true;
   boost::asio::post(io_, [this] {
     negotiate_posted_ = false;
@@ -1219,99 +1241,17 @@ void Pool::NegotiateSoon() {
   });
 }
 
-// One slice of a pass: the idle jobs after the pass's place, in order, each against the slots
-// free now, until kNegotiationSlice is used up; then the matches start and, if jobs are left,
-// the next slice is posted behind whatever else the agent has to do.
+// One slice of a pass (agent/negotiation.h); its matches start, and, if jobs are left, the next
+// slice is posted behind whatever else the agent has to do.
 void Pool::Negotiate() {
-  double now = queue_.Now();
-  double began = SteadyNow();
-  if (!pass_.active) pass_ = Pass{.active = true, .began = began};
-  ++pass_.slices;
-  std::vector<Slot*> free;
-  std::vector<const classad::ClassAd*> ads;
-  std::set<std::string> free_names;
-  bool more_free = false;  // a slot is free that was not when the last slice ended
-  // Each startd's trust is looked at once per slice; one that lapsed gets no work and is shown
-  // out once the slots are counted.
-  std::map<const Startd*, bool> trusted;
-  std::vector<std::shared_ptr<Startd>> lapsed;
-  for (auto& [name, slot] : slots_) {
-    auto sd = slot.startd.lock();
-    if (!sd || sd->closed || !slot.run.empty() || slot.cool_until > now) continue;
-    auto [t, first] = trusted.try_emplace(sd.get(), false);
-    if (first) {
-      t->second = !ProxyLapsed(*sd) && Refusal(*sd).empty();
-      if (!t->second) lapsed.push_back(sd);
-    }
-    if (!t->second) continue;
-    free.push_back(&slot);
-    ads.push_back(&slot.ad);
-    free_names.insert(name);
-    more_free = more_free || !pass_.free.count(name);
+  auto slice = pass_->Run(idle_);
+  for (const auto& m : slice.matches) {
+    auto slot = slots_.find(m.slot);
+    Job* j = queue_.Find(m.job);
+    if (j && slot != slots_.end()) StartRun(*j, slot->second);
   }
-  // Kinds are told over every slot's ad, so they hold while the ads do; a kind that matched
-  // none of the free slots is skipped while no other slot becomes free.
-  if (!pass_.kinds || pass_.built != slot_generation_) {
-    std::vector<const classad::ClassAd*> all;
-    for (const auto& [name, slot] : slots_) all.push_back(&slot.ad);
-    pass_.kinds = std::make_unique<MatchKinds>(all);
-    pass_.built = slot_generation_;
-    pass_.unmatched.clear();
-  }
-  if (more_free) pass_.unmatched.clear();
-  std::vector<std::pair<JobKey, Slot*>> matches;
-  auto it = pass_.after ? idle_.upper_bound(*pass_.after) : idle_.begin();
-  bool out_of_time = false;
-  for (; it != idle_.end() && !free.empty(); ++it) {
-    if (SteadyNow() - began >= kNegotiationSlice) {
-      out_of_time = true;
-      break;
-    }
-    pass_.after = *it;
-    const JobKey& key = it->second;
-    Job* j = queue_.Find(key);
-    if (!j || j->status != kIdle) continue;
-    auto kind = pass_.kinds->KindOf(j->ad);
-    if (kind && pass_.unmatched.count(*kind)) {
-      ++pass_.skipped;
-      continue;
-    }
-    ++pass_.considered;
-    std::optional<size_t> best;
-    if (LocalRestoreAllowed(*j)) {
-      best = BestSlot(j->ad, ads);
-    } else {
-      // Its latest checkpoint is an image a site made: only the glide-ins' slots are candidates.
-      // Its kind is not ruled out by its failing (others of the kind may take a local slot).
-      std::vector<size_t> remote;
-      std::vector<const classad::ClassAd*> remote_ads;
-      for (size_t k = 0; k < free.size(); ++k) {
-        auto sd = free[k]->startd.lock();
-        if (sd && sd->peer.door == PoolDoor::kTls) {
-          remote.push_back(k);
-          remote_ads.push_back(ads[k]);
-        }
-      }
-      if (auto b = BestSlot(j->ad, remote_ads)) best = remote[*b];
-      if (!best) continue;
-    }
-    if (!best) {
-      if (kind) pass_.unmatched.insert(std::move(*kind));
-      continue;
-    }
-    matches.emplace_back(key, free[*best]);
-    free_names.erase(free[*best]->name);
-    free.erase(free.begin() + static_cast<std::ptrdiff_t>(*best));
-    ads.erase(ads.begin() + static_cast<std::ptrdiff_t>(*best));
-  }
-  pass_.free = std::move(free_names);
-  pass_.busy += SteadyNow() - began;
-  pass_.matched += matches.size();
-  for (auto& [key, slot] : matches) {
-    if (Job* j = queue_.Find(key)) StartRun(*j, *slot);
-  }
-  for (const auto& sd : lapsed) (void)Admitted(sd);
-  if (out_of_time) {
+  for (const auto& sd : std::exchange(offers_->lapsed, {})) (void)Admitted(sd);
+  if (!slice.over) {
     negotiate_posted_ = true;
     boost::asio::post(io_, [this] {
       negotiate_posted_ = false;
@@ -1319,12 +1259,7 @@ void Pool::Negotiate() {
     });
     return;
   }
-  EndPass();
-}
-
-void Pool::EndPass() {
-  Pass done = std::move(pass_);
-  pass_ = Pass{};
+  const auto& done = *slice.summary;
   if (size_t seen = done.considered + done.skipped; seen > 0) {
     // Slow or long ones are worth the user's attention; the others only when debugging.
     bool notable = done.busy > 0.1 || seen >= 1000;
@@ -1332,9 +1267,9 @@ void Pool::EndPass() {
                 "agent: pool: negotiation took {:.1f} ms ({} idle job(s) tried, {} matched; {} "
                 "skipped as of a kind that matched none; {} slice(s) over {:.1f} ms)",
                 done.busy * 1000, done.considered, done.matched, done.skipped, done.slices,
-                (SteadyNow() - done.began) * 1000);
+                done.elapsed * 1000);
   }
-  if (done.again) NegotiateSoon();
+  if (slice.again) NegotiateSoon();
 }
 
 void Pool::StartRun(Job& j, Slot& slot) {
@@ -1458,7 +1393,7 @@ std::string Pool::RestoreCheckpoint(Run& run, Job& j, PoolDoor door,
                         "from its beginning");
     return "";
   }
-  if (door == PoolDoor::kLocal && !LocalRestoreAllowed(j)) {
+  if (door == PoolDoor::kLocal && !LocalRestoreAllowed(j.ad)) {
     // The negotiator keeps such jobs off the local slots; should one get here, it starts over
     // rather than run what a site wrote.
     queue_.AddEvent(j, kEventGeneric,
@@ -1478,11 +1413,11 @@ std::string Pool::RestoreCheckpoint(Run& run, Job& j, PoolDoor door,
   return "";
 }
 
-bool Pool::LocalRestoreAllowed(const Job& j) const {
+bool Pool::LocalRestoreAllowed(const classad::ClassAd& ad) const {
   return settings_.local_restore_site_checkpoints ||
-         !j.ad.EvaluateBool("TransparentCheckpoint").value_or(false) ||
-         j.ad.EvaluateInt("NumCheckpoints").value_or(0) <= 0 ||
-         !j.ad.EvaluateBool("CheckpointFromSite").value_or(false);
+         !ad.EvaluateBool("TransparentCheckpoint").value_or(false) ||
+         ad.EvaluateInt("NumCheckpoints").value_or(0) <= 0 ||
+         !ad.EvaluateBool("CheckpointFromSite").value_or(false);
 }
 
 // HTCondor's rule: no transfer when the job does not ask for it (should_transfer_files = NO, or
@@ -1563,7 +1498,7 @@ void Pool::SendActivate(Run& run) {
 // Sends input while the startd's queue is short, so a large file is never all in memory.
 void Pool::PumpInputs(const std::shared_ptr<Startd>& sd) {
   std::string chunk;
-  while (!sd->closed && !sd->pumping.empty() && sd->out_bytes < kOutboxHigh) {
+  while (!sd->closed && !sd->pumping.empty() && sd->link->queued_bytes() < kOutboxHigh) {
     auto it = runs_.find(sd->pumping.front());
     if (it == runs_.end() || it->second.state != Run::State::kSending) {
       sd->pumping.pop_front();

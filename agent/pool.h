@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/negotiation.h"
 #include "agent/negotiator.h"
 #include "agent/pool_authority.h"
 #include "agent/pool_settings.h"
@@ -105,7 +106,6 @@ class Pool {
   using Socket = boost::asio::local::stream_protocol::socket;
 
   void Accept(Socket socket);
-  void Read(const std::shared_ptr<Startd>& sd);
   void OnFrame(const std::shared_ptr<Startd>& sd, pool::Frame frame);
   void OnHello(const std::shared_ptr<Startd>& sd, const pool::Message& m);
   void OnSlot(const std::shared_ptr<Startd>& sd, const pool::Message& m);
@@ -148,14 +148,14 @@ class Pool {
   void OnGone(const std::shared_ptr<Startd>& sd, const std::string& why, bool for_good = false);
 
   void Send(const std::shared_ptr<Startd>& sd, const pool::Message& m, std::string_view body = {});
-  void Write(const std::shared_ptr<Startd>& sd);
   void SettleLost(const std::string& id, const std::string& why, double wall);
   void LoseRun(const std::string& id, const std::string& why);
   void EndRemote(Job& job, double wall);
   static std::string SlotHost(const std::string& slot);
   void NegotiateSoon();
   void Negotiate();
-  void EndPass();
+  class Offers;  // the collector as a slot source (pool.cpp)
+  std::unique_ptr<NegotiationPass> MakePass();
   void StartRun(Job& job, Slot& slot);
   void SendActivate(Run& run);
   // Adds the files of the job's committed checkpoint to `inputs` and notes the digest they must
@@ -164,7 +164,7 @@ class Pool {
                                 std::vector<PoolInputFile>* inputs);
   // Whether the job's latest checkpoint may be restored on the desktop's own slots: not an image
   // a site made, unless [pool] local_restore_site_checkpoints says so.
-  bool LocalRestoreAllowed(const Job& j) const;
+  bool LocalRestoreAllowed(const classad::ClassAd& job) const;
   // The directory a run of `j` on `slot` of `sd` runs in place (the job's Iwd), or "" when it
   // runs in a sandbox (docs/pool.md, "A shared file system").
   std::string InPlaceDir(const Job& j, const Startd& sd, const std::string& slot) const;
@@ -212,20 +212,6 @@ class Pool {
   std::vector<CheckpointAck> checkpoint_acks_;  // stored checkpoints whose commit is pending
   std::vector<JobKey> gone_checkpoints_;        // of jobs whose leaving is being committed
   bool negotiate_posted_ = false;
-  // A negotiation goes over the idle jobs in slices of kNegotiationSlice, so the agent's other
-  // work (the CLI's requests) is answered in between; a pass resumes after the last job it saw.
-  struct Pass {
-    bool active = false;
-    bool again = false;  // something changed during the pass: another one follows it
-    std::optional<std::pair<JobOrder, JobKey>> after;
-    std::unique_ptr<MatchKinds> kinds;  // over every slot's ad, as of slot_generation_ `built`
-    uint64_t built = 0;
-    std::set<std::string> unmatched;  // kinds that matched none of the slots free in `free`
-    std::set<std::string> free;       // the slots free when the last slice ended
-    double began = 0, busy = 0;
-    size_t considered = 0, skipped = 0, matched = 0, slices = 0;
-  };
-  Pass pass_;
   uint64_t slot_generation_ = 1;  // changes whenever a slot ad comes, goes or changes
   boost::asio::steady_timer lease_timer_;
   bool lease_armed_ = false;
@@ -233,6 +219,8 @@ class Pool {
   // Files the runs' programs have open through remote I/O, all runs together, and the cap.
   std::shared_ptr<size_t> remote_open_ = std::make_shared<size_t>(0);
   size_t remote_open_max_ = 0;
+  std::unique_ptr<Offers> offers_;
+  std::unique_ptr<NegotiationPass> pass_;  // after offers_, the source it asks for slots
 };
 
 }  // namespace kite::agent

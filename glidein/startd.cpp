@@ -106,10 +106,11 @@ void Startd::OnDialed(Result<std::unique_ptr<ByteStream>> stream) {
     spdlog::warn("startd: {}; again in {:.1f} s", stream.error().ToString(), backoff_);
     return Redial();
   }
-  link_ = std::make_shared<Link>(
-      std::move(*stream), Link::Handlers{.frame = [this](pool::Frame f) { OnFrame(std::move(f)); },
-                                         .closed = [this](const Error& e) { OnClosed(e); },
-                                         .drained = [this] { Pump(); }});
+  link_ = std::make_shared<pool::Link>(
+      std::move(*stream),
+      pool::Link::Handlers{.frame = [this](pool::Frame f) { OnFrame(std::move(f)); },
+                           .closed = [this](const Error& e) { OnClosed(e); },
+                           .drained = [this] { Pump(); }});
   link_->Start();
   Message hello{.type = MsgType::kHello, .name = o_.name};
   if (!o_.credential.empty()) {
@@ -302,11 +303,12 @@ Status Startd::SpawnStarter(Slot& slot) {
   boost::asio::local::stream_protocol::socket socket(io_);
   socket.assign(boost::asio::local::stream_protocol(), fds[0]);
   std::string name = slot.name;
-  slot.starter_link = std::make_shared<Link>(
+  slot.starter_link = std::make_shared<pool::Link>(
       std::make_unique<pool::AsioByteStream<boost::asio::local::stream_protocol::socket>>(
           std::move(socket)),
-      Link::Handlers{.frame = [this, name](pool::Frame f) { OnStarterFrame(name, std::move(f)); },
-                     .closed = [this, name](const Error& e) { OnStarterGone(name, e.message()); }},
+      pool::Link::Handlers{
+          .frame = [this, name](pool::Frame f) { OnStarterFrame(name, std::move(f)); },
+          .closed = [this, name](const Error& e) { OnStarterGone(name, e.message()); }},
       "the starter of " + name);
   slot.starter_link->Start();
   return {};

@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "common/error.h"
-#include "glidein/link.h"
 #include "glidein/options.h"
 #include "glidein/run.h"
 #include "glidein/slot_ad.h"
 #include "glidein/stream.h"
+#include "pool/link.h"
 
 namespace kite::glidein {
 
@@ -58,7 +58,7 @@ class Startd {
     // Its kite-starter (started with its first run, kept for the runs after it) and the socket
     // to it; 0 and null when it has none.
     pid_t starter = 0;
-    std::shared_ptr<Link> starter_link;
+    std::shared_ptr<pool::Link> starter_link;
   };
 
   // A run, given to its slot's starter.
@@ -131,7 +131,7 @@ class Startd {
   std::vector<Slot> slots_;
   std::map<std::string, Placed> runs_;  // by run id
   std::vector<pid_t> gone_starters_;    // starters whose socket closed, not yet reaped
-  std::shared_ptr<Link> link_;
+  std::shared_ptr<pool::Link> link_;
   bool welcomed_ = false;
   bool dialing_ = false;
   double backoff_ = 0.2;

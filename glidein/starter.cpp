@@ -70,13 +70,13 @@ void DropCheckpointLeftovers(std::vector<OutputFile>& files, bool image_too) {
 }  // namespace
 
 Starter::Starter(asio::io_context& io, StarterOptions options, World world,
-                 std::unique_ptr<ByteStream> startd)
+                 std::unique_ptr<pool::ByteStream> startd)
     : io_(io), o_(std::move(options)), world_(std::move(world)), tick_(io), children_(io, SIGCHLD) {
-  link_ = std::make_shared<Link>(
+  link_ = std::make_shared<pool::Link>(
       std::move(startd),
-      Link::Handlers{.frame = [this](pool::Frame f) { OnFrame(std::move(f)); },
-                     .closed = [this](const Error& e) { OnClosed(e); },
-                     .drained = [this] { Pump(); }},
+      pool::Link::Handlers{.frame = [this](pool::Frame f) { OnFrame(std::move(f)); },
+                           .closed = [this](const Error& e) { OnClosed(e); },
+                           .drained = [this] { Pump(); }},
       "the startd");
 }
 

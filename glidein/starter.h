@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "common/exec_launch.h"
-#include "glidein/link.h"
 #include "glidein/rsc_relay.h"
 #include "glidein/run.h"
+#include "pool/link.h"
 
 namespace kite::glidein {
 
@@ -47,7 +47,7 @@ class Starter {
     std::function<void(int code)> on_exit;  // the starter is done; io may stop
   };
   Starter(boost::asio::io_context& io, StarterOptions options, World world,
-          std::unique_ptr<ByteStream> startd);
+          std::unique_ptr<pool::ByteStream> startd);
   ~Starter();
 
   void Start();
@@ -91,7 +91,7 @@ class Starter {
   boost::asio::io_context& io_;
   StarterOptions o_;
   World world_;
-  std::shared_ptr<Link> link_;
+  std::shared_ptr<pool::Link> link_;
   std::optional<Run> run_;  // from `activate`
   // The run's remote system calls (want_remote_io): from its first launch to its end.
   std::unique_ptr<RscRelay> rsc_;

@@ -1,18 +1,24 @@
 // The frame connection.
-#include "glidein/link.h"
+#include "pool/link.h"
 
-namespace kite::glidein {
+#include <boost/asio/error.hpp>
+
+#include "common/clock.h"
+
+namespace kite::pool {
 
 Link::Link(std::unique_ptr<ByteStream> stream, Handlers handlers, std::string peer)
     : stream_(std::move(stream)), handlers_(std::move(handlers)), peer_(std::move(peer)) {}
 
 void Link::Start() {
+  heard_at_ = SteadyNow();
   DoRead();
 }
 
-void Link::Send(const pool::Message& m, std::string_view body) {
+void Link::Send(const Message& m, std::string_view body) {
   if (closed_) return;
-  queue_.push_back(pool::EncodeFrame(m, body));
+  queue_.push_back(EncodeFrame(m, body));
+  queued_bytes_ += queue_.back().size();
   if (!writing_) DoWrite();
 }
 
@@ -37,7 +43,10 @@ void Link::DoRead() {
 void Link::OnRead(boost::system::error_code ec, size_t n) {
   reading_ = false;
   if (closed_) return;
+  if (ec == boost::asio::error::eof)
+    return Abort(Error(ErrorCode::kUnavailable, peer_ + " closed the connection"));
   if (ec) return Abort(Error(ErrorCode::kUnavailable, peer_ + ": " + ec.message()));
+  heard_at_ = SteadyNow();
   reader_.Feed(std::string_view(read_buf_.data(), n));
   Deliver();
 }
@@ -66,8 +75,16 @@ void Link::OnWrite(boost::system::error_code ec) {
   writing_ = false;
   if (closed_) return;
   if (ec) return Abort(Error(ErrorCode::kUnavailable, "writing to " + peer_ + ": " + ec.message()));
+  queued_bytes_ -= queue_.front().size();
   queue_.pop_front();
-  if (!queue_.empty()) return DoWrite();
+  if (handlers_.sent) {
+    handlers_.sent();
+    if (closed_) return;
+  }
+  if (!queue_.empty()) {
+    if (!writing_) DoWrite();
+    return;
+  }
   if (handlers_.drained) handlers_.drained();
 }
 
@@ -76,4 +93,4 @@ void Link::Abort(const Error& e) {
   handlers_.closed(e);
 }
 
-}  // namespace kite::glidein
+}  // namespace kite::pool
