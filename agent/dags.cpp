@@ -3,10 +3,8 @@
 // finds stored) and carries out the task each transition names.
 #include "agent/dags.h"
 
-#include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
-#include <spawn.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -26,13 +24,12 @@
 #include "classad/expr.h"
 #include "classad/parser.h"
 #include "common/files.h"
+#include "common/spawn.h"
 #include "common/strings.h"
 #include "dag/config.h"
 #include "dag/dag.h"
 #include "dag/node_machine.h"
 #include "submit/submit_file.h"
-
-extern char** environ;
 
 namespace kite::agent {
 namespace {
@@ -918,28 +915,25 @@ void Dags::RunScript(Run& run, size_t i, bool pre) {
   std::string cwd = kite::JoinPath(run.dir, node.dir);
   std::string exe = kite::JoinPath(cwd, words[0]);
   if (words[0].find('/') == std::string::npos && !FileExists(exe)) exe = words[0];
-  std::vector<char*> argv;
-  for (auto& w : words) argv.push_back(w.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  std::string debug =
-      script.debug_file.empty() ? "/dev/null" : kite::JoinPath(cwd, script.debug_file);
-  posix_spawn_file_actions_addopen(&fa, 1, debug.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  posix_spawn_file_actions_adddup2(&fa, 1, 2);
-  posix_spawn_file_actions_addchdir_np(&fa, cwd.c_str());
-  pid_t pid = 0;
-  int rc = words[0].find('/') == std::string::npos && exe == words[0]
-               ? ::posix_spawnp(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ)
-               : ::posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
+  // Stdout and stderr both go to the script's DEBUG file, appended; the script is in the
+  // agent's session (it is killed by pid when the DAG is removed).
+  SpawnOptions so{.program = exe,
+                  .argv = words,
+                  .env = CurrentEnvironment(),
+                  .new_session = false,
+                  .stdout_path = script.debug_file.empty() ? "/dev/null"
+                                                           : kite::JoinPath(cwd, script.debug_file),
+                  .stderr_to_stdout = true,
+                  .cwd = cwd,
+                  .search_path = exe == words[0]};
+  auto spawned = Spawn(so);
+  if (!spawned) {
     Log(run, std::string(pre ? "PRE" : "POST") + " script of node " + node.name +
-                 " could not start: " + std::strerror(rc));
+                 " could not start: " + spawned.error().message());
     return ScriptEnded(run, i, pre, 1);
   }
   (pre ? run.pre_running : run.post_running)++;
+  pid_t pid = *spawned;
   n.pid = pid;
   Jobstate(run, i, pre ? "PRE_SCRIPT_STARTED" : "POST_SCRIPT_STARTED", pre ? "" : jobid);
   scripts_[pid] = {run.id, i};

@@ -28,9 +28,12 @@ Result<pid_t> Spawn(const SpawnOptions& o) {
   if (!o.stdout_path.empty())
     posix_spawn_file_actions_addopen(&fa, 1, o.stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND,
                                      0644);
-  if (!o.stderr_path.empty())
+  if (o.stderr_to_stdout)
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  else if (!o.stderr_path.empty())
     posix_spawn_file_actions_addopen(&fa, 2, o.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND,
                                      0644);
+  if (!o.cwd.empty()) posix_spawn_file_actions_addchdir_np(&fa, o.cwd.c_str());
   posix_spawn_file_actions_addclosefrom_np(&fa, 3);  // only stdin, stdout and stderr are passed on
   std::vector<char*> argv, envp;
   for (auto& a : o.argv) argv.push_back(const_cast<char*>(a.c_str()));
@@ -38,7 +41,9 @@ Result<pid_t> Spawn(const SpawnOptions& o) {
   for (auto& e : o.env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, o.program.c_str(), &fa, &attr, argv.data(), envp.data());
+  int rc = o.search_path && o.program.find('/') == std::string::npos
+               ? posix_spawnp(&pid, o.program.c_str(), &fa, &attr, argv.data(), envp.data())
+               : posix_spawn(&pid, o.program.c_str(), &fa, &attr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) return FailErrno("spawn " + o.program, rc);
