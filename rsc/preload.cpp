@@ -60,7 +60,9 @@ F Real(const char* name) {
 #define REAL(name) static auto real = Real<decltype(&::name)>(#name)
 
 struct File : std::enable_shared_from_this<File> {
-  int64_t handle = 0;
+  // Replaced when the file is opened again at a new shadow (Reopen), possibly while another
+  // thread reads it under `mu`.
+  std::atomic<int64_t> handle{0};
   int flags = 0;
   std::string path;
   bool shared = false;  // inherited, or open at a fork: another process may use it
@@ -227,10 +229,12 @@ void SetText(char* to, const char* from, size_t cap) {
 
 bool Call(Request& req, Reply* rep);
 
-// After a restore: each remote file is opened again at the shadow (never created or emptied), and
-// one open for appending is cut back to where this process's writes had reached. Gives each old
-// handle's new one.
-std::map<int64_t, int64_t> Reopen() {
+// Opens remote files again at the shadow (never created or emptied) and gives each old handle's
+// new one. After a restore (`restored`) every file is, and one open for appending is cut back to
+// where this process's writes had reached. After the agent restarted (a call answered ESTALE)
+// only the files whose handle the shadow no longer knows are, and nothing is cut: the process
+// itself went on.
+std::map<int64_t, int64_t> Reopen(bool restored) {
   std::map<int64_t, int64_t> renamed;
   State& s = S();
   std::vector<std::shared_ptr<File>> files;
@@ -242,15 +246,23 @@ std::map<int64_t, int64_t> Reopen() {
     }
   }
   for (auto& f : files) {
+    Reply rep;
+    if (!restored) {
+      Request probe;
+      probe.op = Op::kFstat;
+      probe.handle = f->handle;
+      if (Call(probe, &rep) || errno != ESTALE) continue;  // still known (or gone for good)
+    }
     Request req;
     req.op = Op::kOpen;
     req.path = f->path;
     req.flags = f->flags & ~(O_CREAT | O_TRUNC | O_EXCL | O_CLOEXEC);
-    Reply rep;
     if (!Call(req, &rep)) continue;  // its calls fail with the shadow's reason
-    std::lock_guard<std::mutex> lock(f->mu);
     renamed[f->handle] = rep.result;
     f->handle = rep.result;
+    if (!restored) continue;  // the file is as it was: its read-ahead block holds
+    // (Not under the file's lock when the call that met the stale handle holds it.)
+    std::lock_guard<std::mutex> lock(f->mu);
     f->ahead_at = -1;
     if ((f->flags & O_APPEND) && f->append_end >= 0) {
       Request cut;
@@ -263,14 +275,32 @@ std::map<int64_t, int64_t> Reopen() {
   return renamed;
 }
 
+// The agent restarted (docs/remote-io.md, "Across agent restarts"): the run's new shadow answers
+// ESTALE to a handle the old one gave. The handle that replaced `old`, opening the stale files
+// again the first time one is met (once for all the threads that meet it); 0 when it could not
+// be opened again (errno: why).
+int64_t Renewed(int64_t old) {
+  static std::mutex reopening;
+  static std::map<int64_t, int64_t> renewed;  // under `reopening`
+  std::lock_guard<std::mutex> lock(reopening);
+  if (auto it = renewed.find(old); it != renewed.end()) return it->second;
+  for (auto [from, to] : Reopen(/*restored=*/false)) renewed[from] = to;
+  if (auto it = renewed.find(old); it != renewed.end()) return it->second;
+  errno = ESTALE;
+  return 0;
+}
+
 // One request and its reply; false (errno set) when the starter cannot be reached.
 bool CallLocked(Request& req, Reply* rep);
 
-bool Call(Request& req, Reply* rep) {
+// Calls made while Renewed opens files again are not retried themselves.
+thread_local bool t_renewing = false;
+
+bool CallOnce(Request& req, Reply* rep) {
   State& s = S();
   if (s.reopen.exchange(false)) {
     // The request in hand was made with a handle of the shadow before the restore.
-    auto renamed = Reopen();
+    auto renamed = Reopen(/*restored=*/true);
     if (auto it = renamed.find(req.handle); req.handle != 0 && it != renamed.end())
       req.handle = it->second;
   }
@@ -284,6 +314,23 @@ bool Call(Request& req, Reply* rep) {
   kite::rsc::ckpt::LeaveCall();
   errno = e;
   return ok;
+}
+
+// A call on a handle of a shadow that is gone is asked again with the handle that replaced it
+// (an append, whose reply may have been lost after it was done, is RemoteWrite's to check
+// first; a close has nothing left to close).
+bool Call(Request& req, Reply* rep) {
+  for (int tries = 0;; ++tries) {
+    if (CallOnce(req, rep)) return true;
+    if (errno != ESTALE || req.handle == 0 || req.op == Op::kClose || req.op == Op::kAppend ||
+        t_renewing || tries == 3)
+      return false;
+    t_renewing = true;
+    int64_t fresh = Renewed(req.handle);
+    t_renewing = false;
+    if (fresh == 0) return false;
+    req.handle = fresh;
+  }
 }
 
 bool SendLocked(State& s, Request& req) {
@@ -562,6 +609,36 @@ ssize_t RemoteRead(File& f, void* buf, size_t n, int64_t* offset) {
   return static_cast<ssize_t>(done);
 }
 
+// An append answered ESTALE: the agent restarted, and the old shadow may have done it before its
+// reply was lost. The file is opened again; when this process's appends are known to have left the
+// file's end at `append_end` and the bytes there are this append's, it was done (its reply is
+// made up here); otherwise it is asked again.
+bool AppendAgain(File& f, Request& req, Reply* rep) {
+  t_renewing = true;
+  int64_t fresh = Renewed(req.handle);
+  t_renewing = false;
+  if (fresh == 0) return false;
+  req.handle = fresh;
+  int64_t end = f.append_end;
+  if (end >= 0) {
+    Request look;
+    look.op = Op::kPread;
+    look.handle = fresh;
+    look.offset = end;
+    look.size = req.data.size();
+    Reply there;
+    if (Call(look, &there) && there.data == req.data) {
+      rep->seq = req.seq;
+      rep->result = static_cast<int64_t>(req.data.size());
+      rep->error = 0;
+      rep->data.clear();
+      kite::rsc::wire::Put(rep->data, static_cast<uint64_t>(end) + req.data.size(), 8);
+      return true;
+    }
+  }
+  return Call(req, rep);
+}
+
 ssize_t RemoteWrite(File& f, const void* buf, size_t n, int64_t* offset, bool append) {
   Changed(f.path);
   size_t done = 0;
@@ -572,7 +649,9 @@ ssize_t RemoteWrite(File& f, const void* buf, size_t n, int64_t* offset, bool ap
     req.offset = *offset;
     req.data.assign(static_cast<const char*>(buf) + done, std::min(n - done, kite::rsc::kMaxData));
     Reply rep;
-    if (!Call(req, &rep)) return done ? static_cast<ssize_t>(done) : -1;
+    bool ok = Call(req, &rep);
+    if (!ok && append && errno == ESTALE && !t_renewing) ok = AppendAgain(f, req, &rep);
+    if (!ok) return done ? static_cast<ssize_t>(done) : -1;
     done += static_cast<size_t>(rep.result);
     if (!append) *offset += rep.result;
     if (append && rep.data.size() == 8)
@@ -1102,7 +1181,7 @@ int statx(int dirfd, const char* path, int flags, unsigned mask, struct statx* s
   if (empty ? (f = Find(dirfd)) != nullptr : RemoteAt(dirfd, path, &n)) {
     kite::rsc::Stat s;
     Op op = empty ? Op::kFstat : flags & AT_SYMLINK_NOFOLLOW ? Op::kLstat : Op::kStat;
-    if (!RemoteStat(op, n, f ? f->handle : 0, &s)) return -1;
+    if (!RemoteStat(op, n, f ? f->handle.load() : 0, &s)) return -1;
     std::memset(sx, 0, sizeof *sx);
     sx->stx_mask = STATX_BASIC_STATS;
     sx->stx_blksize = s.blksize;

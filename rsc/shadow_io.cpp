@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -68,10 +69,20 @@ Stat FromStat(const struct stat& st) {
   return s;
 }
 
+// Handles start at a random place in [2^32, 2^62): a handle an earlier shadow of the run gave
+// (before the agent restarted) is not one this shadow gives, so it is answered ESTALE, never taken
+// for another file.
+int64_t FirstHandle() {
+  uint32_t r = 0;
+  while (::getrandom(&r, sizeof r, 0) != static_cast<ssize_t>(sizeof r)) {
+  }
+  return (static_cast<int64_t>(r & 0x3fffffffu) << 32) + (int64_t{1} << 32);
+}
+
 }  // namespace
 
 ShadowIo::ShadowIo(std::vector<std::string> roots, Limits limits)
-    : roots_(std::move(roots)), limits_(std::move(limits)) {}
+    : roots_(std::move(roots)), limits_(std::move(limits)), next_handle_(FirstHandle()) {}
 
 ShadowIo::~ShadowIo() {
   for (auto& [h, fd] : handles_) ::close(fd);
@@ -212,14 +223,14 @@ Reply ShadowIo::Do(const Request& r) {
     }
     case Op::kClose: {
       auto it = handles_.find(r.handle);
-      if (it == handles_.end()) return fail(EBADF);
+      if (it == handles_.end()) return fail(ESTALE);
       if (limits_.shared_open) --*limits_.shared_open;
       int rc = ::close(it->second);
       handles_.erase(it);
       return rc == 0 ? out : fail(errno);
     }
     case Op::kPread: {
-      if ((fd = handle()) < 0) return fail(EBADF);
+      if ((fd = handle()) < 0) return fail(ESTALE);
       if (r.offset < 0) return fail(EINVAL);
       out.data.resize(std::min<uint64_t>(r.size, kMaxData));
       ssize_t n = ::pread(fd, out.data.data(), out.data.size(), r.offset);
@@ -231,7 +242,7 @@ Reply ShadowIo::Do(const Request& r) {
     }
     case Op::kPwrite:
     case Op::kAppend: {
-      if ((fd = handle()) < 0) return fail(EBADF);
+      if ((fd = handle()) < 0) return fail(ESTALE);
       if (r.op == Op::kPwrite && r.offset < 0) return fail(EINVAL);
       ssize_t n;
       if (r.op == Op::kPwrite) {
@@ -253,7 +264,7 @@ Reply ShadowIo::Do(const Request& r) {
     case Op::kLstat: {
       struct stat st {};
       if (r.op == Op::kFstat) {
-        if ((fd = handle()) < 0) return fail(EBADF);
+        if ((fd = handle()) < 0) return fail(ESTALE);
         if (::fstat(fd, &st) != 0) return fail(errno);
       } else if (r.op == Op::kStat) {
         if (int e = OpenBeneath(r.path, O_PATH, 0, &fd)) return fail(e);
@@ -321,12 +332,12 @@ Reply ShadowIo::Do(const Request& r) {
     }
     case Op::kFtruncate:
     case Op::kFsync: {
-      if ((fd = handle()) < 0) return fail(EBADF);
+      if ((fd = handle()) < 0) return fail(ESTALE);
       int rc = r.op == Op::kFsync ? ::fsync(fd) : ::ftruncate(fd, static_cast<off_t>(r.size));
       return rc == 0 ? out : fail(errno);
     }
     case Op::kReaddir: {
-      if ((fd = handle()) < 0) return fail(EBADF);
+      if ((fd = handle()) < 0) return fail(ESTALE);
       int copy = ::openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
       if (copy < 0) return fail(errno);
       DIR* d = ::fdopendir(copy);

@@ -16,7 +16,9 @@
 #include <memory>
 #include <regex>
 #include <string>
+#include <thread>
 
+#include "common/strings.h"
 #include "pool/credential.h"
 #include "pool/protocol.h"
 #include "tests/fixtures/kite_env.h"
@@ -403,6 +405,83 @@ TEST_F(Pool, RemoteIoReachesTheJobsFilesWhileItRunsAndNothingElse) {
             std::string::npos);
   EXPECT_EQ(ReadFileOr(d + "/../rsc-outside/secret"), "no\n");
   fs::remove_all(d + "/../rsc-outside");
+}
+
+// Remote I/O across agent restarts (docs/remote-io.md, "Across agent restarts"): a python3 job
+// keeps three remote files open -- one it reads a line at a time, one it writes, one it appends
+// to -- while the agent is stopped and started, then killed -9 and started. Its calls wait while
+// no agent runs, the next agent's shadow answers them (the job's library opens its files again
+// there), and the job ends once with every line in place: none lost, none twice.
+const char* kRestartWriter = R"(#!/usr/bin/python3
+import os, sys, time
+D = sys.argv[1]
+with open(D + "/starts", "a") as s:
+    s.write("start\n")
+src = open(D + "/src.txt")
+out = open(D + "/lines.txt", "w")
+log = open(D + "/appended.txt", "a")
+i = 0
+while True:
+    out.write("%d %s" % (i, src.readline()))
+    out.flush()
+    log.write("%d\n" % i)
+    log.flush()
+    i += 1
+    if i >= 200 and os.path.exists(D + "/release"):
+        break
+    time.sleep(0.01)
+out.close()
+log.close()
+)";
+
+TEST_F(Pool, RemoteIoWaitsAcrossAgentRestartsAndEveryLineLandsOnce) {
+  Start();
+  ASSERT_TRUE(WaitSlots(2));
+  const std::string d = env_->dir();
+  std::string src;
+  for (int i = 0; i < 60000; ++i) src += "row " + std::to_string(i) + "\n";
+  env_->Write("src.txt", src);
+  env_->Write("writer.py", kRestartWriter, 0755);
+  int c = env_->Submit("universe = vanilla\nexecutable = writer.py\narguments = " + d +
+                       "\nwant_remote_io = true\nshould_transfer_files = yes\nerror = w.err\n"
+                       "log = w.log\nqueue\n");
+  std::string id = std::to_string(c) + ".0";
+  auto lines = [&] {
+    auto text = ReadFileOr(d + "/lines.txt");
+    return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+  };
+  ASSERT_TRUE(WaitUntil([&] { return lines() >= 20; }, 30))
+      << ReadFileOr(env_->home() + "/agent.log") << ReadFileOr(d + "/w.err");
+  for (bool kill : {false, true}) {
+    if (kill) {
+      env_->KillAgent();
+    } else {
+      env_->StopAgent();
+    }
+    size_t before = lines();
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // its calls wait meanwhile
+    EXPECT_LE(lines(), before + 1) << "written with no agent running";
+    env_->StartAgent();
+    EXPECT_TRUE(WaitUntil([&] { return lines() >= before + 30; }, 30))
+        << (kill ? "after kill -9: " : "after a stop: ") << lines() << " lines\n"
+        << ReadFileOr(d + "/w.err");
+  }
+  env_->Write("release", "");
+  WaitDone(c, 60);
+  EXPECT_EQ(History(id, "ExitCode"), "0") << ReadFileOr(d + "/w.err");
+  EXPECT_EQ(History(id, "NumJobStarts"), "1");
+  EXPECT_EQ(ReadFileOr(d + "/starts"), "start\n");
+  // Line i is "i row i" in the written file and "i" in the appended one, for every i, once.
+  auto written = Split(ReadFileOr(d + "/lines.txt"), '\n');
+  auto appended = Split(ReadFileOr(d + "/appended.txt"), '\n');
+  ASSERT_GE(written.size(), 200u);
+  ASSERT_EQ(written.size(), appended.size());
+  for (size_t i = 0; i < written.size(); ++i) {
+    if (i + 1 == written.size() && written[i].empty() && appended[i].empty()) break;
+    ASSERT_EQ(written[i], std::to_string(i) + " row " + std::to_string(i)) << "line " << i;
+    ASSERT_EQ(appended[i], std::to_string(i)) << "line " << i;
+  }
+  EXPECT_EQ(ReadFileOr(env_->home() + "/agent.log").find("remote I/O refused"), std::string::npos);
 }
 
 // A job that speaks the remote-I/O wire itself to its starter's socket (as the attack's probe

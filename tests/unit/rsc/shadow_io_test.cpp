@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace kite::rsc {
@@ -60,6 +61,34 @@ class ShadowIoTest : public ::testing::Test {
   uint64_t seq_ = 0;
 };
 
+// The agent restarted: the run's new shadow knows none of the old one's handles. Each call on
+// one is answered ESTALE (the job's library opens its files again and asks once more), and no
+// handle the new one gives can be taken for an old one.
+TEST_F(ShadowIoTest, AHandleOfAnEarlierShadowIsStaleNeverAnotherFile) {
+  std::set<int64_t> old;
+  for (int i = 0; i < 3; ++i) old.insert(Open(dir_ + "/iwd/in.txt", O_RDONLY));
+  int64_t w = Open(dir_ + "/iwd/out.txt", O_WRONLY | O_CREAT, 0600);
+  ASSERT_GT(w, 0);
+  old.insert(w);
+  io_ = std::make_unique<ShadowIo>(std::vector<std::string>{dir_ + "/iwd/", dir_ + "/named.dat"});
+  std::set<int64_t> fresh;
+  for (int i = 0; i < 4; ++i) fresh.insert(Open(dir_ + "/iwd/in.txt", O_RDONLY));
+  for (int64_t h : fresh) {
+    EXPECT_GT(h, 0);
+    EXPECT_FALSE(old.contains(h)) << h;
+  }
+  for (int64_t h : old) {
+    EXPECT_EQ(Do({.op = Op::kPread, .handle = h, .size = 5}).error, ESTALE);
+    EXPECT_EQ(Do({.op = Op::kFstat, .handle = h}).error, ESTALE);
+    EXPECT_EQ(Do({.op = Op::kClose, .handle = h}).error, ESTALE);
+  }
+  EXPECT_EQ(Do({.op = Op::kPwrite, .handle = w, .data = "x"}).error, ESTALE);
+  EXPECT_EQ(Do({.op = Op::kAppend, .handle = w, .data = "x"}).error, ESTALE);
+  EXPECT_EQ(Do({.op = Op::kFtruncate, .handle = w}).error, ESTALE);
+  EXPECT_EQ(Do({.op = Op::kFsync, .handle = w}).error, ESTALE);
+  EXPECT_EQ(Read(dir_ + "/iwd/out.txt"), "");
+}
+
 TEST_F(ShadowIoTest, ReadsWritesAndStatsFilesUnderTheRoots) {
   int64_t h = Open(dir_ + "/iwd/in.txt", O_RDONLY);
   ASSERT_GT(h, 0);
@@ -71,7 +100,7 @@ TEST_F(ShadowIoTest, ReadsWritesAndStatsFilesUnderTheRoots) {
   EXPECT_EQ(st->size, 20u);
   EXPECT_TRUE(S_ISREG(st->mode));
   EXPECT_EQ(Do({.op = Op::kClose, .handle = h}).result, 0);
-  EXPECT_EQ(Do({.op = Op::kClose, .handle = h}).error, EBADF);
+  EXPECT_EQ(Do({.op = Op::kClose, .handle = h}).error, ESTALE);
   // Writing: a new file, at offsets, appended, truncated, synced.
   int64_t w = Open(dir_ + "/iwd/sub/out.txt", O_WRONLY | O_CREAT | O_TRUNC, 0600);
   ASSERT_GT(w, 0);
