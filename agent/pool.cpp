@@ -617,6 +617,19 @@ void Pool::OnRsc(const std::shared_ptr<Startd>& sd, const Message& m, const std:
     reply = run->io->Handle(body);
     for (const auto& why : run->io->TakeRefusals())
       spdlog::warn("agent: pool: job {}: remote I/O refused: {}", m.job, why);
+    // Bytes the program wrote that its library could not send: never taken for a good run.
+    for (const auto& path : run->io->TakeUnseen()) {
+      spdlog::warn("agent: pool: job {}: wrote to {} through calls remote I/O cannot follow", m.job,
+                   path);
+      if (j->status != kRunning) continue;
+      (void)queue_.Hold(*j,
+                        "Remote I/O: the job wrote to " + path +
+                            " through calls remote I/O cannot follow (a bash builtin's "
+                            "redirection, such as echo > FILE?); those bytes never reached this "
+                            "machine",
+                        kHoldTransferOutputError);
+      hooks_.commit_soon();
+    }
   }
   Send(sd, Message{.type = MsgType::kRscReply, .job = m.job, .run = m.run, .chan = m.chan}, reply);
 }

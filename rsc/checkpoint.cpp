@@ -428,7 +428,10 @@ bool Gather(Scratch* sc, const char** why) {
       e.stand_in_len = 0;
       if (StartsWith(e.path, stand_ins)) {
         e.kind = kStandIn;
-        long m = Sys(SYS_pread64, fd, reinterpret_cast<long>(e.stand_in), sizeof e.stand_in, 0);
+        long m = Sys(SYS_pread64, fd, reinterpret_cast<long>(e.stand_in), sizeof e.stand_in,
+                     kStandInIdAt);
+        if (m <= 0)  // a file system that cannot hold it there has it at 0
+          m = Sys(SYS_pread64, fd, reinterpret_cast<long>(e.stand_in), sizeof e.stand_in, 0);
         if (m <= 0) {
           *why = "cannot read a remote file's stand-in";
           ok = false;
@@ -603,7 +606,9 @@ void OnCheckpointSignal(int, siginfo_t*, void*) {
       fd = static_cast<int>(Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
                                 O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
       if (fd >= 0) {
-        Sys(SYS_pwrite64, fd, reinterpret_cast<long>(e.stand_in), e.stand_in_len, 0);
+        if (Sys(SYS_pwrite64, fd, reinterpret_cast<long>(e.stand_in), e.stand_in_len,
+                kStandInIdAt) != static_cast<long>(e.stand_in_len))
+          Sys(SYS_pwrite64, fd, reinterpret_cast<long>(e.stand_in), e.stand_in_len, 0);
         Sys(SYS_unlink, reinterpret_cast<long>(path));
       }
     } else {

@@ -20,6 +20,10 @@ constexpr size_t kMaxRegions = 4096;
 constexpr size_t kMaxFds = 256;
 constexpr size_t kMaxMaps = 1024;
 constexpr size_t kStandInBytes = 4200;  // what a stand-in holds: "FLAGS PATH"
+// Where in a stand-in it holds it: far past anything a program writes, so that bytes a program
+// writes to it with calls the library cannot see are found apart from it (a sparse file; a file
+// system that cannot hold it there has it at 0, and such writes then go unnoticed).
+constexpr int64_t kStandInIdAt = int64_t{1} << 40;
 constexpr size_t kPage = 4096;
 
 enum RegionKind : uint32_t { kPlain = 0, kHeap = 1, kStack = 2 };

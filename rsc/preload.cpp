@@ -44,6 +44,7 @@
 #include <vector>
 
 #include "rsc/checkpoint.h"
+#include "rsc/ckpt_image.h"
 #include "rsc/paths.h"
 #include "rsc/wire.h"
 
@@ -73,6 +74,12 @@ struct File : std::enable_shared_from_this<File> {
   int64_t ahead_at = -1;
   uint64_t ahead_writes = 0;
   bool ahead_end = false;
+  // Its stand-in holds "FLAGS PATH" at kStandInIdAt and nothing else (the library never writes
+  // there): bytes before it, or a size other than `stand_in_size`, were written by calls the
+  // library did not see (Unseen). `watch`: the stand-in's file system tells holes from data.
+  bool watch = false;
+  bool reported = false;
+  int64_t stand_in_size = 0;
   // Open for appending: where this process's last write left the file's end (-1: none yet).
   // After a restore the file is cut back to it, so the stretch run again does not write twice.
   int64_t append_end = -1;
@@ -428,6 +435,40 @@ std::shared_ptr<File> Find(int fd) {
   return it == s.files.end() ? nullptr : it->second;
 }
 
+// Where the first data of the file open on `fd` is (lseek's SEEK_DATA from 0; -1 when it cannot
+// be told) and, in `size`, its size; through a descriptor of its own, so that the offset the
+// program shares with its other processes is not moved.
+int64_t DataStart(int fd, int64_t* size = nullptr) {
+  char link[64];
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  int own = static_cast<int>(::syscall(SYS_openat, AT_FDCWD, link, O_RDONLY | O_CLOEXEC));
+  if (own < 0) return -1;
+  int64_t data = ::syscall(SYS_lseek, own, 0, SEEK_DATA);
+  struct stat st {};
+  if (size && ::syscall(SYS_fstat, own, &st) == 0) *size = st.st_size;
+  ::syscall(SYS_close, own);
+  return data;
+}
+
+// Whether the program wrote to descriptor `fd` of remote file `f` through calls this library
+// does not see (glibc's internal ones: a bash builtin's `echo > FILE`): those bytes are in its
+// stand-in, never sent. Told to the shadow, once per file and process, which holds the job: such
+// a loss is never silent.
+void Unseen(int fd, File& f) {
+  if (!f.watch || f.reported) return;
+  int64_t size = -1;
+  int64_t data = DataStart(fd, &size);
+  if (!((data >= 0 && data < kite::rsc::ckpt::kStandInIdAt) ||
+        (size >= 0 && size != f.stand_in_size)))
+    return;
+  f.reported = true;
+  Request req;
+  req.op = Op::kUnseen;
+  req.path = f.path;
+  Reply rep;
+  Call(req, &rep);
+}
+
 void Forget(int fd) {
   State& s = S();
   std::shared_ptr<File> f;
@@ -439,6 +480,7 @@ void Forget(int fd) {
     s.files.erase(it);
     s.count = s.files.size();
   }
+  Unseen(fd, *f);
   if (f.use_count() == 1 && !f->shared) {
     Request req;
     req.op = Op::kClose;
@@ -467,6 +509,8 @@ int RemoteOpen(const std::string& path, int flags, mode_t mode) {
   REAL(open);
   State& s = S();
   int fd;
+  bool watch = false;
+  int64_t stand_in_size = 0;
   if (!s.state[0]) {
     fd = real("/dev/null", O_RDWR | (flags & O_CLOEXEC));
   } else {
@@ -474,7 +518,16 @@ int RemoteOpen(const std::string& path, int flags, mode_t mode) {
     fd = real(stand_in.c_str(), O_RDWR | O_CREAT | O_TRUNC | (flags & O_CLOEXEC), 0600);
     if (fd >= 0) {
       std::string what = std::to_string(flags) + " " + path;
-      ::syscall(SYS_pwrite64, fd, what.data(), what.size(), 0);
+      int64_t at = kite::rsc::ckpt::kStandInIdAt;
+      if (::syscall(SYS_pwrite64, fd, what.data(), what.size(), at) ==
+          static_cast<int64_t>(what.size())) {
+        // Holes told from data: only then is a write the library did not see noticed (Unseen).
+        watch = ::syscall(SYS_lseek, fd, 0, SEEK_DATA) == at;
+        ::syscall(SYS_lseek, fd, 0, SEEK_SET);
+        stand_in_size = at + static_cast<int64_t>(what.size());
+      } else {
+        ::syscall(SYS_pwrite64, fd, what.data(), what.size(), 0);  // a file system without room
+      }
       ::syscall(SYS_unlink, stand_in.c_str());
     }
   }
@@ -491,6 +544,8 @@ int RemoteOpen(const std::string& path, int flags, mode_t mode) {
   f->handle = rep.result;
   f->flags = flags;
   f->path = path;
+  f->watch = watch;
+  f->stand_in_size = stand_in_size;
   Bind(fd, f);
   return fd;
 }
@@ -723,6 +778,19 @@ void ChildAfterFork() {
   S().seq &= ~(uint64_t{1} << 63);
 }
 
+// At exit: the remote files the program never closed (the kernel closes them, unseen) are looked
+// at for writes the library did not see (Unseen).
+__attribute__((destructor)) void Fini() {
+  State& s = S();
+  if (!s.enabled || s.count.load() == 0) return;
+  std::vector<std::pair<int, std::shared_ptr<File>>> files;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    for (auto& [fd, f] : s.files) files.emplace_back(fd, f);
+  }
+  for (auto& [fd, f] : files) Unseen(fd, *f);
+}
+
 __attribute__((constructor)) void Init() {
   kite::rsc::ckpt::Init();  // a restore never comes back
   State& s = S();
@@ -762,7 +830,10 @@ __attribute__((constructor)) void Init() {
     std::string t(target, static_cast<size_t>(n));
     if (t.compare(0, prefix.size(), prefix) != 0) continue;
     char what[4200];
-    ssize_t m = ::syscall(SYS_pread64, fd, what, sizeof what - 1, 0);
+    int64_t at = kite::rsc::ckpt::kStandInIdAt;
+    ssize_t m = ::syscall(SYS_pread64, fd, what, sizeof what - 1, at);
+    bool far = m > 0;
+    if (!far) m = ::syscall(SYS_pread64, fd, what, sizeof what - 1, 0);  // see RemoteOpen
     if (m <= 0) continue;
     std::string w(what, static_cast<size_t>(m));
     size_t space = w.find(' ');
@@ -772,6 +843,8 @@ __attribute__((constructor)) void Init() {
     f->flags = std::atoi(w.substr(0, space).c_str());
     f->path = w.substr(space + 1);
     f->shared = true;
+    f->watch = far && DataStart(fd) == at;  // see Unseen
+    f->stand_in_size = at + m;
     s.files[fd] = f;
   }
   s.count = s.files.size();

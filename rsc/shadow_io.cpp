@@ -94,6 +94,10 @@ std::vector<std::string> ShadowIo::TakeRefusals() {
   return std::exchange(refusals_, {});
 }
 
+std::vector<std::string> ShadowIo::TakeUnseen() {
+  return std::exchange(unseen_, {});
+}
+
 int ShadowIo::Refuse(const std::string& path, const std::string& why) {
   // The job chose the path: written so that it cannot forge or flood the agent's log.
   if (refusals_.size() < 100) refusals_.push_back(ForLog(path) + ": " + why);
@@ -357,6 +361,14 @@ Reply ShadowIo::Do(const Request& r) {
       }
       ::closedir(d);
       out.result = listed;
+      return out;
+    }
+    case Op::kUnseen: {
+      // Told, not done: only a path of the job's own is taken (and kept for the agent).
+      int root = -1;
+      std::string rel;
+      if (int e = Resolve(r.path, &root, &rel, nullptr)) return fail(e);
+      if (unseen_.size() < 16) unseen_.push_back(ForLog(r.path));
       return out;
     }
   }

@@ -48,6 +48,9 @@ class ShadowIo {
   const Counts& counts() const { return counts_; }
   // What was refused since the last call (one line each), for the agent's log.
   std::vector<std::string> TakeRefusals();
+  // The remote files the program wrote to through calls its library could not forward (kUnseen),
+  // since the last call, as written to a log: what it wrote there is not on this machine.
+  std::vector<std::string> TakeUnseen();
 
  private:
   Reply Do(const Request& r);
@@ -69,6 +72,7 @@ class ShadowIo {
   std::string last_reply_;
   Counts counts_;
   std::vector<std::string> refusals_;
+  std::vector<std::string> unseen_;
 };
 
 }  // namespace kite::rsc

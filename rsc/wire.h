@@ -41,8 +41,11 @@ enum class Op : uint32_t {
   kFtruncate,  // handle, size
   kFsync,      // handle
   kReaddir,    // handle (a directory), offset: entries to skip -> data: names, each NUL-ended
+  // path: the program wrote to this remote file through calls the library does not see (glibc's
+  // internal ones: bash's builtins); those bytes never left the execute node. Only reported.
+  kUnseen,
 };
-inline constexpr uint32_t kLastOp = static_cast<uint32_t>(Op::kReaddir);
+inline constexpr uint32_t kLastOp = static_cast<uint32_t>(Op::kUnseen);
 
 inline constexpr size_t kMaxPath = 4096;
 inline constexpr size_t kMaxData = 512 * 1024;  // per request; the library splits larger I/O

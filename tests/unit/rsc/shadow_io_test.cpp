@@ -89,6 +89,20 @@ TEST_F(ShadowIoTest, AHandleOfAnEarlierShadowIsStaleNeverAnotherFile) {
   EXPECT_EQ(Read(dir_ + "/iwd/out.txt"), "");
 }
 
+// The library tells of bytes it could not send (a bash builtin's redirection): kept for the
+// agent, which holds the job, only for a path of the job's own; nothing is done to the file.
+TEST_F(ShadowIoTest, WritesTheLibraryCouldNotSendAreKeptForTheAgentOnlyForTheJobsPaths) {
+  Write(dir_ + "/iwd/out.txt", "as it was\n");
+  EXPECT_EQ(Do({.op = Op::kUnseen, .path = dir_ + "/iwd/out.txt"}).result, 0);
+  EXPECT_EQ(Do({.op = Op::kUnseen, .path = dir_ + "/secret/key"}).error, EACCES);
+  EXPECT_EQ(Do({.op = Op::kUnseen, .path = "relative"}).error, EACCES);
+  auto unseen = io_->TakeUnseen();
+  ASSERT_EQ(unseen.size(), 1u);
+  EXPECT_EQ(unseen[0], dir_ + "/iwd/out.txt");
+  EXPECT_TRUE(io_->TakeUnseen().empty());
+  EXPECT_EQ(Read(dir_ + "/iwd/out.txt"), "as it was\n");
+}
+
 TEST_F(ShadowIoTest, ReadsWritesAndStatsFilesUnderTheRoots) {
   int64_t h = Open(dir_ + "/iwd/in.txt", O_RDONLY);
   ASSERT_GT(h, 0);
