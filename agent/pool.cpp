@@ -578,6 +578,9 @@ void Pool::OnStarted(const std::shared_ptr<Startd>& sd, const Message& m) {
   Job* j = IsCurrent(*run) ? queue_.Find(run->job) : nullptr;
   if (!j) return;
   queue_.RecordProgramStart(*j, run->id);
+  // Which way its remote I/O went (the startd may only name one of the two).
+  if (!m.remote_io.empty() && j->ad.EvaluateBool("WantRemoteIO").value_or(false))
+    queue_.SetAttr(*j, "RemoteIOMethod", classad::MakeString(m.remote_io));
   if (j->ad.EvaluateInt(kStartFailures).value_or(0) != 0)
     queue_.SetAttr(*j, kStartFailures, classad::MakeInteger(0));
   hooks_.commit_soon();

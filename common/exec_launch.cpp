@@ -33,6 +33,14 @@ Result<pid_t> LaunchUnderExec(const ExecLaunch& l) {
   if (!l.err.empty()) argv.insert(argv.end(), {"--err", l.err});
   if (l.append) argv.push_back("--append");
   if (l.no_aslr) argv.push_back("--no-aslr");
+  if (!l.fuse.server.empty()) {
+    std::string roots;
+    for (const auto& r : l.fuse.roots) roots += (roots.empty() ? "" : ":") + r;
+    argv.insert(argv.end(),
+                {"--fuse-server", l.fuse.server, "--fuse-socket", l.fuse.socket, "--fuse-mount",
+                 l.fuse.mount, "--fuse-log", l.fuse.log, "--fuse-roots", roots});
+    if (!l.fuse.keep.empty()) argv.insert(argv.end(), {"--fuse-keep", l.fuse.keep});
+  }
   argv.push_back("--");
   argv.push_back(l.program);
   argv.insert(argv.end(), l.args.begin(), l.args.end());

@@ -25,6 +25,14 @@ struct ExecLaunch {
   // Written into DIR/lock as "owner OWNER" before the spawn, so that a starter that reuses
   // directories can tell, after a restart, whose wrapper holds (or held) one. Empty: none.
   std::string owner;
+  // Remote I/O through the kernel (docs/remote-io.md): set, the job runs in a mount namespace of
+  // its own where each of `fuse.roots` is the desktop's, served by `fuse.server` (kite-rsc-fuse)
+  // over the starter's socket `fuse.socket`.
+  struct Fuse {
+    std::string server, socket, mount, log;  // mount: an empty folder of the job's control dir
+    std::vector<std::string> roots;          // outermost first: each is mounted over its path
+    std::string keep;  // the job's sandbox when it lies inside a root: put back over the mount
+  } fuse;
 };
 
 // Takes DIR/lock, then spawns kite-exec holding it as fd 3, in a new session, with the stop

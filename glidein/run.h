@@ -77,6 +77,8 @@ struct Run {
   size_t next_output = 0;
   std::optional<FileReader> reader;
   bool ended_sent = false;
+  // want_remote_io: how the program reaches its remote paths ("fuse", "preload"), for `started`.
+  std::string remote_io;
 };
 
 // A message of `type` about the run `r` (`started`, `vacated`, `refused`, `vacate`...).

@@ -212,7 +212,11 @@ void Startd::OnWelcome() {
   // output and end), and what it had sent before that is dropped.
   for (auto& [id, p] : runs_) {
     // Its start too: the agent counts a run's start once, when it hears of it.
-    if (p.started_sent) Send(About(MsgType::kStarted, p.ref));
+    if (p.started_sent) {
+      Message started = About(MsgType::kStarted, p.ref);
+      started.remote_io = p.remote_io;
+      Send(started);
+    }
     p.rewinding = true;
     p.ended_sent = false;
     ToStarter(p, Message{.type = MsgType::kRewind});
@@ -394,7 +398,10 @@ void Startd::OnStarterFrame(const std::string& slot_name, pool::Frame f) {
       p.last_periodic = WallNow();  // a start again comes after a checkpoint
       if (!p.started_sent) {
         p.started_sent = true;
-        Send(About(MsgType::kStarted, p.ref));
+        p.remote_io = m.remote_io;
+        Message started = About(MsgType::kStarted, p.ref);
+        started.remote_io = p.remote_io;
+        Send(started);
       }
       break;
     case MsgType::kSuspended:

@@ -71,6 +71,7 @@ class Startd {
     pid_t group = 0;            // the job's process group, once started
     bool rewinding = false;     // frames until the starter's `rewound` are stale
     bool started_sent = false;  // a relaunch after a checkpoint is no news to the agent
+    std::string remote_io;      // started: how its remote I/O goes (told to the agent with it)
     bool ended_sent = false;    // its `ended` reached the agent's connection
     double retire_until = 0;    // preempted: vacated at this time (wall clock) unless it ends
     std::string preempt_reason;

@@ -1,6 +1,7 @@
 // The starter's engine: one run's life in its sandbox (starter.h; the phases are run.h's).
 #include "glidein/starter.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -9,12 +10,14 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "classad/io.h"
 #include "common/clock.h"
 #include "common/exec_launch.h"
 #include "common/files.h"
 #include "glidein/run_spec.h"
+#include "rsc/paths.h"
 #include "rsc/roots.h"
 
 namespace kite::glidein {
@@ -246,7 +249,8 @@ void Starter::Launch(bool again) {
   spdlog::info("starter: job {} run {} {} on {} (pid {})", r.ref.job, r.ref.run,
                again ? "started again from its checkpoint" : "started", r.ref.slot, r.pid);
   Message started = About(MsgType::kStarted, r.ref);
-  started.pid = r.pid;  // the startd's, to kill the job if this starter dies
+  started.pid = r.pid;
+  started.remote_io = r.remote_io;  // the startd's, to kill the job if this starter dies
   Send(started);
 }
 
@@ -585,10 +589,50 @@ bool Starter::StartTransparent(ExecLaunch& launch, std::string* why) {
   return true;
 }
 
+// Remote I/O through the kernel needs the server next to kite-exec, a /dev/fuse this process may
+// open, a program without transparent checkpoints (they live in the library), no remote path
+// inside the sandbox, and each outermost remote path present here to be mounted over. A sandbox
+// inside a remote path (KITE_HOME under the Iwd) is put back over it, local as ever.
+std::string Starter::FuseUnusable(const std::vector<std::string>& roots) const {
+  const Run& r = *run_;
+  std::string bin = world_.exec_path.substr(0, world_.exec_path.rfind('/'));
+  if (::access((bin + "/kite-rsc-fuse").c_str(), X_OK) != 0)
+    return bin + "/kite-rsc-fuse is missing next to kite-exec";
+  int fd = ::open("/dev/fuse", O_RDWR | O_CLOEXEC);
+  if (fd < 0) return std::string("/dev/fuse cannot be opened: ") + std::strerror(errno);
+  ::close(fd);
+  if (IsTransparent(r.job)) return "transparent checkpoints need the preloaded library";
+  for (const auto& root : roots) {
+    if (rsc::PathUnder(root, r.box.path()))
+      return "the remote path " + root + " is inside the sandbox " + r.box.path();
+    struct stat st {};
+    if (::lstat(root.c_str(), &st) != 0 || S_ISLNK(st.st_mode))
+      return "the remote path " + root + " is not on this execute node to mount over";
+  }
+  return "";
+}
+
 bool Starter::StartRemoteIo(ExecLaunch& launch, std::string* why) {
   Run& r = *run_;
-  std::string lib = PreloadLibrary(launch, "want_remote_io", "remote I/O needs", why);
-  if (lib.empty()) return false;
+  std::vector<std::string> roots = rsc::RemoteRoots(r.job);
+  // Outermost only: one inside another is reached through it.
+  std::vector<std::string> outer;
+  for (const auto& p : roots) {
+    bool inside = false;
+    for (const auto& q : roots) inside = inside || (q != p && rsc::PathUnder(p, q));
+    if (!inside) outer.push_back(p);
+  }
+  std::string fuse_why = "the job did not ask for it (remote_io_method = fuse)";
+  if (r.job.EvaluateString("WantRemoteIOMethod").value_or("") == "fuse")
+    fuse_why = FuseUnusable(outer);
+  std::string lib;
+  if (!fuse_why.empty()) {
+    lib = PreloadLibrary(launch, "want_remote_io", "remote I/O needs", why);
+    if (lib.empty()) {
+      *why += "; and not through the kernel: " + fuse_why;
+      return false;
+    }
+  }
   if (!rsc_) {
     rsc_ = std::make_unique<RscRelay>(io_, [this](int64_t chan, const std::string& request) {
       if (!run_) return;
@@ -602,13 +646,34 @@ bool Starter::StartRemoteIo(ExecLaunch& launch, std::string* why) {
       return false;
     }
   }
-  std::string roots;
-  for (const auto& p : rsc::RemoteRoots(r.job)) roots += (roots.empty() ? "" : ":") + p;
+  if (fuse_why.empty()) {
+    std::string bin = world_.exec_path.substr(0, world_.exec_path.rfind('/'));
+    std::string mount = r.box.control_dir() + "/fuse";
+    if (::mkdir(mount.c_str(), 0700) != 0 && errno != EEXIST) {
+      *why = "want_remote_io: cannot make " + mount + ": " + std::strerror(errno);
+      return false;
+    }
+    launch.fuse = {.server = bin + "/kite-rsc-fuse",
+                   .socket = r.box.control_dir() + "/rsc.sock",
+                   .mount = mount,
+                   .log = r.box.control_dir() + "/rsc-fuse.log",
+                   .roots = outer};
+    for (const auto& root : outer)
+      if (rsc::PathUnder(r.box.path(), root)) launch.fuse.keep = r.box.path();
+    r.remote_io = "fuse";
+    return true;
+  }
+  if (r.job.EvaluateString("WantRemoteIOMethod").value_or("") == "fuse")
+    spdlog::warn("starter: job {} run {}: remote I/O through the preloaded library: {}", r.ref.job,
+                 r.ref.run, fuse_why);
+  std::string joined;
+  for (const auto& p : roots) joined += (joined.empty() ? "" : ":") + p;
   AddPreload(launch.env, lib);
   SetEnv(launch.env, "KITE_RSC_SOCKET", r.box.control_dir() + "/rsc.sock");
-  SetEnv(launch.env, "KITE_RSC_PATHS", roots);
+  SetEnv(launch.env, "KITE_RSC_PATHS", joined);
   SetEnv(launch.env, "KITE_RSC_SANDBOX", r.box.path());
   SetEnv(launch.env, "KITE_RSC_STATE", r.box.control_dir());
+  r.remote_io = "preload";
   return true;
 }
 

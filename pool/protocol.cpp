@@ -276,6 +276,7 @@ std::string ToJson(const Message& m) {
   put("reason", m.reason);
   put("path", m.path);
   put("in_place", m.in_place);
+  put("remote_io", m.remote_io);
   if (NeedsOf(m.type).file) {
     o["offset"] = m.offset;
     o["last"] = m.last;
@@ -351,6 +352,11 @@ Result<Message> ParseMessage(std::string_view text) {
                             in_place.find('\0') != std::string::npos)) {
     return Bad("in_place must be an absolute directory, and only in activate");
   }
+  KITE_TRY(remote_io, Str(o, "remote_io", false));
+  if (!remote_io.empty() &&
+      (m.type != MsgType::kStarted || (remote_io != "fuse" && remote_io != "preload"))) {
+    return Bad("remote_io must be fuse or preload, and only in started");
+  }
   KITE_TRY(offset, Int(o, "offset", 0, std::numeric_limits<int64_t>::max(), 0));
   KITE_TRY(last, Bool(o, "last"));
   KITE_TRY(checkpoint, Bool(o, "checkpoint"));
@@ -368,6 +374,7 @@ Result<Message> ParseMessage(std::string_view text) {
   m.reason = std::move(reason);
   m.path = std::move(path);
   m.in_place = std::move(in_place);
+  m.remote_io = std::move(remote_io);
   m.offset = static_cast<uint64_t>(offset);
   m.last = last;
   m.checkpoint = checkpoint;

@@ -120,9 +120,11 @@ struct Message {
   // agent shares, with no input sent and no output sent back; the agent asks it only of its own
   // slots (docs/pool.md, "A shared file system").
   std::string in_place;
-  RunExit exit;      // ended
-  RunUsage usage;    // ended, vacated
-  int64_t pid = 0;   // started, from a starter: the job's process group (0: none)
+  RunExit exit;     // ended
+  RunUsage usage;   // ended, vacated
+  int64_t pid = 0;  // started, from a starter: the job's process group (0: none)
+  // started: how the program reaches its remote paths, "fuse" or "preload" ("": no remote I/O)
+  std::string remote_io;
   int64_t chan = 0;  // rsc, rsc_reply: the starter's channel
   bool operator==(const Message&) const = default;
 };

@@ -179,6 +179,16 @@ int ShadowIo::Parent(const std::string& path, int* dir_fd, std::string* name) {
   return errno;
 }
 
+int ShadowIo::Entry(const std::string& path, int* dir_fd, std::string* name) {
+  int root = -1;
+  std::string rel;
+  if (int e = Resolve(path, &root, &rel, nullptr)) return e;
+  if (!rel.empty()) return Parent(path, dir_fd, name);
+  *dir_fd = ::fcntl(root, F_DUPFD_CLOEXEC, 0);
+  *name = ".";
+  return *dir_fd >= 0 ? 0 : errno;
+}
+
 std::string ShadowIo::Handle(std::string_view request) {
   auto r = DecodeRequest(request);
   if (!r) return Encode(Reply{.seq = 0, .result = -1, .error = EINVAL});
@@ -362,6 +372,73 @@ Reply ShadowIo::Do(const Request& r) {
       ::closedir(d);
       out.result = listed;
       return out;
+    }
+    case Op::kChmod:
+    case Op::kChown:
+    case Op::kUtimens:
+    case Op::kReadlink: {
+      std::string name;
+      if (r.op == Op::kChmod && (r.mode & ~0777u)) return fail(EPERM);  // see OpenAt2
+      // Only to the user the agent runs as: what the job could do on its own machine.
+      if (r.op == Op::kChown &&
+          ((r.offset != -1 && r.offset != static_cast<int64_t>(::geteuid())) ||
+           (r.handle != -1 && r.handle != static_cast<int64_t>(::getegid()))))
+        return fail(EPERM);
+      struct timespec ts[2];
+      if (r.op == Op::kUtimens) {
+        if (r.data.size() != 32) return fail(EINVAL);
+        for (int i = 0; i < 2; ++i) {
+          ts[i].tv_sec = static_cast<time_t>(wire::Get(r.data, 16 * i, 8));
+          ts[i].tv_nsec = static_cast<long>(wire::Get(r.data, 16 * i + 8, 8));
+        }
+      }
+      if (int e = Entry(r.path, &fd, &name)) return fail(e);
+      int rc = 0;
+      switch (r.op) {
+        case Op::kChmod:
+          rc = ::fchmodat(fd, name.c_str(), r.mode, AT_SYMLINK_NOFOLLOW);
+          break;
+        case Op::kChown:
+          rc = ::fchownat(fd, name.c_str(), static_cast<uid_t>(r.offset),
+                          static_cast<gid_t>(r.handle), AT_SYMLINK_NOFOLLOW);
+          break;
+        case Op::kUtimens:
+          rc = ::utimensat(fd, name.c_str(), ts, AT_SYMLINK_NOFOLLOW);
+          break;
+        default: {
+          char target[PATH_MAX];
+          ssize_t n = ::readlinkat(fd, name.c_str(), target, sizeof target);
+          if (n >= 0) {
+            out.data.assign(target, static_cast<size_t>(n));
+            out.result = n;
+          }
+          rc = n < 0 ? -1 : 0;
+        }
+      }
+      int e = errno;
+      ::close(fd);
+      return rc == 0 ? out : fail(e);
+    }
+    case Op::kSymlink:
+    case Op::kLink: {
+      if (r.op == Op::kSymlink && (r.path2.empty() || r.path2.find('\0') != std::string::npos))
+        return fail(EINVAL);
+      std::string name, to;
+      if (int e = Parent(r.path, &fd, &name)) return fail(e);
+      int rc = 0, to_fd = -1;
+      if (r.op == Op::kSymlink) {
+        // What it says is only text here: the shadow never follows a link out of the roots.
+        rc = ::symlinkat(r.path2.c_str(), fd, name.c_str());
+      } else if (int e = Parent(r.path2, &to_fd, &to)) {
+        ::close(fd);
+        return fail(e);
+      } else {
+        rc = ::linkat(fd, name.c_str(), to_fd, to.c_str(), 0);
+      }
+      int e = errno;
+      ::close(fd);
+      if (to_fd >= 0) ::close(to_fd);
+      return rc == 0 ? out : fail(e);
     }
     case Op::kUnseen: {
       // Told, not done: only a path of the job's own is taken (and kept for the agent).

@@ -60,6 +60,8 @@ class ShadowIo {
   int OpenBeneath(const std::string& path, int flags, uint32_t mode, int* fd);
   // The folder holding `path`'s last component, opened O_PATH beneath its root, and that name.
   int Parent(const std::string& path, int* dir_fd, std::string* name);
+  // As Parent, and a folder root itself too (its own folder, name ".").
+  int Entry(const std::string& path, int* dir_fd, std::string* name);
   int Refuse(const std::string& path, const std::string& why);
 
   std::vector<std::string> roots_;

@@ -44,8 +44,16 @@ enum class Op : uint32_t {
   // path: the program wrote to this remote file through calls the library does not see (glibc's
   // internal ones: bash's builtins); those bytes never left the execute node. Only reported.
   kUnseen,
+  // Metadata, for the file system through the kernel (kite-rsc-fuse). None follows a symbolic
+  // link in the last step of its path.
+  kChmod,     // path, mode: permission bits only (more is EPERM)
+  kChown,     // path, offset: uid, handle: gid (-1: unchanged); only to the user's own
+  kUtimens,   // path, data: 4 x i64 (atime s, ns, mtime s, ns; ns may be UTIME_NOW or UTIME_OMIT)
+  kSymlink,   // path: the link to make, path2: what it says
+  kReadlink,  // path -> data: what the link says
+  kLink,      // path: an existing file, path2: its new name
 };
-inline constexpr uint32_t kLastOp = static_cast<uint32_t>(Op::kUnseen);
+inline constexpr uint32_t kLastOp = static_cast<uint32_t>(Op::kLink);
 
 inline constexpr size_t kMaxPath = 4096;
 inline constexpr size_t kMaxData = 512 * 1024;  // per request; the library splits larger I/O

@@ -196,11 +196,26 @@ Status EmitTransparentCheckpoints(JobContext& ctx, bool own_checkpoints) {
   return {};
 }
 
+// remote_io_method = fuse | preload (docs/remote-io.md): how a want_remote_io job reaches its
+// files. Kite's own; anything else is refused rather than taken for the default.
+Status EmitRemoteIoMethod(JobContext& ctx) {
+  auto v = ctx.Get("remote_io_method");
+  if (!v) return Fail(v.error());
+  if (!*v) return {};
+  std::string m = ToLower(**v);
+  if (m != "fuse" && m != "preload") {
+    return Fail(ctx.ErrorAt("remote_io_method",
+                            "remote_io_method must be fuse or preload, not '" + **v + "'"));
+  }
+  ctx.Emit("WantRemoteIOMethod", Quoted(m));
+  return {};
+}
+
 }  // namespace
 
 Status EmitMiscPolicy(JobContext& ctx) {
-  for (auto f :
-       {EmitLease, EmitCredentialAlarm, EmitConcurrency, EmitMaterialize, EmitRemoteUniverses}) {
+  for (auto f : {EmitLease, EmitCredentialAlarm, EmitConcurrency, EmitMaterialize,
+                 EmitRemoteUniverses, EmitRemoteIoMethod}) {
     if (auto st = f(ctx); !st) return st;
   }
   auto spool = GetBool(ctx, "copy_to_spool", false);

@@ -1,7 +1,8 @@
 // kite-exec: runs one job and records how it ended, so that its starter need not be its parent.
 //
 //   kite-exec --dir DIR [--lock-fd N] [--cwd DIR] [--in FILE] [--out FILE] [--err FILE] [--append]
-//             [--no-aslr] -- PROGRAM ARGS...
+//             [--no-aslr] [--fuse-server PROG --fuse-socket SOCK --fuse-mount DIR --fuse-log FILE
+//             --fuse-roots R1:R2... [--fuse-keep DIR]] -- PROGRAM ARGS...
 //
 // While it lives it holds an exclusive flock on DIR/lock (or on the already locked file it
 // inherits as fd N, so the lock is never free between its starter's decision and its start); when
@@ -12,9 +13,19 @@
 // (docs/checkpoints.md), which goes to the job's group the same way. `--no-aslr` runs the program
 // without address-space randomisation (personality), as a restored checkpoint needs. Deliberately
 // small: only libc and common/exec_status, so it starts fast.
+//
+// With `--fuse-server` the job reaches its remote paths through the kernel (docs/remote-io.md):
+// this wrapper opens /dev/fuse and starts the server (kite-rsc-fuse) on it in a session of its
+// own; the job, before its program starts, enters a mount namespace of its own (and a user
+// namespace when not root), mounts the file system at DIR, puts each root's folder or file from
+// it over that root's path, puts the folder --fuse-keep (its sandbox, when inside a root) back
+// over the mounted tree, and lets go of DIR. Nothing of this is seen outside the job's
+// processes; the server ends when the last of them has.
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/resource.h>
 #include <sys/time.h>
@@ -54,6 +65,8 @@ struct Args {
   int lock_fd = -1;
   bool append = false;
   bool no_aslr = false;
+  std::string fuse_server, fuse_socket, fuse_mount, fuse_log, fuse_roots, fuse_keep;
+  int fuse_fd = -1;  // /dev/fuse, opened here
   std::vector<char*> argv;
 };
 
@@ -87,12 +100,25 @@ bool ParseArgs(int argc, char** argv, Args* a) {
       a->out = v;
     else if (k == "--err")
       a->err = v;
+    else if (k == "--fuse-server")
+      a->fuse_server = v;
+    else if (k == "--fuse-socket")
+      a->fuse_socket = v;
+    else if (k == "--fuse-mount")
+      a->fuse_mount = v;
+    else if (k == "--fuse-log")
+      a->fuse_log = v;
+    else if (k == "--fuse-roots")
+      a->fuse_roots = v;
+    else if (k == "--fuse-keep")
+      a->fuse_keep = v;
     else
       return false;
   }
   for (; i < argc; ++i) a->argv.push_back(argv[i]);
   a->argv.push_back(nullptr);
-  return !a->dir.empty() && a->argv.size() > 1;
+  bool fuse_whole = !a->fuse_socket.empty() && !a->fuse_mount.empty() && !a->fuse_roots.empty();
+  return !a->dir.empty() && a->argv.size() > 1 && (a->fuse_server.empty() || fuse_whole);
 }
 
 // Writes `text` at the end of the file `fd` is open on (synced when `sync`).
@@ -118,6 +144,86 @@ int OpenOrFail(int pipe_fd, const std::string& path, int flags, int target, cons
   return 0;
 }
 
+bool WriteFile(const char* path, const std::string& text) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  close(fd);
+  return ok;
+}
+
+// The job's side of remote I/O through the kernel: its own mount namespace, the file system
+// mounted, each root put in place from it (see the head of this file).
+void MountRemote(const Args& a, int pipe_fd) {
+  uid_t uid = getuid();
+  gid_t gid = getgid();
+  int flags = CLONE_NEWNS | (geteuid() == 0 ? 0 : CLONE_NEWUSER);
+  if (unshare(flags) != 0)
+    ChildFail(pipe_fd, 'S', errno, "remote I/O: cannot make a mount namespace for the job");
+  if ((flags & CLONE_NEWUSER) &&
+      !(WriteFile("/proc/self/setgroups", "deny") &&
+        WriteFile("/proc/self/uid_map", std::to_string(uid) + " " + std::to_string(uid) + " 1") &&
+        WriteFile("/proc/self/gid_map", std::to_string(gid) + " " + std::to_string(gid) + " 1")))
+    ChildFail(pipe_fd, 'S', errno, "remote I/O: cannot map the job's user in its namespace");
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
+    ChildFail(pipe_fd, 'S', errno, "remote I/O: cannot make the job's mounts its own");
+  int keep = -1;
+  if (!a.fuse_keep.empty()) {
+    keep = open(a.fuse_keep.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (keep < 0) ChildFail(pipe_fd, 'S', errno, "remote I/O: cannot open " + a.fuse_keep);
+  }
+  std::string opts = "fd=" + std::to_string(a.fuse_fd) +
+                     ",rootmode=40000,user_id=" + std::to_string(uid) +
+                     ",group_id=" + std::to_string(gid);
+  if (mount("kite-rsc", a.fuse_mount.c_str(), "fuse.kite-rsc", MS_NOSUID | MS_NODEV,
+            opts.c_str()) != 0)
+    ChildFail(pipe_fd, 'S', errno, "remote I/O: cannot mount its file system at " + a.fuse_mount);
+  close(a.fuse_fd);
+  for (size_t i = 0; i <= a.fuse_roots.size();) {
+    size_t j = a.fuse_roots.find(':', i);
+    if (j == std::string::npos) j = a.fuse_roots.size();
+    std::string root = a.fuse_roots.substr(i, j - i);
+    i = j + 1;
+    if (root.empty()) continue;
+    std::string from = a.fuse_mount + root;
+    if (mount(from.c_str(), root.c_str(), nullptr, MS_BIND, nullptr) != 0)
+      ChildFail(pipe_fd, 'S', errno,
+                "remote I/O: cannot put the remote path " + root + " in place");
+  }
+  if (keep >= 0) {
+    std::string from = "/proc/self/fd/" + std::to_string(keep);
+    if (mount(from.c_str(), a.fuse_keep.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+      ChildFail(pipe_fd, 'S', errno, "remote I/O: cannot keep the sandbox " + a.fuse_keep);
+    close(keep);
+  }
+  umount2(a.fuse_mount.c_str(), MNT_DETACH);
+}
+
+// The file system's server, in a session of its own (stopping the job's group leaves it to
+// answer the job's last calls); it ends when the job's namespace does.
+void StartFuseServer(Args& a) {
+  a.fuse_fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+  if (a.fuse_fd < 0) {
+    perror("kite-exec: remote I/O: /dev/fuse");
+    return;
+  }
+  pid_t pid = fork();
+  if (pid != 0) return;
+  setsid();
+  sigset_t all;
+  sigemptyset(&all);
+  sigprocmask(SIG_SETMASK, &all, nullptr);
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR2}) sigaction(s, &dfl, nullptr);
+  int fd = dup(a.fuse_fd);  // without close-on-exec
+  std::string fd_text = std::to_string(fd);
+  execl(a.fuse_server.c_str(), a.fuse_server.c_str(), "--fd", fd_text.c_str(), "--socket",
+        a.fuse_socket.c_str(), "--roots", a.fuse_roots.c_str(), "--log", a.fuse_log.c_str(),
+        "--keep", a.fuse_keep.c_str(), static_cast<char*>(nullptr));
+  _exit(127);
+}
+
 [[noreturn]] void RunChild(const Args& a, int pipe_fd) {
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -125,6 +231,10 @@ int OpenOrFail(int pipe_fd, const std::string& path, int flags, int target, cons
   if (a.no_aslr &&
       personality(static_cast<unsigned long>(personality(0xffffffff)) | ADDR_NO_RANDOMIZE) < 0)
     ChildFail(pipe_fd, 'S', errno, "cannot turn address-space randomisation off");
+  if (!a.fuse_server.empty()) {
+    if (a.fuse_fd < 0) ChildFail(pipe_fd, 'S', ENODEV, "remote I/O: /dev/fuse cannot be opened");
+    MountRemote(a, pipe_fd);
+  }
   sigset_t stop;
   kite::ExecStopSignals(&stop);
   sigprocmask(SIG_UNBLOCK, &stop, nullptr);  // one sent since the fork is delivered now
@@ -159,7 +269,8 @@ int main(int argc, char** argv) {
   if (!ParseArgs(argc, argv, &a)) {
     fprintf(stderr,
             "usage: kite-exec --version | --dir DIR [--cwd DIR] [--in F] [--out F] [--err F] "
-            "[--append] [--no-aslr] -- "
+            "[--append] [--no-aslr] [--fuse-server P --fuse-socket S --fuse-mount D --fuse-log F "
+            "--fuse-roots R:R] -- "
             "PROGRAM ARGS...\n");
     return 2;
   }
@@ -189,6 +300,7 @@ int main(int argc, char** argv) {
   fwd.sa_flags = SA_RESTART;
   for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT}) sigaction(s, &fwd, nullptr);
 
+  if (!a.fuse_server.empty()) StartFuseServer(a);
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) return 2;
   kite::ExecStatus st;
@@ -197,6 +309,7 @@ int main(int argc, char** argv) {
   if (pid < 0) return 2;
   if (pid == 0) RunChild(a, p[1]);
   g_child = pid;
+  if (a.fuse_fd >= 0) close(a.fuse_fd);
   if (g_pending) kill(pid, g_pending);
   sigprocmask(SIG_UNBLOCK, &stop, nullptr);
   close(p[1]);

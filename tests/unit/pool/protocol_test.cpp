@@ -177,6 +177,17 @@ TEST(PoolProtocol, MalformedFramesAreRefusedNamingWhatIsWrong) {
                 "in_place must be an absolute directory");
   ExpectRefused(RawFrame(R"({"type":"vacate","slot":"s","job":"1.0","run":"r","in_place":"/x"})"),
                 "only in activate");
+  // How remote I/O went: one of two words, and only when a run starts.
+  ExpectRefused(
+      RawFrame(R"({"type":"started","slot":"s","job":"1.0","run":"r","remote_io":"nfs"})"),
+      "remote_io must be fuse or preload");
+  ExpectRefused(RawFrame(R"({"type":"ended","slot":"s","job":"1.0","run":"r","remote_io":"fuse"})"),
+                "only in started");
+  auto ok =
+      ParseMessage(R"({"type":"started","slot":"s","job":"1.0","run":"r","remote_io":"fuse"})");
+  ASSERT_TRUE(ok) << ok.error().message();
+  EXPECT_EQ(ok->remote_io, "fuse");
+  EXPECT_NE(ToJson(*ok).find("\"remote_io\":\"fuse\""), std::string::npos);
 }
 
 TEST(PoolProtocol, FilePathsThatWouldLeaveTheSandboxAreRefused) {

@@ -89,6 +89,55 @@ TEST_F(ShadowIoTest, AHandleOfAnEarlierShadowIsStaleNeverAnotherFile) {
   EXPECT_EQ(Read(dir_ + "/iwd/out.txt"), "");
 }
 
+// Metadata for the file system through the kernel: done inside the job's paths as on a local
+// disk, never through a link's last step, never to another user, never setuid, never outside.
+TEST_F(ShadowIoTest, MetadataCallsActInsideTheJobsPathsOnlyAndNeverFollowALinkOut) {
+  const std::string iwd = dir_ + "/iwd";
+  EXPECT_EQ(Do({.op = Op::kChmod, .mode = 0640, .path = iwd + "/in.txt"}).error, 0);
+  EXPECT_EQ(fs::status(iwd + "/in.txt").permissions(),
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
+  EXPECT_EQ(Do({.op = Op::kChmod, .mode = 04755, .path = iwd + "/in.txt"}).error, EPERM);
+  // The link's last step is not followed: the key outside keeps its mode.
+  auto before = fs::status(dir_ + "/secret/key").permissions();
+  EXPECT_NE(Do({.op = Op::kChmod, .mode = 0777, .path = iwd + "/escape"}).error, 0);
+  EXPECT_EQ(fs::status(dir_ + "/secret/key").permissions(), before);
+  EXPECT_EQ(Do({.op = Op::kChmod, .mode = 0777, .path = dir_ + "/secret/key"}).error, EACCES);
+
+  std::string times;
+  for (int64_t v : {int64_t{1577934245}, int64_t{0}, int64_t{1577934245}, int64_t{500}})
+    wire::Put(times, static_cast<uint64_t>(v), 8);
+  EXPECT_EQ(Do({.op = Op::kUtimens, .path = iwd + "/in.txt", .data = times}).error, 0);
+  struct stat st {};
+  ASSERT_EQ(::stat((iwd + "/in.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mtim.tv_sec, 1577934245);
+  EXPECT_EQ(st.st_mtim.tv_nsec, 500);
+  EXPECT_EQ(Do({.op = Op::kUtimens, .path = iwd + "/in.txt", .data = "short"}).error, EINVAL);
+
+  EXPECT_EQ(Do({.op = Op::kChown, .handle = -1, .offset = -1, .path = iwd + "/in.txt"}).error, 0);
+  int64_t other = static_cast<int64_t>(::geteuid()) + 1;
+  EXPECT_EQ(Do({.op = Op::kChown, .handle = -1, .offset = other, .path = iwd + "/in.txt"}).error,
+            EPERM);
+
+  // A link says anything; only its text is made, and reading it gives that text.
+  EXPECT_EQ(Do({.op = Op::kSymlink, .path = iwd + "/to-etc", .path2 = "/etc/passwd"}).error, 0);
+  auto link = Do({.op = Op::kReadlink, .path = iwd + "/to-etc"});
+  EXPECT_EQ(link.error, 0);
+  EXPECT_EQ(link.data, "/etc/passwd");
+  EXPECT_EQ(Do({.op = Op::kStat, .path = iwd + "/to-etc"}).error, EACCES);  // never followed out
+  EXPECT_EQ(Do({.op = Op::kSymlink, .path = dir_ + "/secret/l", .path2 = "x"}).error, EACCES);
+  EXPECT_EQ(Do({.op = Op::kSymlink, .path = iwd + "/l", .path2 = std::string("a\0b", 3)}).error,
+            EINVAL);
+
+  EXPECT_EQ(Do({.op = Op::kLink, .path = iwd + "/in.txt", .path2 = iwd + "/sub/hard"}).error, 0);
+  EXPECT_EQ(Read(iwd + "/sub/hard"), "hello, remote world\n");
+  EXPECT_EQ(Do({.op = Op::kLink, .path = dir_ + "/secret/key", .path2 = iwd + "/stolen"}).error,
+            EACCES);
+  EXPECT_EQ(Do({.op = Op::kLink, .path = iwd + "/in.txt", .path2 = dir_ + "/secret/k2"}).error,
+            EACCES);
+  EXPECT_FALSE(fs::exists(iwd + "/stolen"));
+  EXPECT_FALSE(fs::exists(dir_ + "/secret/k2"));
+}
+
 // The library tells of bytes it could not send (a bash builtin's redirection): kept for the
 // agent, which holds the job, only for a path of the job's own; nothing is done to the file.
 TEST_F(ShadowIoTest, WritesTheLibraryCouldNotSendAreKeptForTheAgentOnlyForTheJobsPaths) {

@@ -1,0 +1,554 @@
+// kite-rsc-fuse: a job's remote paths as a FUSE file system (docs/remote-io.md, "Through the
+// kernel"). kite-exec opens /dev/fuse, starts this program with that descriptor, and mounts it in
+// the job's own mount namespace; each request the kernel makes is sent as a remote system call
+// (rsc/wire.h) on one channel of the starter's socket, exactly as the preloaded library's are, so
+// the shadow confines and answers them the same way. Every program then gets the kernel's
+// semantics: shell builtins, static programs, `mkdir -p`.
+//
+//   kite-rsc-fuse --fd N --socket PATH --roots R1:R2... [--keep DIR] [--log FILE]
+//
+// The tree it serves is the desktop's from "/": a path inside a root is the desktop's (through the
+// shadow); "/" and each folder on the way to a root are folders of this program's own, listing the
+// next step towards the roots only; anything else does not exist. The job's sandbox (`--keep`),
+// when it lies inside a root, is put back over the mounted tree by kite-exec: the folders on the
+// way to it are the desktop's where it has them, else this program's own, so that it can be. One
+// request at a time: a call made while no agent runs waits, as on a hung NFS mount, until the
+// starter sends it again. Ends when the kernel ends the file system (the last process of the job's
+// namespace is gone).
+#define FUSE_USE_VERSION 35
+#include <fcntl.h>
+#include <fuse.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "rsc/paths.h"
+#include "rsc/wire.h"
+
+namespace {
+
+using kite::rsc::Op;
+using kite::rsc::Reply;
+using kite::rsc::Request;
+
+struct Open {
+  int64_t handle = 0;
+  std::string path;
+  int flags = 0;
+};
+
+struct Server {
+  std::string socket_path;
+  std::vector<std::string> roots;
+  std::string keep;  // the job's sandbox, when inside a root ("": none)
+  int sock = -1;
+  uint64_t seq = 0;
+  std::mutex mu;  // one request on the channel at a time
+  std::map<uint64_t, Open> opens;
+  uint64_t next_open = 1;
+};
+
+Server g;
+
+bool WriteAll(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    ssize_t w = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool ReadAll(int fd, char* p, size_t n) {
+  while (n > 0) {
+    ssize_t r = ::read(fd, p, n);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    p += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+bool Connect() {
+  if (g.sock >= 0) return true;
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  if (fd < 0 || g.socket_path.size() >= sizeof a.sun_path) {
+    if (fd >= 0) ::close(fd);
+    return false;
+  }
+  std::memcpy(a.sun_path, g.socket_path.c_str(), g.socket_path.size() + 1);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return false;
+  }
+  g.sock = fd;
+  return true;
+}
+
+// One call through the starter; a lost channel is opened again and the call sent again with the
+// same number (the shadow answers a repeated number from its last reply). EIO when the starter is
+// gone for good.
+Reply Call(Request req) {
+  std::lock_guard<std::mutex> lock(g.mu);
+  req.seq = ++g.seq;
+  std::string body = kite::rsc::Encode(req);
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    if (!Connect()) {
+      ::usleep(100 * 1000);
+      continue;
+    }
+    uint32_t len = static_cast<uint32_t>(body.size());
+    char head[4];
+    for (int i = 0; i < 4; ++i) head[i] = static_cast<char>((len >> (8 * i)) & 0xff);
+    uint32_t rlen = 0;
+    char rhead[4];
+    if (WriteAll(g.sock, head, 4) && WriteAll(g.sock, body.data(), body.size()) &&
+        ReadAll(g.sock, rhead, 4)) {
+      for (int i = 0; i < 4; ++i)
+        rlen |= static_cast<uint32_t>(static_cast<unsigned char>(rhead[i])) << (8 * i);
+      std::string in(rlen, '\0');
+      if (rlen <= kite::rsc::kReplyFixed + kite::rsc::kMaxData &&
+          ReadAll(g.sock, in.data(), rlen)) {
+        auto rep = kite::rsc::DecodeReply(in);
+        if (rep && rep->seq == req.seq) return *rep;
+      }
+    }
+    ::close(g.sock);
+    g.sock = -1;
+  }
+  return Reply{.seq = req.seq, .result = -1, .error = EIO};
+}
+
+// What a path of the mounted tree is.
+enum class Kind { kRemote, kWay, kNone };
+
+Kind KindOf(const std::string& path) {
+  bool way = path == "/";
+  for (const auto& r : g.roots) {
+    if (kite::rsc::PathUnder(path, r)) return Kind::kRemote;
+    if (kite::rsc::PathUnder(r, path)) way = true;
+  }
+  return way ? Kind::kWay : Kind::kNone;
+}
+
+void ToStat(const kite::rsc::Stat& s, struct stat* st) {
+  std::memset(st, 0, sizeof *st);
+  st->st_dev = s.dev;
+  st->st_ino = s.ino;
+  st->st_mode = s.mode;
+  st->st_nlink = s.nlink;
+  st->st_uid = s.uid;
+  st->st_gid = s.gid;
+  st->st_size = static_cast<off_t>(s.size);
+  st->st_blocks = static_cast<blkcnt_t>(s.blocks);
+  st->st_blksize = static_cast<blksize_t>(s.blksize);
+  auto ts = [](int64_t ns) {
+    struct timespec t;
+    t.tv_sec = ns / 1000000000;
+    t.tv_nsec = ns % 1000000000;
+    return t;
+  };
+  st->st_atim = ts(s.atime_ns);
+  st->st_mtim = ts(s.mtime_ns);
+  st->st_ctim = ts(s.ctime_ns);
+}
+
+int Result(const Reply& r) {
+  return r.error ? -r.error : static_cast<int>(r.result);
+}
+
+// A call on an open file; a handle the agent does not know (a new agent's shadow: ESTALE) is
+// opened again by its path, never created or emptied, and the call asked once more.
+Reply OnHandle(uint64_t fh, Request req) {
+  Open* o = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    auto it = g.opens.find(fh);
+    if (it == g.opens.end()) return Reply{.result = -1, .error = EBADF};
+    o = &it->second;
+  }
+  req.handle = o->handle;
+  Reply rep = Call(req);
+  if (rep.error != ESTALE) return rep;
+  Request again{
+      .op = Op::kOpen, .flags = o->flags & ~(O_CREAT | O_EXCL | O_TRUNC), .path = o->path};
+  Reply opened = Call(again);
+  if (opened.error) return rep;
+  o->handle = opened.result;
+  req.handle = o->handle;
+  return Call(req);
+}
+
+uint64_t Remember(int64_t handle, const char* path, int flags) {
+  std::lock_guard<std::mutex> lock(g.mu);
+  uint64_t id = g.next_open++;
+  g.opens[id] = Open{handle, path, flags};
+  return id;
+}
+
+void Forget(uint64_t fh) {
+  std::lock_guard<std::mutex> lock(g.mu);
+  g.opens.erase(fh);
+}
+
+int DoGetattr(const char* path, struct stat* st, fuse_file_info* fi) {
+  switch (KindOf(path)) {
+    case Kind::kNone:
+      return -ENOENT;
+    case Kind::kWay:
+      std::memset(st, 0, sizeof *st);
+      st->st_mode = S_IFDIR | 0555;
+      st->st_nlink = 2;
+      st->st_uid = ::getuid();
+      st->st_gid = ::getgid();
+      return 0;
+    case Kind::kRemote:
+      break;
+  }
+  Reply r = fi ? OnHandle(fi->fh, Request{.op = Op::kFstat})
+               : Call(Request{.op = Op::kLstat, .path = path});
+  if (r.error == ENOENT && !fi && !g.keep.empty() && kite::rsc::PathUnder(g.keep, path)) {
+    std::memset(st, 0, sizeof *st);  // on the way to the sandbox, which is mounted over it
+    st->st_mode = S_IFDIR | 0555;
+    st->st_nlink = 2;
+    st->st_uid = ::getuid();
+    st->st_gid = ::getgid();
+    return 0;
+  }
+  if (r.error) return -r.error;
+  auto s = kite::rsc::DecodeStat(r.data);
+  if (!s) return -EIO;
+  ToStat(*s, st);
+  return 0;
+}
+
+int DoAccess(const char* path, int mode) {
+  Kind k = KindOf(path);
+  if (k == Kind::kNone) return -ENOENT;
+  if (k == Kind::kWay) return (mode & W_OK) ? -EACCES : 0;
+  return Result(
+      Call(Request{.op = Op::kAccess, .mode = static_cast<uint32_t>(mode), .path = path}));
+}
+
+// Calls that change the tree are only for paths inside the roots.
+int Changes(const char* path) {
+  Kind k = KindOf(path);
+  return k == Kind::kRemote ? 0 : k == Kind::kWay ? -EACCES : -ENOENT;
+}
+
+int DoOpen(const char* path, fuse_file_info* fi) {
+  if (int e = Changes(path)) return e;
+  int flags = fi->flags & ~O_CLOEXEC;
+  Reply r = Call(Request{.op = Op::kOpen, .flags = flags, .path = path});
+  if (r.error) return -r.error;
+  fi->fh = Remember(r.result, path, flags);
+  return 0;
+}
+
+int DoCreate(const char* path, mode_t mode, fuse_file_info* fi) {
+  if (int e = Changes(path)) return e;
+  int flags = (fi->flags & ~O_CLOEXEC) | O_CREAT;
+  Reply r = Call(Request{.op = Op::kOpen, .flags = flags, .mode = mode, .path = path});
+  if (r.error) return -r.error;
+  fi->fh = Remember(r.result, path, flags);
+  return 0;
+}
+
+int DoRead(const char*, char* buf, size_t size, off_t off, fuse_file_info* fi) {
+  size_t done = 0;
+  while (done < size) {
+    size_t n = std::min(size - done, kite::rsc::kMaxData);
+    Reply r = OnHandle(
+        fi->fh, Request{.op = Op::kPread, .offset = static_cast<int64_t>(off + done), .size = n});
+    if (r.error) return done ? static_cast<int>(done) : -r.error;
+    if (r.data.size() > n) return -EIO;
+    std::memcpy(buf + done, r.data.data(), r.data.size());
+    done += r.data.size();
+    if (r.data.size() < n) break;
+  }
+  return static_cast<int>(done);
+}
+
+int DoWrite(const char*, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
+  bool append = false;
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    auto it = g.opens.find(fi->fh);
+    append = it != g.opens.end() && (it->second.flags & O_APPEND);
+  }
+  size_t done = 0;
+  while (done < size) {
+    size_t n = std::min(size - done, kite::rsc::kMaxData);
+    Request req{.op = append ? Op::kAppend : Op::kPwrite,
+                .offset = static_cast<int64_t>(off + done),
+                .data = std::string(buf + done, n)};
+    Reply r = OnHandle(fi->fh, req);
+    if (r.error) return done ? static_cast<int>(done) : -r.error;
+    if (r.result <= 0) break;
+    done += static_cast<size_t>(r.result);
+  }
+  return static_cast<int>(done);
+}
+
+int DoTruncate(const char* path, off_t size, fuse_file_info* fi) {
+  if (fi)
+    return Result(
+        OnHandle(fi->fh, Request{.op = Op::kFtruncate, .size = static_cast<uint64_t>(size)}));
+  if (int e = Changes(path)) return e;
+  return Result(
+      Call(Request{.op = Op::kTruncate, .size = static_cast<uint64_t>(size), .path = path}));
+}
+
+int DoRelease(const char*, fuse_file_info* fi) {
+  OnHandle(fi->fh, Request{.op = Op::kClose});
+  Forget(fi->fh);
+  return 0;
+}
+
+int DoFsync(const char*, int, fuse_file_info* fi) {
+  return Result(OnHandle(fi->fh, Request{.op = Op::kFsync}));
+}
+
+int DoMkdir(const char* path, mode_t mode) {
+  if (int e = Changes(path)) return KindOf(path) == Kind::kWay ? -EEXIST : e;
+  return Result(Call(Request{.op = Op::kMkdir, .mode = mode, .path = path}));
+}
+
+int DoUnlink(const char* path) {
+  if (int e = Changes(path)) return e;
+  return Result(Call(Request{.op = Op::kUnlink, .path = path}));
+}
+
+int DoRmdir(const char* path) {
+  if (int e = Changes(path)) return e;
+  return Result(Call(Request{.op = Op::kRmdir, .path = path}));
+}
+
+int DoRename(const char* from, const char* to, unsigned int flags) {
+  if (flags) return -EINVAL;  // RENAME_NOREPLACE, _EXCHANGE: mv then does without
+  if (int e = Changes(from)) return e;
+  if (int e = Changes(to)) return e;
+  return Result(Call(Request{.op = Op::kRename, .path = from, .path2 = to}));
+}
+
+int DoOpendir(const char* path, fuse_file_info* fi) {
+  Kind k = KindOf(path);
+  if (k == Kind::kNone) return -ENOENT;
+  if (k == Kind::kWay) {
+    fi->fh = 0;
+    return 0;
+  }
+  int flags = O_RDONLY | O_DIRECTORY;
+  Reply r = Call(Request{.op = Op::kOpen, .flags = flags, .path = path});
+  if (r.error) return -r.error;
+  fi->fh = Remember(r.result, path, flags);
+  return 0;
+}
+
+int DoReaddir(const char* path, void* buf, fuse_fill_dir_t fill, off_t, fuse_file_info* fi,
+              fuse_readdir_flags) {
+  if (fi->fh == 0) {
+    // A folder on the way to the roots: its next step towards each.
+    std::set<std::string> names{".", ".."};
+    std::string p = path;
+    for (const auto& r : g.roots) {
+      if (r == p || !kite::rsc::PathUnder(r, p)) continue;
+      size_t from = p == "/" ? 1 : p.size() + 1;
+      names.insert(r.substr(from, r.find('/', from) - from));
+    }
+    for (const auto& n : names)
+      fill(buf, n.c_str(), nullptr, 0, static_cast<fuse_fill_dir_flags>(0));
+    return 0;
+  }
+  int64_t skip = 0;
+  for (;;) {
+    Reply r = OnHandle(fi->fh, Request{.op = Op::kReaddir, .offset = skip});
+    if (r.error) return -r.error;
+    if (r.result <= 0) break;
+    size_t at = 0;
+    while (at < r.data.size()) {
+      size_t end = r.data.find('\0', at);
+      if (end == std::string::npos) return -EIO;
+      fill(buf, r.data.substr(at, end - at).c_str(), nullptr, 0,
+           static_cast<fuse_fill_dir_flags>(0));
+      at = end + 1;
+    }
+    skip += r.result;
+  }
+  return 0;
+}
+
+int DoReleasedir(const char*, fuse_file_info* fi) {
+  if (fi->fh == 0) return 0;
+  return DoRelease(nullptr, fi);
+}
+
+int DoStatfs(const char*, struct statvfs* st) {
+  std::memset(st, 0, sizeof *st);
+  st->f_bsize = st->f_frsize = 4096;
+  st->f_blocks = st->f_bfree = st->f_bavail = uint64_t{1} << 30;
+  st->f_files = st->f_ffree = uint64_t{1} << 24;
+  st->f_namemax = 255;
+  return 0;
+}
+
+int DoChmod(const char* path, mode_t mode, fuse_file_info*) {
+  if (int e = Changes(path)) return e;
+  return Result(Call(Request{.op = Op::kChmod, .mode = mode & 07777u, .path = path}));
+}
+
+int DoChown(const char* path, uid_t uid, gid_t gid, fuse_file_info*) {
+  if (int e = Changes(path)) return e;
+  auto id = [](unsigned v) {
+    return v == static_cast<unsigned>(-1) ? -1 : static_cast<int64_t>(v);
+  };
+  return Result(
+      Call(Request{.op = Op::kChown, .handle = id(gid), .offset = id(uid), .path = path}));
+}
+
+int DoUtimens(const char* path, const struct timespec tv[2], fuse_file_info*) {
+  if (int e = Changes(path)) return e;
+  std::string data;
+  for (int i = 0; i < 2; ++i) {
+    struct timespec t = tv ? tv[i] : timespec{0, UTIME_NOW};
+    kite::rsc::wire::Put(data, static_cast<uint64_t>(t.tv_sec), 8);
+    kite::rsc::wire::Put(data, static_cast<uint64_t>(t.tv_nsec), 8);
+  }
+  return Result(Call(Request{.op = Op::kUtimens, .path = path, .data = data}));
+}
+
+int DoSymlink(const char* target, const char* link) {
+  if (int e = Changes(link)) return e;
+  return Result(Call(Request{.op = Op::kSymlink, .path = link, .path2 = target}));
+}
+
+int DoLink(const char* from, const char* to) {
+  if (int e = Changes(from)) return e;
+  if (int e = Changes(to)) return e;
+  return Result(Call(Request{.op = Op::kLink, .path = from, .path2 = to}));
+}
+
+int DoReadlink(const char* path, char* buf, size_t size) {
+  if (int e = Changes(path)) return e;
+  Reply r = Call(Request{.op = Op::kReadlink, .path = path});
+  if (r.error) return -r.error;
+  if (size == 0) return -EINVAL;
+  size_t n = std::min(size - 1, r.data.size());
+  std::memcpy(buf, r.data.data(), n);
+  buf[n] = '\0';
+  return 0;
+}
+
+void* DoInit(fuse_conn_info*, fuse_config* cfg) {
+  // Names are kept a second; attributes are asked for each time: two names of one file (a hard
+  // link) are two nodes to the kernel, and a cached size or time of one would be stale after a
+  // change through the other (tar: "file changed as we read it").
+  cfg->entry_timeout = 1.0;
+  cfg->attr_timeout = 0;
+  cfg->negative_timeout = 0;
+  cfg->use_ino = 1;       // the desktop's inode numbers: cp -a and tar find hard links by them
+  cfg->kernel_cache = 0;  // what the desktop changed shows at the next open
+  return nullptr;
+}
+
+[[noreturn]] void Usage() {
+  std::fprintf(stderr, "usage: kite-rsc-fuse --fd N --socket PATH --roots R1:R2... [--log FILE]\n");
+  std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int fd = -1;
+  std::string roots, log;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    if (k == "--fd")
+      fd = std::atoi(v.c_str());
+    else if (k == "--socket")
+      g.socket_path = v;
+    else if (k == "--roots")
+      roots = v;
+    else if (k == "--log")
+      log = v;
+    else if (k == "--keep")
+      g.keep = kite::rsc::LexicalPath("/", v, true);
+    else
+      Usage();
+  }
+  if (argc % 2 == 0 || fd < 0 || g.socket_path.empty() || roots.empty()) Usage();
+  for (size_t i = 0; i <= roots.size();) {
+    size_t j = roots.find(':', i);
+    if (j == std::string::npos) j = roots.size();
+    std::string r = roots.substr(i, j - i);
+    if (!r.empty() && r[0] == '/') g.roots.push_back(kite::rsc::LexicalPath("/", r, true));
+    i = j + 1;
+  }
+  if (!log.empty()) {
+    int l = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (l >= 0) {
+      ::dup2(l, 2);
+      ::close(l);
+    }
+  }
+  fuse_operations ops{};
+  ops.init = DoInit;
+  ops.getattr = DoGetattr;
+  ops.access = DoAccess;
+  ops.open = DoOpen;
+  ops.create = DoCreate;
+  ops.read = DoRead;
+  ops.write = DoWrite;
+  ops.truncate = DoTruncate;
+  ops.release = DoRelease;
+  ops.fsync = DoFsync;
+  ops.mkdir = DoMkdir;
+  ops.unlink = DoUnlink;
+  ops.rmdir = DoRmdir;
+  ops.rename = DoRename;
+  ops.opendir = DoOpendir;
+  ops.readdir = DoReaddir;
+  ops.releasedir = DoReleasedir;
+  ops.statfs = DoStatfs;
+  ops.chmod = DoChmod;
+  ops.chown = DoChown;
+  ops.utimens = DoUtimens;
+  ops.symlink = DoSymlink;
+  ops.link = DoLink;
+  ops.readlink = DoReadlink;
+  // mknod (fifos, devices), xattrs and locks are not forwarded: the kernel says ENOSYS/ENOTSUP.
+  char name[] = "kite-rsc-fuse";
+  char* fargv[] = {name, nullptr};
+  fuse_args args = FUSE_ARGS_INIT(1, fargv);
+  fuse* f = fuse_new(&args, &ops, sizeof ops, nullptr);
+  if (!f) {
+    std::fprintf(stderr, "kite-rsc-fuse: cannot set up the file system\n");
+    return 1;
+  }
+  std::string mountpoint = "/dev/fd/" + std::to_string(fd);
+  if (fuse_mount(f, mountpoint.c_str()) != 0) {
+    std::fprintf(stderr, "kite-rsc-fuse: cannot take /dev/fuse as descriptor %d\n", fd);
+    return 1;
+  }
+  // Until the kernel ends the file system; nothing to unmount then (the mount was never here).
+  int rc = fuse_loop(f);
+  fuse_destroy(f);
+  return rc < 0 ? 1 : 0;
+}
