@@ -622,14 +622,19 @@ bool Starter::StartRemoteIo(ExecLaunch& launch, std::string* why) {
     for (const auto& q : roots) inside = inside || (q != p && rsc::PathUnder(p, q));
     if (!inside) outer.push_back(p);
   }
-  std::string fuse_why = "the job did not ask for it (remote_io_method = fuse)";
-  if (r.job.EvaluateString("WantRemoteIOMethod").value_or("") == "fuse")
-    fuse_why = FuseUnusable(outer);
+  // remote_io_method: auto (the default) through the kernel where it can be, else the library;
+  // fuse only through the kernel; preload only the library.
+  std::string method = r.job.EvaluateString("WantRemoteIOMethod").value_or("auto");
+  std::string fuse_why = method == "preload" ? "remote_io_method = preload" : FuseUnusable(outer);
+  if (method == "fuse" && !fuse_why.empty()) {
+    *why = "remote_io_method = fuse: " + fuse_why;
+    return false;
+  }
   std::string lib;
   if (!fuse_why.empty()) {
     lib = PreloadLibrary(launch, "want_remote_io", "remote I/O needs", why);
     if (lib.empty()) {
-      *why += "; and not through the kernel: " + fuse_why;
+      if (method != "preload") *why += "; and not through the kernel: " + fuse_why;
       return false;
     }
   }
@@ -663,8 +668,8 @@ bool Starter::StartRemoteIo(ExecLaunch& launch, std::string* why) {
     r.remote_io = "fuse";
     return true;
   }
-  if (r.job.EvaluateString("WantRemoteIOMethod").value_or("") == "fuse")
-    spdlog::warn("starter: job {} run {}: remote I/O through the preloaded library: {}", r.ref.job,
+  if (method != "preload")
+    spdlog::info("starter: job {} run {}: remote I/O through the preloaded library: {}", r.ref.job,
                  r.ref.run, fuse_why);
   std::string joined;
   for (const auto& p : roots) joined += (joined.empty() ? "" : ":") + p;

@@ -5,16 +5,20 @@
 // the shadow confines and answers them the same way. Every program then gets the kernel's
 // semantics: shell builtins, static programs, `mkdir -p`.
 //
-//   kite-rsc-fuse --fd N --socket PATH --roots R1:R2... [--keep DIR] [--log FILE]
+//   kite-rsc-fuse --fd N [--mounted N] --socket PATH --roots R1:R2... [--keep DIR] [--log FILE]
+//   kite-rsc-fuse --version
+//
+// `--mounted`: a descriptor to read one byte from before serving: the device cannot be read until
+// the job has mounted it. Its end without a byte: the job never did, and this program leaves.
 //
 // The tree it serves is the desktop's from "/": a path inside a root is the desktop's (through the
 // shadow); "/" and each folder on the way to a root are folders of this program's own, listing the
 // next step towards the roots only; anything else does not exist. The job's sandbox (`--keep`),
 // when it lies inside a root, is put back over the mounted tree by kite-exec: the folders on the
 // way to it are the desktop's where it has them, else this program's own, so that it can be. One
-// request at a time: a call made while no agent runs waits, as on a hung NFS mount, until the
-// starter sends it again. Ends when the kernel ends the file system (the last process of the job's
-// namespace is gone).
+// request at a time (a single-threaded loop, one channel): a call made while no agent runs waits,
+// as on a hung NFS mount, until the starter sends it again. Ends when the kernel ends the file
+// system (the last process of the job's namespace is gone).
 #define FUSE_USE_VERSION 35
 #include <fcntl.h>
 #include <fuse.h>
@@ -29,7 +33,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -47,6 +50,9 @@ struct Open {
   int64_t handle = 0;
   std::string path;
   int flags = 0;
+  // O_APPEND: where the file ended after this open's last append (or at the open), as the shadow
+  // said; -1: not known.
+  int64_t append_end = -1;
 };
 
 struct Server {
@@ -55,7 +61,6 @@ struct Server {
   std::string keep;  // the job's sandbox, when inside a root ("": none)
   int sock = -1;
   uint64_t seq = 0;
-  std::mutex mu;  // one request on the channel at a time
   std::map<uint64_t, Open> opens;
   uint64_t next_open = 1;
 };
@@ -106,7 +111,6 @@ bool Connect() {
 // same number (the shadow answers a repeated number from its last reply). EIO when the starter is
 // gone for good.
 Reply Call(Request req) {
-  std::lock_guard<std::mutex> lock(g.mu);
   req.seq = ++g.seq;
   std::string body = kite::rsc::Encode(req);
   for (int attempt = 0; attempt < 50; ++attempt) {
@@ -174,37 +178,54 @@ int Result(const Reply& r) {
   return r.error ? -r.error : static_cast<int>(r.result);
 }
 
+// After an append: where the file now ends, as the shadow says.
+Reply Appended(Open* o, const Request& req, Reply rep) {
+  if (req.op == Op::kAppend && !rep.error && rep.data.size() == 8)
+    o->append_end = static_cast<int64_t>(kite::rsc::wire::Get(rep.data, 0, 8));
+  return rep;
+}
+
 // A call on an open file; a handle the agent does not know (a new agent's shadow: ESTALE) is
 // opened again by its path, never created or emptied, and the call asked once more.
 Reply OnHandle(uint64_t fh, Request req) {
-  Open* o = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(g.mu);
-    auto it = g.opens.find(fh);
-    if (it == g.opens.end()) return Reply{.result = -1, .error = EBADF};
-    o = &it->second;
-  }
+  auto it = g.opens.find(fh);
+  if (it == g.opens.end()) return Reply{.result = -1, .error = EBADF};
+  Open* o = &it->second;
   req.handle = o->handle;
   Reply rep = Call(req);
-  if (rep.error != ESTALE) return rep;
+  if (rep.error != ESTALE) return Appended(o, req, rep);
   Request again{
       .op = Op::kOpen, .flags = o->flags & ~(O_CREAT | O_EXCL | O_TRUNC), .path = o->path};
   Reply opened = Call(again);
   if (opened.error) return rep;
   o->handle = opened.result;
   req.handle = o->handle;
-  return Call(req);
+  // An append the old agent did without living to answer is not done again: its bytes are where
+  // this open's last append ended.
+  if (req.op == Op::kAppend && o->append_end >= 0) {
+    Reply there = Call(Request{
+        .op = Op::kPread, .handle = o->handle, .offset = o->append_end, .size = req.data.size()});
+    if (!there.error && there.data == req.data) {
+      o->append_end += static_cast<int64_t>(req.data.size());
+      return Reply{.seq = req.seq, .result = static_cast<int64_t>(req.data.size())};
+    }
+  }
+  return Appended(o, req, Call(req));
 }
 
 uint64_t Remember(int64_t handle, const char* path, int flags) {
-  std::lock_guard<std::mutex> lock(g.mu);
+  Open o{handle, path, flags};
+  if (flags & O_APPEND) {
+    Reply st = Call(Request{.op = Op::kFstat, .handle = handle});
+    if (auto s = kite::rsc::DecodeStat(st.data); !st.error && s)
+      o.append_end = static_cast<int64_t>(s->size);
+  }
   uint64_t id = g.next_open++;
-  g.opens[id] = Open{handle, path, flags};
+  g.opens[id] = std::move(o);
   return id;
 }
 
 void Forget(uint64_t fh) {
-  std::lock_guard<std::mutex> lock(g.mu);
   g.opens.erase(fh);
 }
 
@@ -287,12 +308,8 @@ int DoRead(const char*, char* buf, size_t size, off_t off, fuse_file_info* fi) {
 }
 
 int DoWrite(const char*, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
-  bool append = false;
-  {
-    std::lock_guard<std::mutex> lock(g.mu);
-    auto it = g.opens.find(fi->fh);
-    append = it != g.opens.end() && (it->second.flags & O_APPEND);
-  }
+  auto it = g.opens.find(fi->fh);
+  bool append = it != g.opens.end() && (it->second.flags & O_APPEND);
   size_t done = 0;
   while (done < size) {
     size_t n = std::min(size - done, kite::rsc::kMaxData);
@@ -469,19 +486,29 @@ void* DoInit(fuse_conn_info*, fuse_config* cfg) {
 }
 
 [[noreturn]] void Usage() {
-  std::fprintf(stderr, "usage: kite-rsc-fuse --fd N --socket PATH --roots R1:R2... [--log FILE]\n");
+  std::fprintf(
+      stderr,
+      "usage: kite-rsc-fuse --version | --fd N [--mounted N] --socket PATH --roots R1:R2... "
+      "[--keep DIR] [--log FILE]\n");
   std::exit(2);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int fd = -1;
+  // Whether this binary runs here (the starter asks before it counts on it).
+  if (argc == 2 && std::string(argv[1]) == "--version") {
+    std::printf("kite-rsc-fuse 0.1.0\n");
+    return 0;
+  }
+  int fd = -1, mounted = -1;
   std::string roots, log;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
     if (k == "--fd")
       fd = std::atoi(v.c_str());
+    else if (k == "--mounted")
+      mounted = std::atoi(v.c_str());
     else if (k == "--socket")
       g.socket_path = v;
     else if (k == "--roots")
@@ -489,7 +516,7 @@ int main(int argc, char** argv) {
     else if (k == "--log")
       log = v;
     else if (k == "--keep")
-      g.keep = kite::rsc::LexicalPath("/", v, true);
+      g.keep = v.empty() ? "" : kite::rsc::LexicalPath("/", v, true);
     else
       Usage();
   }
@@ -546,6 +573,14 @@ int main(int argc, char** argv) {
   if (fuse_mount(f, mountpoint.c_str()) != 0) {
     std::fprintf(stderr, "kite-rsc-fuse: cannot take /dev/fuse as descriptor %d\n", fd);
     return 1;
+  }
+  if (mounted >= 0) {
+    char c;
+    ssize_t n;
+    while ((n = ::read(mounted, &c, 1)) < 0 && errno == EINTR) {
+    }
+    ::close(mounted);
+    if (n != 1) return 0;
   }
   // Until the kernel ends the file system; nothing to unmount then (the mount was never here).
   int rc = fuse_loop(f);

@@ -105,7 +105,7 @@ const CommandInfo kCommands[] = {
     {"checkpoint", "TransparentCheckpoint", F::kSpecial, U::kActs, "vanilla: transparent: the program's state is checkpointed without its help (docs/checkpoints.md)", ""},
     {"checkpoint_interval", "CheckpointInterval", F::kSpecial, U::kActs, "vanilla, transparent checkpoints: seconds between periodic checkpoints", ""},
     {"want_remote_io", "WantRemoteIO", F::kBool, U::kActs, "vanilla: the program's file calls on the job's files go to the submit host while it runs (docs/remote-io.md)", ""},
-    {"remote_io_method", "WantRemoteIOMethod", F::kSpecial, U::kActs, "vanilla, with want_remote_io: fuse: through the kernel where the execute node allows it, else the preloaded library (preload, the default)", ""},
+    {"remote_io_method", "WantRemoteIOMethod", F::kSpecial, U::kActs, "vanilla, with want_remote_io: auto (the default): through the kernel where the execute node allows it, else the preloaded library; fuse: only through the kernel; preload: only the library", ""},
     {"remote_io_paths", "RemoteIOPaths", F::kString, U::kActs, "vanilla, with want_remote_io: more files and folders the program reaches remotely", ""},
     {"erase_output_and_error_on_restart", "DontAppend", F::kBool, U::kRecords, "", ""},
     {"skip_if_dataflow", "SkipIfDataflow", F::kBool, U::kRecords, "", ""},

@@ -196,16 +196,16 @@ Status EmitTransparentCheckpoints(JobContext& ctx, bool own_checkpoints) {
   return {};
 }
 
-// remote_io_method = fuse | preload (docs/remote-io.md): how a want_remote_io job reaches its
-// files. Kite's own; anything else is refused rather than taken for the default.
+// remote_io_method = auto | fuse | preload (docs/remote-io.md): how a want_remote_io job reaches
+// its files. Kite's own; anything else is refused rather than taken for the default.
 Status EmitRemoteIoMethod(JobContext& ctx) {
   auto v = ctx.Get("remote_io_method");
   if (!v) return Fail(v.error());
   if (!*v) return {};
   std::string m = ToLower(**v);
-  if (m != "fuse" && m != "preload") {
+  if (m != "auto" && m != "fuse" && m != "preload") {
     return Fail(ctx.ErrorAt("remote_io_method",
-                            "remote_io_method must be fuse or preload, not '" + **v + "'"));
+                            "remote_io_method must be auto, fuse or preload, not '" + **v + "'"));
   }
   ctx.Emit("WantRemoteIOMethod", Quoted(m));
   return {};

@@ -66,7 +66,8 @@ struct Args {
   bool append = false;
   bool no_aslr = false;
   std::string fuse_server, fuse_socket, fuse_mount, fuse_log, fuse_roots, fuse_keep;
-  int fuse_fd = -1;  // /dev/fuse, opened here
+  int fuse_fd = -1;       // /dev/fuse, opened here
+  int fuse_mounted = -1;  // written one byte by the job once it has mounted the file system
   std::vector<char*> argv;
 };
 
@@ -179,6 +180,8 @@ void MountRemote(const Args& a, int pipe_fd) {
             opts.c_str()) != 0)
     ChildFail(pipe_fd, 'S', errno, "remote I/O: cannot mount its file system at " + a.fuse_mount);
   close(a.fuse_fd);
+  (void)!write(a.fuse_mounted, "m", 1);  // the server may serve now
+  close(a.fuse_mounted);
   for (size_t i = 0; i <= a.fuse_roots.size();) {
     size_t j = a.fuse_roots.find(':', i);
     if (j == std::string::npos) j = a.fuse_roots.size();
@@ -200,28 +203,43 @@ void MountRemote(const Args& a, int pipe_fd) {
 }
 
 // The file system's server, in a session of its own (stopping the job's group leaves it to
-// answer the job's last calls); it ends when the job's namespace does.
+// answer the job's last calls); it ends when the job's namespace does. It may read /dev/fuse only
+// once the job has mounted it: it waits for a byte on a pipe the job writes then (a.fuse_mounted;
+// the end of the pipe without one: the job never mounted, and the server leaves). A server that
+// cannot start closes its descriptor: once the job has closed its own, its mounts fail with
+// ENOTCONN, said as the job's setup failure.
 void StartFuseServer(Args& a) {
   a.fuse_fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
-  if (a.fuse_fd < 0) {
+  int mounted[2];
+  if (a.fuse_fd < 0 || pipe2(mounted, O_CLOEXEC) != 0) {
     perror("kite-exec: remote I/O: /dev/fuse");
+    if (a.fuse_fd >= 0) close(a.fuse_fd);
+    a.fuse_fd = -1;
     return;
   }
   pid_t pid = fork();
-  if (pid != 0) return;
-  setsid();
-  sigset_t all;
-  sigemptyset(&all);
-  sigprocmask(SIG_SETMASK, &all, nullptr);
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR2}) sigaction(s, &dfl, nullptr);
-  int fd = dup(a.fuse_fd);  // without close-on-exec
-  std::string fd_text = std::to_string(fd);
-  execl(a.fuse_server.c_str(), a.fuse_server.c_str(), "--fd", fd_text.c_str(), "--socket",
-        a.fuse_socket.c_str(), "--roots", a.fuse_roots.c_str(), "--log", a.fuse_log.c_str(),
-        "--keep", a.fuse_keep.c_str(), static_cast<char*>(nullptr));
-  _exit(127);
+  if (pid == 0) {
+    setsid();
+    sigset_t all;
+    sigemptyset(&all);
+    sigprocmask(SIG_SETMASK, &all, nullptr);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR2}) sigaction(s, &dfl, nullptr);
+    close(mounted[1]);
+    std::string fd = std::to_string(dup(a.fuse_fd));  // without close-on-exec
+    std::string wait = std::to_string(dup(mounted[0]));
+    execl(a.fuse_server.c_str(), a.fuse_server.c_str(), "--fd", fd.c_str(), "--mounted",
+          wait.c_str(), "--socket", a.fuse_socket.c_str(), "--roots", a.fuse_roots.c_str(), "--log",
+          a.fuse_log.c_str(), "--keep", a.fuse_keep.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(mounted[0]);
+  a.fuse_mounted = mounted[1];
+  if (pid < 0) {
+    close(a.fuse_fd);
+    a.fuse_fd = -1;
+  }
 }
 
 [[noreturn]] void RunChild(const Args& a, int pipe_fd) {
@@ -232,7 +250,9 @@ void StartFuseServer(Args& a) {
       personality(static_cast<unsigned long>(personality(0xffffffff)) | ADDR_NO_RANDOMIZE) < 0)
     ChildFail(pipe_fd, 'S', errno, "cannot turn address-space randomisation off");
   if (!a.fuse_server.empty()) {
-    if (a.fuse_fd < 0) ChildFail(pipe_fd, 'S', ENODEV, "remote I/O: /dev/fuse cannot be opened");
+    if (a.fuse_fd < 0)
+      ChildFail(pipe_fd, 'S', ENODEV,
+                "remote I/O: cannot open /dev/fuse or start its file system's server");
     MountRemote(a, pipe_fd);
   }
   sigset_t stop;
@@ -310,6 +330,7 @@ int main(int argc, char** argv) {
   if (pid == 0) RunChild(a, p[1]);
   g_child = pid;
   if (a.fuse_fd >= 0) close(a.fuse_fd);
+  if (a.fuse_mounted >= 0) close(a.fuse_mounted);
   if (g_pending) kill(pid, g_pending);
   sigprocmask(SIG_UNBLOCK, &stop, nullptr);
   close(p[1]);

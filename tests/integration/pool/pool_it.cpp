@@ -52,6 +52,8 @@ class Pool : public ::testing::Test {
     auto v = boost::json::parse(r.out, ec);
     return !ec && v.is_array() ? v.as_array() : boost::json::array{};
   }
+  // A python3 job writing three remote files through a clean agent restart and a kill -9.
+  void RestartsDuringRemoteIo(const std::string& method);
   bool WaitSlots(size_t n, double seconds = 20) {
     return WaitUntil([&] { return Slots().size() == n; }, seconds);
   }
@@ -361,7 +363,9 @@ TEST_F(Pool, ACheckpointingJobResumesFromItsLastCheckpointAfterAVacate) {
 // want_remote_io (docs/remote-io.md): the program reads a file of the job's Iwd that was never
 // transferred and appends to another there while it runs; both go through the shadow, the desktop
 // sees the output grow, the job ad and the user log count the bytes, and a link leading out of
-// the job's paths is refused and logged.
+// the job's paths is refused and logged. Through the preloaded library, which sends whole paths:
+// through the kernel a link is followed on the execute node, as on NFS (on this local slot that
+// is the desktop itself, where the job's user may read anything).
 TEST_F(Pool, RemoteIoReachesTheJobsFilesWhileItRunsAndNothingElse) {
   Start();
   ASSERT_TRUE(WaitSlots(2));
@@ -381,8 +385,8 @@ TEST_F(Pool, RemoteIoReachesTheJobsFilesWhileItRunsAndNothingElse) {
               "cat $D/leak > /dev/null 2>&1 || echo refused >> $D/progress.txt\n",
               0755);
   int c = env_->Submit("universe = vanilla\nexecutable = io.sh\narguments = " + d +
-                       "\nwant_remote_io = true\nshould_transfer_files = yes\nerror = io.err\n"
-                       "log = io.log\nqueue\n");
+                       "\nwant_remote_io = true\nremote_io_method = preload\n"
+                       "should_transfer_files = yes\nerror = io.err\nlog = io.log\nqueue\n");
   std::string id = std::to_string(c) + ".0";
   // While it runs, the desktop already has what it wrote.
   ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(d + "/progress.txt") == "first\n"; }, 30))
@@ -434,7 +438,7 @@ out.close()
 log.close()
 )";
 
-TEST_F(Pool, RemoteIoWaitsAcrossAgentRestartsAndEveryLineLandsOnce) {
+void Pool::RestartsDuringRemoteIo(const std::string& method) {
   Start();
   ASSERT_TRUE(WaitSlots(2));
   const std::string d = env_->dir();
@@ -443,7 +447,8 @@ TEST_F(Pool, RemoteIoWaitsAcrossAgentRestartsAndEveryLineLandsOnce) {
   env_->Write("src.txt", src);
   env_->Write("writer.py", kRestartWriter, 0755);
   int c = env_->Submit("universe = vanilla\nexecutable = writer.py\narguments = " + d +
-                       "\nwant_remote_io = true\nshould_transfer_files = yes\nerror = w.err\n"
+                       "\nwant_remote_io = true\nremote_io_method = " + method +
+                       "\nshould_transfer_files = yes\nerror = w.err\n"
                        "log = w.log\nqueue\n");
   std::string id = std::to_string(c) + ".0";
   auto lines = [&] {
@@ -470,6 +475,7 @@ TEST_F(Pool, RemoteIoWaitsAcrossAgentRestartsAndEveryLineLandsOnce) {
   WaitDone(c, 60);
   EXPECT_EQ(History(id, "ExitCode"), "0") << ReadFileOr(d + "/w.err");
   EXPECT_EQ(History(id, "NumJobStarts"), "1");
+  EXPECT_EQ(History(id, "RemoteIOMethod"), method);
   EXPECT_EQ(ReadFileOr(d + "/starts"), "start\n");
   // Line i is "i row i" in the written file and "i" in the appended one, for every i, once.
   auto written = Split(ReadFileOr(d + "/lines.txt"), '\n');
@@ -484,8 +490,19 @@ TEST_F(Pool, RemoteIoWaitsAcrossAgentRestartsAndEveryLineLandsOnce) {
   EXPECT_EQ(ReadFileOr(env_->home() + "/agent.log").find("remote I/O refused"), std::string::npos);
 }
 
+TEST_F(Pool, RemoteIoWaitsAcrossAgentRestartsAndEveryLineLandsOnce) {
+  RestartsDuringRemoteIo("preload");
+}
+
+// The same through the kernel: the file system's server waits for the next agent as the library
+// does, and opens its files again at the new shadow.
+TEST_F(Pool, RemoteIoThroughTheKernelWaitsAcrossAgentRestartsAndEveryLineLandsOnce) {
+  RestartsDuringRemoteIo("fuse");
+}
+
 // bash's builtins write a redirected file with glibc's internal calls, which the preloaded library
-// cannot forward (docs/remote-io.md): the bytes stay on the execute node. That is never taken for
+// (remote_io_method = preload, or where the kernel's way cannot be had) cannot forward
+// (docs/remote-io.md): the bytes stay on the execute node. That is never taken for
 // a good run: the job is held with the file named, and a run that wrote through `cat` (which the
 // library forwards) is not.
 TEST_F(Pool, ABashBuiltinsWriteThatRemoteIoCannotSendHoldsTheJobWithTheFileNamed) {
@@ -494,10 +511,11 @@ TEST_F(Pool, ABashBuiltinsWriteThatRemoteIoCannotSendHoldsTheJobWithTheFileNamed
   const std::string d = env_->dir();
   env_->Write("builtin.sh", "#!/bin/bash\necho hello > $1/echo.txt\nsleep 30\n", 0755);
   env_->Write("program.sh", "#!/bin/bash\necho hello | cat > $1/cat.txt\n", 0755);
-  int bad = env_->Submit("universe = vanilla\nexecutable = builtin.sh\narguments = " + d +
-                         "\nwant_remote_io = true\nshould_transfer_files = yes\nqueue\n");
-  int good = env_->Submit("universe = vanilla\nexecutable = program.sh\narguments = " + d +
-                          "\nwant_remote_io = true\nshould_transfer_files = yes\nqueue\n");
+  const std::string rio = "\nwant_remote_io = true\nremote_io_method = preload\n";
+  int bad = env_->Submit("universe = vanilla\nexecutable = builtin.sh\narguments = " + d + rio +
+                         "should_transfer_files = yes\nqueue\n");
+  int good = env_->Submit("universe = vanilla\nexecutable = program.sh\narguments = " + d + rio +
+                          "should_transfer_files = yes\nqueue\n");
   std::string id = std::to_string(bad) + ".0";
   ASSERT_TRUE(WaitUntil([&] { return Q(id, "JobStatus") == "5"; }, 30))
       << Q(id, "JobStatus") << "\n"
@@ -695,10 +713,11 @@ TEST_F(Pool, RemoteIoRefusesWhatTheProbeTriedAndLogsItSafely) {
   env_->Write("in.dat", "x\n");
   env_->Write("probe.py", kRscProbe, 0755);
   // Old-syntax arguments: the ad has Args, not Arguments.
-  int c = env_->Submit("universe = vanilla\nexecutable = probe.py\narguments = " + d + " " + named +
-                       "\nenvironment = PROBE_OUTSIDE=" + o +
-                       "\nwant_remote_io = true\nremote_io_paths = " + o + "/links/etc " + o +
-                       "/outdir/out.txt\noutput = probe.out\nerror = probe.err\nqueue\n");
+  int c = env_->Submit(
+      "universe = vanilla\nexecutable = probe.py\narguments = " + d + " " + named +
+      "\nenvironment = PROBE_OUTSIDE=" + o +
+      "\nwant_remote_io = true\nremote_io_method = preload\nremote_io_paths = " + o +
+      "/links/etc " + o + "/outdir/out.txt\noutput = probe.out\nerror = probe.err\nqueue\n");
   WaitDone(c);
   std::string out = ReadFileOr(d + "/probe.out");
   EXPECT_NE(out.find("etc errno 13\n"), std::string::npos) << out << ReadFileOr(d + "/probe.err");
@@ -722,25 +741,34 @@ TEST_F(Pool, RemoteIoRefusesWhatTheProbeTriedAndLogsItSafely) {
   fs::remove_all(o);
 }
 
-// A statically linked program cannot have its calls redirected: the job is held saying so,
-// rather than run with its files unreachable.
-TEST_F(Pool, RemoteIoWithAStaticProgramHoldsTheJobWithTheReason) {
+// A statically linked program: through the kernel (the default where it can be had) its calls
+// reach the desktop like any program's; through the preloaded library they cannot be redirected,
+// and the job is held saying so rather than run with its files unreachable.
+TEST_F(Pool, RemoteIoWithAStaticProgramWorksThroughTheKernelAndIsHeldWithTheLibrary) {
   Start();
   ASSERT_TRUE(WaitSlots(2));
   // A statically linked program of our own (the C library's static archive is part of the build
   // tools).
-  env_->Write("true.c", "int main(void) { return 0; }\n");
-  std::string prog = env_->dir() + "/static_true";
-  auto cc = RunCommand({"/usr/bin/cc", "-static", "-o", prog, env_->dir() + "/true.c"});
+  env_->Write("write.c",
+              "#include <stdio.h>\nint main(int c, char** v) { FILE* f = fopen(v[1], \"w\");\n"
+              "  return !f || fputs(\"static\\n\", f) < 0 || fclose(f) != 0; }\n");
+  std::string prog = env_->dir() + "/static_write";
+  auto cc = RunCommand({"/usr/bin/cc", "-static", "-o", prog, env_->dir() + "/write.c"});
   ASSERT_EQ(cc.exit_code, 0) << "cannot link a static program here: " << cc.err;
-  int c = env_->Submit(
-      "universe = vanilla\nexecutable = static_true\nwant_remote_io = true\n"
-      "queue\n");
-  std::string id = std::to_string(c) + ".0";
+  const std::string job =
+      "universe = vanilla\nexecutable = static_write\narguments = " + env_->dir() +
+      "/static.txt\nwant_remote_io = true\n";
+  int kernel = env_->Submit(job + "queue\n");
+  int library = env_->Submit(job + "remote_io_method = preload\nqueue\n");
+  std::string id = std::to_string(library) + ".0";
   ASSERT_TRUE(WaitUntil([&] { return Q(id, "JobStatus") == "5"; }, 30));
   EXPECT_NE(Q(id, "HoldReason").find("is statically linked; remote I/O needs a dynamically"),
             std::string::npos)
       << Q(id, "HoldReason");
+  WaitDone(kernel);
+  EXPECT_EQ(History(std::to_string(kernel) + ".0", "ExitCode"), "0");
+  EXPECT_EQ(History(std::to_string(kernel) + ".0", "RemoteIOMethod"), "fuse");
+  EXPECT_EQ(ReadFileOr(env_->dir() + "/static.txt"), "static\n");
 }
 
 // Whether a piece of a checkpoint named `file` is being received in the job's store.

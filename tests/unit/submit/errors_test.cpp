@@ -36,7 +36,7 @@ const ErrorCase kErrorCases[] = {
     {"executable = prog\npriority = high\nqueue\n", 2, "priority must be an integer"},
     {"executable = prog\ncredential_alarm = soon\nqueue\n", 2, "must be a duration"},
     {"executable = prog\nremote_io_method = nfs\nqueue\n", 2,
-     "remote_io_method must be fuse or preload, not 'nfs'"},
+     "remote_io_method must be auto, fuse or preload, not 'nfs'"},
     {"executable = prog\ncredential_alarm = 2h,,30m\nqueue\n", 2, "must be a duration"},
     {"executable = prog\ncredential_alarm = 0\nqueue\n", 2, "must be a duration"},
     {"executable = prog\ncredential_alarm = 2h,\nqueue\n", 2, "must be a duration"},
