@@ -124,7 +124,11 @@ Status CheckSetting(const GlideinSetting& s) {
       (s.rsc_lib.front() != '/' || HasControl(s.rsc_lib) || !IsSha256(s.rsc_lib_sha256))) {
     return Fail(Invalid("'" + s.rsc_lib + "' is not an absolute path with its SHA-256 digest"));
   }
-  for (const std::string* p : {&s.startd, &s.starter, &s.exec, &s.rsc_lib}) {
+  if (!s.rsc_fuse.empty() &&
+      (s.rsc_fuse.front() != '/' || HasControl(s.rsc_fuse) || !IsSha256(s.rsc_fuse_sha256))) {
+    return Fail(Invalid("'" + s.rsc_fuse + "' is not an absolute path with its SHA-256 digest"));
+  }
+  for (const std::string* p : {&s.startd, &s.starter, &s.exec, &s.rsc_lib, &s.rsc_fuse}) {
     if (p->find(',') != std::string::npos) {
       return Fail(Invalid("'" + *p + "' has a comma: transfer_input_files cannot name it"));
     }
@@ -197,6 +201,10 @@ std::vector<std::string> BootstrapArguments(const GlideinRequest& r, const Glide
   std::vector<std::string> args = {"--sha256", BaseName(s.startd) + "=" + s.startd_sha256,
                                    "--sha256", BaseName(s.starter) + "=" + s.starter_sha256,
                                    "--sha256", BaseName(s.exec) + "=" + s.exec_sha256};
+  if (!s.rsc_fuse.empty()) {
+    args.push_back("--sha256");
+    args.push_back(BaseName(s.rsc_fuse) + "=" + s.rsc_fuse_sha256);
+  }
   if (!s.rsc_lib.empty()) {
     args.push_back("--lib");
     args.push_back(BaseName(s.rsc_lib) + "=" + s.rsc_lib_sha256);
@@ -225,6 +233,7 @@ Result<std::string> GlideinSubmitText(const GlideinRequest& r, const GlideinSett
   t += "+KiteGlidein = true\n";
   t += "+GlideinResource = " + Literal(submit::QuoteClassAdString(resource)) + "\n";
   std::string programs = Literal(s.startd) + "," + Literal(s.starter) + "," + Literal(s.exec) +
+                         (s.rsc_fuse.empty() ? "" : "," + Literal(s.rsc_fuse)) +
                          (s.rsc_lib.empty() ? "" : "," + Literal(s.rsc_lib));
   for (long proc = 0; proc < r.count; ++proc) {
     std::string id = std::to_string(cluster) + "." + std::to_string(proc);
@@ -270,6 +279,8 @@ std::string FloodToJson(const FloodRequest& f) {
                         {"exec_sha256", s.exec_sha256},
                         {"rsc_lib", s.rsc_lib},
                         {"rsc_lib_sha256", s.rsc_lib_sha256},
+                        {"rsc_fuse", s.rsc_fuse},
+                        {"rsc_fuse_sha256", s.rsc_fuse_sha256},
                         {"output_dir", s.output_dir}};
   return boost::json::serialize(o);
 }
@@ -322,6 +333,13 @@ Result<FloodRequest> FloodFromJson(std::string_view text) {
            {"rsc_lib_sha256", &s.rsc_lib_sha256},
            {"output_dir", &s.output_dir}}) {
     if (auto st = str(key, out); !st) return Fail(st.error());
+  }
+  // Newer than the rest: a flood stored before it has none, and its glide-ins stage no server.
+  if (o.contains("rsc_fuse") || o.contains("rsc_fuse_sha256")) {
+    for (auto [key, out] :
+         {std::pair{"rsc_fuse", &s.rsc_fuse}, std::pair{"rsc_fuse_sha256", &s.rsc_fuse_sha256}}) {
+      if (auto st = str(key, out); !st) return Fail(st.error());
+    }
   }
   for (auto [key, out] :
        std::initializer_list<std::pair<const char*, double*>>{{"max", &max},

@@ -46,6 +46,9 @@ struct GlideinSetting {
   // set, so jobs with want_remote_io can run in the glide-in.
   std::string rsc_lib;
   std::string rsc_lib_sha256;
+  // kite-rsc-fuse (remote I/O through the kernel) and its digest: staged as a program when set.
+  std::string rsc_fuse;
+  std::string rsc_fuse_sha256;
   std::string output_dir;  // where each glide-in's C.P.out and C.P.err go ($KITE_HOME/glidein)
 };
 

@@ -89,17 +89,28 @@ bool ReadAll(int fd, char* p, size_t n) {
   return true;
 }
 
+// The starter's socket; a path too long for a socket address (a deep glide-in sandbox) is reached
+// through its folder, opened here.
 bool Connect() {
   if (g.sock >= 0) return true;
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  std::string path = g.socket_path;
+  int dir = -1;
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
-  if (fd < 0 || g.socket_path.size() >= sizeof a.sun_path) {
-    if (fd >= 0) ::close(fd);
-    return false;
+  if (path.size() >= sizeof a.sun_path) {
+    size_t slash = path.rfind('/');
+    dir = ::open(path.substr(0, slash).c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dir >= 0) path = "/proc/self/fd/" + std::to_string(dir) + path.substr(slash);
   }
-  std::memcpy(a.sun_path, g.socket_path.c_str(), g.socket_path.size() + 1);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+  bool ok = path.size() < sizeof a.sun_path;
+  if (ok) {
+    std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+    ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  }
+  if (dir >= 0) ::close(dir);
+  if (!ok) {
     ::close(fd);
     return false;
   }

@@ -141,10 +141,12 @@ glidein::GlideinSetting SettingOrDie(const SubmitArgs& a) {
   s.starter = ProgramOrDie("kite-starter");
   s.exec = ProgramOrDie("kite-exec");
   s.rsc_lib = ProgramOrDie("libkite_rsc.so");  // remote I/O (want_remote_io) in the glide-in
+  s.rsc_fuse = ProgramOrDie("kite-rsc-fuse");  // the same, through the kernel where it can be
   for (auto [path, out] : {std::pair{&s.startd, &s.startd_sha256},
                            {&s.starter, &s.starter_sha256},
                            {&s.exec, &s.exec_sha256},
-                           {&s.rsc_lib, &s.rsc_lib_sha256}}) {
+                           {&s.rsc_lib, &s.rsc_lib_sha256},
+                           {&s.rsc_fuse, &s.rsc_fuse_sha256}}) {
     auto hex = FileSha256(*path);
     if (!hex) Die(hex.error());
     *out = *hex;

@@ -180,8 +180,10 @@ TEST_F(GlideinPool, KiteGlideinRmRevokesTheGlideinsCredential) {
   EXPECT_TRUE(log().find("refused startd 'glidein-" + glidein + "'") != std::string::npos) << log();
 }
 
-// want_remote_io in a glide-in: the library is staged with the startd, and the program's calls on
-// the job's files cross the glide-in's TLS connection to the agent's shadow.
+// want_remote_io in a glide-in: the file system's server (and the library) are staged with the
+// startd, and the program's calls on the job's files -- through the kernel, from a sandbox whose
+// socket path is too long for a socket address -- cross the glide-in's TLS connection to the
+// agent's shadow.
 TEST_F(GlideinPool, RemoteIoInAGlideinReachesTheUsersFilesThroughTheAgent) {
   auto r = env_.Kite({"glidein", "submit", "--resource", resource_, "--count", "1", "--cpus", "1",
                       "--idle-timeout", "60s"});
@@ -192,10 +194,12 @@ TEST_F(GlideinPool, RemoteIoInAGlideinReachesTheUsersFilesThroughTheAgent) {
   int c = env_.Submit("universe = vanilla\nexecutable = io.sh\narguments = " + env_.dir() +
                       "\nwant_remote_io = true\nerror = io.err\nqueue\n");
   auto w = env_.Kite({"wait", "--timeout", "120", std::to_string(c)});
-  ASSERT_EQ(w.exit_code, 0) << w.out << env_.Kite({"q", "-nobatch"}).out;
+  ASSERT_EQ(w.exit_code, 0) << w.out << env_.Kite({"q", "-nobatch"}).out
+                            << env_.Kite({"q", "-af", "HoldReason"}).out;
   std::string id = std::to_string(c) + ".0";
   EXPECT_EQ(Attr(id, "ExitCode", true), "0") << ReadFileOr(env_.dir() + "/io.err");
   EXPECT_NE(Attr(id, "LastRemoteHost", true).find("@glidein-"), std::string::npos);
+  EXPECT_EQ(Attr(id, "RemoteIOMethod", true), "\"fuse\"");
   EXPECT_TRUE(ReadFileOr(env_.dir() + "/upper.txt") == Upper(InputOf(0)));
   EXPECT_EQ(Attr(id, "BytesRead", true), std::to_string(InputOf(0).size()));
   EXPECT_EQ(Attr(id, "BytesWritten", true), std::to_string(InputOf(0).size()));

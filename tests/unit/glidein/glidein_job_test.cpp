@@ -91,6 +91,23 @@ TEST(GlideinJobTest, TheRemoteIoLibraryIsStagedAndChecked) {
   EXPECT_FALSE(GlideinSubmitText(Request(), s, 7));
 }
 
+// With remote I/O's file system server: staged and checked as a program (it answers --version).
+TEST(GlideinJobTest, TheRemoteIoServerIsStagedAndCheckedAsAProgram) {
+  GlideinSetting s = Setting();
+  s.rsc_fuse = "/opt/kite dir/bin/kite-rsc-fuse";
+  s.rsc_fuse_sha256 = kStarterSha;
+  auto args = BootstrapArguments(Request(), s, "glidein-7.1", "7.1.credential");
+  auto dashes = std::find(args.begin(), args.end(), "--");
+  ASSERT_NE(dashes, args.end());
+  EXPECT_EQ(std::vector<std::string>(dashes - 2, dashes),
+            (std::vector<std::string>{"--sha256", "kite-rsc-fuse=" + kStarterSha}));
+  auto text = GlideinSubmitText(Request(), s, 7);
+  ASSERT_TRUE(text) << text.error().ToString();
+  EXPECT_NE(text->find(",/opt/kite dir/bin/kite-rsc-fuse,"), std::string::npos) << *text;
+  s.rsc_fuse = "relative/kite-rsc-fuse";
+  EXPECT_FALSE(GlideinSubmitText(Request(), s, 7));
+}
+
 TEST(GlideinJobTest, StartdNameNamesTheJob) {
   EXPECT_EQ(GlideinStartdName(12, 3), "glidein-12.3");
   EXPECT_EQ(GlideinCredentialName(12, 3), "12.3.credential");
