@@ -15,8 +15,10 @@
 // shadow); "/" and each folder on the way to a root are folders of this program's own, listing the
 // next step towards the roots only; anything else does not exist. The job's sandbox (`--keep`),
 // when it lies inside a root, is put back over the mounted tree by kite-exec: the folders on the
-// way to it are the desktop's where it has them, else this program's own, so that it can be. One
-// request at a time (a single-threaded loop, one channel): a call made while no agent runs waits,
+// way to it are the desktop's where it has them, else this program's own, so that it can be.
+// Requests are served by a few threads, each with its own channel to the starter, so the kernel's
+// read-ahead and the job's processes have several calls on their way at once. A call made while
+// no agent runs waits,
 // as on a hung NFS mount, until the starter sends it again. Ends when the kernel ends the file
 // system (the last process of the job's namespace is gone).
 #define FUSE_USE_VERSION 35
@@ -28,11 +30,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -47,6 +52,7 @@ using kite::rsc::Reply;
 using kite::rsc::Request;
 
 struct Open {
+  std::mutex reopen;  // one thread opens it again at a new shadow; the others wait for that
   int64_t handle = 0;
   std::string path;
   int flags = 0;
@@ -59,13 +65,16 @@ struct Server {
   std::string socket_path;
   std::vector<std::string> roots;
   std::string keep;  // the job's sandbox, when inside a root ("": none)
-  int sock = -1;
-  uint64_t seq = 0;
-  std::map<uint64_t, Open> opens;
+  // Request numbers, unique across the threads' channels (the shadow answers a repeated number
+  // from its last reply); they start at random, as the library's do.
+  std::atomic<uint64_t> seq{0};
+  std::mutex mu;  // opens, and each Open's handle and append_end
+  std::map<uint64_t, std::unique_ptr<Open>> opens;
   uint64_t next_open = 1;
 };
 
 Server g;
+thread_local int t_sock = -1;  // this thread's channel
 
 bool WriteAll(int fd, const char* p, size_t n) {
   while (n > 0) {
@@ -92,7 +101,7 @@ bool ReadAll(int fd, char* p, size_t n) {
 // The starter's socket; a path too long for a socket address (a deep glide-in sandbox) is reached
 // through its folder, opened here.
 bool Connect() {
-  if (g.sock >= 0) return true;
+  if (t_sock >= 0) return true;
   int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return false;
   std::string path = g.socket_path;
@@ -114,7 +123,7 @@ bool Connect() {
     ::close(fd);
     return false;
   }
-  g.sock = fd;
+  t_sock = fd;
   return true;
 }
 
@@ -134,19 +143,19 @@ Reply Call(Request req) {
     for (int i = 0; i < 4; ++i) head[i] = static_cast<char>((len >> (8 * i)) & 0xff);
     uint32_t rlen = 0;
     char rhead[4];
-    if (WriteAll(g.sock, head, 4) && WriteAll(g.sock, body.data(), body.size()) &&
-        ReadAll(g.sock, rhead, 4)) {
+    if (WriteAll(t_sock, head, 4) && WriteAll(t_sock, body.data(), body.size()) &&
+        ReadAll(t_sock, rhead, 4)) {
       for (int i = 0; i < 4; ++i)
         rlen |= static_cast<uint32_t>(static_cast<unsigned char>(rhead[i])) << (8 * i);
       std::string in(rlen, '\0');
       if (rlen <= kite::rsc::kReplyFixed + kite::rsc::kMaxData &&
-          ReadAll(g.sock, in.data(), rlen)) {
+          ReadAll(t_sock, in.data(), rlen)) {
         auto rep = kite::rsc::DecodeReply(in);
         if (rep && rep->seq == req.seq) return *rep;
       }
     }
-    ::close(g.sock);
-    g.sock = -1;
+    ::close(t_sock);
+    t_sock = -1;
   }
   return Reply{.seq = req.seq, .result = -1, .error = EIO};
 }
@@ -191,33 +200,49 @@ int Result(const Reply& r) {
 
 // After an append: where the file now ends, as the shadow says.
 Reply Appended(Open* o, const Request& req, Reply rep) {
-  if (req.op == Op::kAppend && !rep.error && rep.data.size() == 8)
+  if (req.op == Op::kAppend && !rep.error && rep.data.size() == 8) {
+    std::lock_guard<std::mutex> lock(g.mu);
     o->append_end = static_cast<int64_t>(kite::rsc::wire::Get(rep.data, 0, 8));
+  }
   return rep;
 }
 
 // A call on an open file; a handle the agent does not know (a new agent's shadow: ESTALE) is
 // opened again by its path, never created or emptied, and the call asked once more.
 Reply OnHandle(uint64_t fh, Request req) {
-  auto it = g.opens.find(fh);
-  if (it == g.opens.end()) return Reply{.result = -1, .error = EBADF};
-  Open* o = &it->second;
-  req.handle = o->handle;
+  Open* o = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    auto it = g.opens.find(fh);
+    if (it == g.opens.end()) return Reply{.result = -1, .error = EBADF};
+    o = it->second.get();
+    req.handle = o->handle;
+  }
   Reply rep = Call(req);
   if (rep.error != ESTALE) return Appended(o, req, rep);
-  Request again{
-      .op = Op::kOpen, .flags = o->flags & ~(O_CREAT | O_EXCL | O_TRUNC), .path = o->path};
-  Reply opened = Call(again);
-  if (opened.error) return rep;
-  o->handle = opened.result;
-  req.handle = o->handle;
+  std::lock_guard<std::mutex> once(o->reopen);
+  int64_t stale = req.handle, append_end = -1;
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    req.handle = o->handle;
+    append_end = o->append_end;
+  }
+  if (req.handle == stale) {  // not opened again by another thread meanwhile
+    Request again{
+        .op = Op::kOpen, .flags = o->flags & ~(O_CREAT | O_EXCL | O_TRUNC), .path = o->path};
+    Reply opened = Call(again);
+    if (opened.error) return rep;
+    std::lock_guard<std::mutex> lock(g.mu);
+    o->handle = req.handle = opened.result;
+  }
   // An append the old agent did without living to answer is not done again: its bytes are where
   // this open's last append ended.
-  if (req.op == Op::kAppend && o->append_end >= 0) {
+  if (req.op == Op::kAppend && append_end >= 0) {
     Reply there = Call(Request{
-        .op = Op::kPread, .handle = o->handle, .offset = o->append_end, .size = req.data.size()});
+        .op = Op::kPread, .handle = req.handle, .offset = append_end, .size = req.data.size()});
     if (!there.error && there.data == req.data) {
-      o->append_end += static_cast<int64_t>(req.data.size());
+      std::lock_guard<std::mutex> lock(g.mu);
+      o->append_end = append_end + static_cast<int64_t>(req.data.size());
       return Reply{.seq = req.seq, .result = static_cast<int64_t>(req.data.size())};
     }
   }
@@ -225,18 +250,23 @@ Reply OnHandle(uint64_t fh, Request req) {
 }
 
 uint64_t Remember(int64_t handle, const char* path, int flags) {
-  Open o{handle, path, flags};
+  auto o = std::make_unique<Open>();
+  o->handle = handle;
+  o->path = path;
+  o->flags = flags;
   if (flags & O_APPEND) {
     Reply st = Call(Request{.op = Op::kFstat, .handle = handle});
     if (auto s = kite::rsc::DecodeStat(st.data); !st.error && s)
-      o.append_end = static_cast<int64_t>(s->size);
+      o->append_end = static_cast<int64_t>(s->size);
   }
+  std::lock_guard<std::mutex> lock(g.mu);
   uint64_t id = g.next_open++;
   g.opens[id] = std::move(o);
   return id;
 }
 
 void Forget(uint64_t fh) {
+  std::lock_guard<std::mutex> lock(g.mu);
   g.opens.erase(fh);
 }
 
@@ -319,8 +349,12 @@ int DoRead(const char*, char* buf, size_t size, off_t off, fuse_file_info* fi) {
 }
 
 int DoWrite(const char*, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
-  auto it = g.opens.find(fi->fh);
-  bool append = it != g.opens.end() && (it->second.flags & O_APPEND);
+  bool append = false;
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    auto it = g.opens.find(fi->fh);
+    append = it != g.opens.end() && (it->second->flags & O_APPEND);
+  }
   size_t done = 0;
   while (done < size) {
     size_t n = std::min(size - done, kite::rsc::kMaxData);
@@ -484,7 +518,10 @@ int DoReadlink(const char* path, char* buf, size_t size) {
   return 0;
 }
 
-void* DoInit(fuse_conn_info*, fuse_config* cfg) {
+void* DoInit(fuse_conn_info* conn, fuse_config* cfg) {
+  // Attributes are asked for at every look (below); with this on, every read(2) would ask too
+  // (a round trip per 32 KiB of sha256sum). What a file holds is taken fresh at each open.
+  conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
   // Names are kept a second; attributes are asked for each time: two names of one file (a hard
   // link) are two nodes to the kernel, and a cached size or time of one would be stale after a
   // change through the other (tar: "file changed as we read it").
@@ -594,7 +631,12 @@ int main(int argc, char** argv) {
     if (n != 1) return 0;
   }
   // Until the kernel ends the file system; nothing to unmount then (the mount was never here).
-  int rc = fuse_loop(f);
+  // A few threads, each its own channel (libfuse starts another when all are busy).
+  uint64_t first = 0;
+  ::syscall(SYS_getrandom, &first, sizeof first, 0);
+  g.seq = first & ~(uint64_t{1} << 62);
+  fuse_loop_config loop{.clone_fd = 0, .max_idle_threads = 4};
+  int rc = fuse_loop_mt(f, &loop);
   fuse_destroy(f);
   return rc < 0 ? 1 : 0;
 }

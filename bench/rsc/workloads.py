@@ -53,9 +53,9 @@ append() { for ((i = 0; i < %(lines)d; i++)); do echo "line $i" >> lines.txt; do
 rows() { { echo "begin;"; echo "create table t(a, b);";
            for ((i = 0; i < %(rows)d; i++)); do echo "insert into t values($i, 'row $i');"; done;
            echo "commit;"; } > rows.sql; sqlite3 db.sqlite < rows.sql; }
-commit() { mkdir g && cd g && git init -q && git config user.email b@example.org &&
+commit() ( mkdir g && cd g && git init -q && git config user.email b@example.org &&
            git config user.name bench && for ((i = 0; i < %(git)d; i++)); do echo $i > f$i; done &&
-           git add . && git commit -q -m files; }
+           git add . && git commit -q -m files )
 t sha256sum sha256sum big.dat
 t tar_x tar xf tree.tar
 t cp_a cp -a tree tree2
@@ -162,7 +162,8 @@ def job_once(method, script_text, steps):
         e.kite("wait", "1", "--timeout", "1800")
         out = open(os.path.join(e.dir, "out.txt")).read()
         got = parse(out, ["local_" + s for s in steps] + ["remote_" + s for s in steps])
-        how = e.kite("history", "1.0", "-af", "RemoteIOMethod").stdout.strip()
+        how = e.kite("history", "1.0", "-af", "RemoteIOMethod").stdout
+        how = (how.decode() if isinstance(how, bytes) else how).strip()
         if how != method:
             raise RuntimeError("the job ran with remote I/O %r, not %s: %r" %
                                (how, method, open(os.path.join(e.dir, "err.txt")).read()))

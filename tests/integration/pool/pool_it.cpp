@@ -534,7 +534,7 @@ TEST_F(Pool, ABashBuiltinsWriteThatRemoteIoCannotSendHoldsTheJobWithTheFileNamed
 
 // Remote I/O through the kernel (remote_io_method = fuse; docs/remote-io.md): the same job script
 // written the way scientists write them -- bash builtins redirected to files, a here-document,
-// `mkdir -p`, coreutils, python3, sqlite3 -- leaves on the desktop exactly what it leaves when run
+// `mkdir -p`, coreutils, `sort -T` with its temporary files, python3, sqlite3, git -- leaves on the desktop exactly what it leaves when run
 // there by hand, in a folder the sandbox never saw (nothing is transferred).
 const char* kEverydayScript = R"SH(#!/bin/bash
 set -e
@@ -554,6 +554,12 @@ python3 -c "import sys; open(sys.argv[1], 'w').write(str(sum(range(100))) + '\n'
 sqlite3 $R/db.sqlite "create table t(x); insert into t values (1), (2), (3);"
 sqlite3 $R/db.sqlite "select sum(x) from t;" > $R/sum.txt
 ls $R/a/b > $R/listing.txt
+mkdir $R/sorttmp
+seq 1 20000 | sort -rn -S 64K -T $R/sorttmp > $R/rsorted.txt
+mkdir $R/repo
+(cd $R/repo && git init -q && git config user.email job@example.org &&
+ git config user.name job && echo hi > f && git add f && git commit -q -m first &&
+ git log --format=%s > $R/gitlog.txt)
 rm $R/a/copy.txt
 test ! -e $R/a/copy.txt
 echo done > $R/done.txt
@@ -583,6 +589,10 @@ TEST_F(Pool, RemoteIoThroughTheKernelGivesEveryProgramWhatALocalDiskWould) {
   EXPECT_EQ(ReadFileOr(r + "/py.txt"), "4950\n");
   EXPECT_EQ(ReadFileOr(r + "/sum.txt"), "6\n");
   EXPECT_EQ(ReadFileOr(r + "/listing.txt"), "c\nsorted.txt\n");
+  std::string rsorted;
+  for (int i = 20000; i >= 1; --i) rsorted += std::to_string(i) + "\n";
+  EXPECT_TRUE(ReadFileOr(r + "/rsorted.txt") == rsorted) << "sort -T with its temporary files";
+  EXPECT_EQ(ReadFileOr(r + "/gitlog.txt"), "first\n");
   EXPECT_EQ(ReadFileOr(r + "/done.txt"), "done\n");
   EXPECT_EQ(ReadFileOr(env_->home() + "/agent.log").find("remote I/O refused"), std::string::npos);
 }
