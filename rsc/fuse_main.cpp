@@ -333,6 +333,12 @@ int DoCreate(const char* path, mode_t mode, fuse_file_info* fi) {
   return 0;
 }
 
+Open* Find(uint64_t fh) {
+  std::lock_guard<std::mutex> lock(g.mu);
+  auto it = g.opens.find(fh);
+  return it == g.opens.end() ? nullptr : it->second.get();
+}
+
 int DoRead(const char*, char* buf, size_t size, off_t off, fuse_file_info* fi) {
   size_t done = 0;
   while (done < size) {
@@ -349,12 +355,9 @@ int DoRead(const char*, char* buf, size_t size, off_t off, fuse_file_info* fi) {
 }
 
 int DoWrite(const char*, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
-  bool append = false;
-  {
-    std::lock_guard<std::mutex> lock(g.mu);
-    auto it = g.opens.find(fi->fh);
-    append = it != g.opens.end() && (it->second->flags & O_APPEND);
-  }
+  Open* o = Find(fi->fh);
+  if (!o) return -EBADF;
+  bool append = o->flags & O_APPEND;
   size_t done = 0;
   while (done < size) {
     size_t n = std::min(size - done, kite::rsc::kMaxData);
@@ -407,7 +410,18 @@ int DoRename(const char* from, const char* to, unsigned int flags) {
   if (flags) return -EINVAL;  // RENAME_NOREPLACE, _EXCHANGE: mv then does without
   if (int e = Changes(from)) return e;
   if (int e = Changes(to)) return e;
-  return Result(Call(Request{.op = Op::kRename, .path = from, .path2 = to}));
+  Reply r = Call(Request{.op = Op::kRename, .path = from, .path2 = to});
+  if (r.error) return -r.error;
+  // Files open under the old name keep their place: a new shadow opens them by the new one.
+  std::string old_name = from, new_name = to;
+  std::lock_guard<std::mutex> lock(g.mu);
+  for (auto& [id, o] : g.opens) {
+    if (o->path == old_name)
+      o->path = new_name;
+    else if (kite::rsc::PathUnder(o->path, old_name))
+      o->path = new_name + o->path.substr(old_name.size());
+  }
+  return 0;
 }
 
 int DoOpendir(const char* path, fuse_file_info* fi) {
