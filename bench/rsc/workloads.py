@@ -17,6 +17,7 @@ Usage: bench/rsc/workloads.py [BIN] [--quick]; writes bench/results/rsc-workload
 """
 import os
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -37,7 +38,9 @@ ROOT = agent_bench.ROOT
 QUICK = agent_bench.QUICK
 RUNS = 1 if QUICK else 3
 BIG_MIB = 64 if QUICK else 512
-FILES = 2000 if QUICK else 10000
+# Not the 10,000 files of issue 27's list: passthrough_ll keeps a descriptor open for every file it
+# has seen (two trees of FILES, plus git's), and this machine allows a process 20,000.
+FILES = 2000 if QUICK else 6000
 LINES = 4000 if QUICK else 20000
 ROWS = 20000 if QUICK else 100000
 GIT_FILES = 200 if QUICK else 1000
@@ -113,7 +116,9 @@ def parse(text, want):
 
 
 def run_here(folder, script):
-    out = subprocess.run(["bash", script, folder], check=True, capture_output=True, text=True)
+    out = subprocess.run(["bash", script, folder], capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError("the workload failed in %s: %s" % (folder, out.stderr[-2000:]))
     return parse(out.stdout, STEPS)
 
 
@@ -129,8 +134,18 @@ def passthrough_once(script):
         source, mnt = os.path.join(tmp, "disk"), os.path.join(tmp, "mnt")
         prepare(source)
         os.makedirs(mnt)
+        # It keeps a descriptor for every file it has seen (two trees of FILES here): as many as
+        # the kernel allows a process (root may raise its own limit that far).
+        def more_files():
+            most = int(open("/proc/sys/fs/nr_open").read())
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (most, most))
+            except (ValueError, OSError):
+                hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+                resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
         server = subprocess.Popen([prog, "-f", "-o", "source=%s,cache=always,writeback" % source,
-                                   mnt], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                   mnt], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                  preexec_fn=more_files)
         try:
             if not pool_bench.wait_for(lambda: os.path.exists(os.path.join(mnt, "big.dat")), 10):
                 raise RuntimeError("passthrough_ll did not mount")
@@ -184,7 +199,10 @@ def main():
             prepare(folder)
             local.append(run_here(folder, script))
             shutil.rmtree(folder)
-            through.append(passthrough_once(script))
+            try:
+                through.append(passthrough_once(script))
+            except RuntimeError as e:  # said in the results, not taken for a figure
+                print("bench: passthrough_ll: %s" % e, file=sys.stderr)
     kernel = [job_once("fuse", script_text, STEPS) for _ in range(RUNS)]
     preload = [job_once("preload", SHA_ONLY, ["sha256sum"]) for _ in range(RUNS)]
     med = lambda runs, k: statistics.median(r[k] for r in runs)  # noqa: E731
@@ -212,10 +230,15 @@ def main():
                 "through the kernel | ratio | its ratio over passthrough's |\n"
                 "| --- | --- | --- | --- | --- | --- | --- | --- |\n")
         for s in STEPS:
-            lo, pt = med(local, s), med(through, s)
+            lo = med(local, s)
             sb, kr = med(kernel, "local_" + s), med(kernel, "remote_" + s)
-            f.write("| %s | %.2f | %.2f | %.1f× | %.2f | %.2f | %.1f× | %.1f |\n" %
-                    (what[s], lo, pt, pt / lo, sb, kr, kr / sb, (kr / sb) / (pt / lo)))
+            if through:
+                pt = med(through, s)
+                f.write("| %s | %.2f | %.2f | %.1f× | %.2f | %.2f | %.1f× | %.1f |\n" %
+                        (what[s], lo, pt, pt / lo, sb, kr, kr / sb, (kr / sb) / (pt / lo)))
+            else:
+                f.write("| %s | %.2f | did not run | | %.2f | %.2f | %.1f× | |\n" %
+                        (what[s], lo, sb, kr, kr / sb))
         sb, pl = med(preload, "local_sha256sum"), med(preload, "remote_sha256sum")
         f.write("\nThrough the preloaded library (remote_io_method = preload), the read-heavy "
                 "step only: %s: sandbox %.2f s, remote %.2f s, %.1f×.\n" %
