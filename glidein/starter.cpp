@@ -554,6 +554,11 @@ void Starter::CheckpointNotTaken(const std::string& why) {
   }
 }
 
+// The folder of kite-exec, where the programs and the library a job may need are too.
+std::string Starter::ProgramDir() const {
+  return world_.exec_path.substr(0, world_.exec_path.rfind('/'));
+}
+
 // libkite_rsc.so next to kite-exec, for a program that is dynamically linked; "" with `why`
 // (`feature`: the submit command asking for it; `needs`: what it is and "needs"/"need").
 std::string Starter::PreloadLibrary(const ExecLaunch& launch, const std::string& feature,
@@ -563,8 +568,7 @@ std::string Starter::PreloadLibrary(const ExecLaunch& launch, const std::string&
            " a dynamically linked program (it works by preloading libkite_rsc.so)";
     return "";
   }
-  std::string bin = world_.exec_path.substr(0, world_.exec_path.rfind('/'));
-  std::string lib = bin + "/libkite_rsc.so";
+  std::string lib = ProgramDir() + "/libkite_rsc.so";
   if (::access(lib.c_str(), R_OK) != 0) {
     *why = feature + ": " + lib + " is missing next to kite-exec";
     return "";
@@ -595,9 +599,8 @@ bool Starter::StartTransparent(ExecLaunch& launch, std::string* why) {
 // inside a remote path (KITE_HOME under the Iwd) is put back over it, local as ever.
 std::string Starter::FuseUnusable(const std::vector<std::string>& roots) const {
   const Run& r = *run_;
-  std::string bin = world_.exec_path.substr(0, world_.exec_path.rfind('/'));
-  if (::access((bin + "/kite-rsc-fuse").c_str(), X_OK) != 0)
-    return bin + "/kite-rsc-fuse is missing next to kite-exec";
+  std::string server = ProgramDir() + "/kite-rsc-fuse";
+  if (::access(server.c_str(), X_OK) != 0) return server + " is missing next to kite-exec";
   int fd = ::open("/dev/fuse", O_RDWR | O_CLOEXEC);
   if (fd < 0) return std::string("/dev/fuse cannot be opened: ") + std::strerror(errno);
   ::close(fd);
@@ -652,13 +655,12 @@ bool Starter::StartRemoteIo(ExecLaunch& launch, std::string* why) {
     }
   }
   if (fuse_why.empty()) {
-    std::string bin = world_.exec_path.substr(0, world_.exec_path.rfind('/'));
     std::string mount = r.box.control_dir() + "/fuse";
     if (::mkdir(mount.c_str(), 0700) != 0 && errno != EEXIST) {
       *why = "want_remote_io: cannot make " + mount + ": " + std::strerror(errno);
       return false;
     }
-    launch.fuse = {.server = bin + "/kite-rsc-fuse",
+    launch.fuse = {.server = ProgramDir() + "/kite-rsc-fuse",
                    .socket = r.box.control_dir() + "/rsc.sock",
                    .mount = mount,
                    .log = r.box.control_dir() + "/rsc-fuse.log",

@@ -101,6 +101,7 @@ class Starter {
   // Sets up a program with `checkpoint = transparent`: the library preloaded, its image's place,
   // no address-space randomisation. False (with the reason) when the program cannot have it.
   bool StartTransparent(ExecLaunch& launch, std::string* why);
+  std::string ProgramDir() const;
   // Remote I/O through the kernel for this run: "" when it can be, else why not.
   std::string FuseUnusable(const std::vector<std::string>& roots) const;
   std::string PreloadLibrary(const ExecLaunch& launch, const std::string& feature,

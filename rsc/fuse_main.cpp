@@ -147,11 +147,12 @@ Reply Call(Request req) {
         ReadAll(t_sock, rhead, 4)) {
       for (int i = 0; i < 4; ++i)
         rlen |= static_cast<uint32_t>(static_cast<unsigned char>(rhead[i])) << (8 * i);
-      std::string in(rlen, '\0');
-      if (rlen <= kite::rsc::kReplyFixed + kite::rsc::kMaxData &&
-          ReadAll(t_sock, in.data(), rlen)) {
-        auto rep = kite::rsc::DecodeReply(in);
-        if (rep && rep->seq == req.seq) return *rep;
+      if (rlen <= kite::rsc::kReplyFixed + kite::rsc::kMaxData) {
+        std::string in(rlen, '\0');
+        if (ReadAll(t_sock, in.data(), rlen)) {
+          auto rep = kite::rsc::DecodeReply(in);
+          if (rep && rep->seq == req.seq) return *rep;
+        }
       }
     }
     ::close(t_sock);
