@@ -201,6 +201,12 @@ void Startd::OnFrame(pool::Frame f) {
 
 // ---- the agent's messages ----
 
+void Startd::SendStarted(const Placed& p) {
+  Message started = About(MsgType::kStarted, p.ref);
+  started.remote_io = p.remote_io;
+  Send(started);
+}
+
 void Startd::OnWelcome() {
   if (welcomed_) return;
   welcomed_ = true;
@@ -212,11 +218,7 @@ void Startd::OnWelcome() {
   // output and end), and what it had sent before that is dropped.
   for (auto& [id, p] : runs_) {
     // Its start too: the agent counts a run's start once, when it hears of it.
-    if (p.started_sent) {
-      Message started = About(MsgType::kStarted, p.ref);
-      started.remote_io = p.remote_io;
-      Send(started);
-    }
+    if (p.started_sent) SendStarted(p);
     p.rewinding = true;
     p.ended_sent = false;
     ToStarter(p, Message{.type = MsgType::kRewind});
@@ -399,9 +401,7 @@ void Startd::OnStarterFrame(const std::string& slot_name, pool::Frame f) {
       if (!p.started_sent) {
         p.started_sent = true;
         p.remote_io = m.remote_io;
-        Message started = About(MsgType::kStarted, p.ref);
-        started.remote_io = p.remote_io;
-        Send(started);
+        SendStarted(p);
       }
       break;
     case MsgType::kSuspended:

@@ -101,6 +101,8 @@ class Startd {
   void Refuse(const pool::Message& m, const std::string& reason);
   Status SpawnStarter(Slot& slot);
   void ToStarter(const Placed& p, const pool::Message& m, std::string_view body = {});
+  // `started` for a run, with how its remote I/O goes.
+  void SendStarted(const Placed& p);
   void OnStarterFrame(const std::string& slot, pool::Frame f);
   void OnStarterGone(const std::string& slot, const std::string& why);
   void Relay(Placed& p, const pool::Frame& f);

@@ -55,6 +55,18 @@ class Pool : public ::testing::Test {
   }
   // A python3 job writing three remote files through a clean agent restart and a kill -9.
   void RestartsDuringRemoteIo(const std::string& method);
+  // Runs EXE ARGS with remote I/O through the kernel (`extra`: more submit lines), waits for its
+  // end and checks that it ended well, that way; its error output is EXE.err.
+  void RunThroughTheKernel(const std::string& exe, const std::string& args,
+                           const std::string& extra, double seconds) {
+    int c = env_->Submit("universe = vanilla\nexecutable = " + exe + "\narguments = " + args +
+                         "\nwant_remote_io = true\nremote_io_method = fuse\n" + extra +
+                         "error = " + exe + ".err\nqueue\n");
+    std::string id = std::to_string(c) + ".0";
+    WaitDone(c, seconds);
+    EXPECT_EQ(History(id, "ExitCode"), "0") << ReadFileOr(env_->dir() + "/" + exe + ".err");
+    EXPECT_EQ(History(id, "RemoteIOMethod"), "fuse");
+  }
   bool WaitSlots(size_t n, double seconds = 20) {
     return WaitUntil([&] { return Slots().size() == n; }, seconds);
   }
@@ -573,13 +585,7 @@ TEST_F(Pool, RemoteIoThroughTheKernelGivesEveryProgramWhatALocalDiskWould) {
   const std::string d = env_->dir();
   env_->Write("input.txt", "b\na\nc\n");
   env_->Write("everyday.sh", kEverydayScript, 0755);
-  int c = env_->Submit("universe = vanilla\nexecutable = everyday.sh\narguments = " + d +
-                       "\nwant_remote_io = true\nremote_io_method = fuse\n"
-                       "should_transfer_files = yes\nerror = e.err\nqueue\n");
-  std::string id = std::to_string(c) + ".0";
-  WaitDone(c, 60);
-  EXPECT_EQ(History(id, "ExitCode"), "0") << ReadFileOr(d + "/e.err");
-  EXPECT_EQ(History(id, "RemoteIOMethod"), "fuse");
+  RunThroughTheKernel("everyday.sh", d, "should_transfer_files = yes\n", 60);
   const std::string r = d + "/results";
   EXPECT_EQ(ReadFileOr(r + "/echo.txt"), "one\ntwo\nthree\nfour\nfive\n");
   EXPECT_EQ(ReadFileOr(r + "/here.txt"), "here 42\n");
@@ -638,10 +644,7 @@ TEST_F(Pool, RemoteIoThroughTheKernelReadsEveryByteAsTheDesktopHasIt) {
   env_->Write("big.dat", big);
   env_->Write("changing.txt", "first!");
   env_->Write("reader.sh", kReader, 0755);
-  int c = env_->Submit("universe = vanilla\nexecutable = reader.sh\narguments = " + d +
-                       "\nwant_remote_io = true\nremote_io_method = fuse\nerror = r.err\nqueue\n");
-  WaitDone(c, 90);
-  EXPECT_EQ(History(std::to_string(c) + ".0", "ExitCode"), "0") << ReadFileOr(d + "/r.err");
+  RunThroughTheKernel("reader.sh", d, "", 90);
   auto here = RunCommand({"sha256sum", d + "/big.dat"});
   std::string sum = here.out.substr(0, 64) + "\n";
   for (const char* f : {"cp.sum", "direct.sum", "dd32k.sum", "dd4m.sum"})
@@ -707,12 +710,7 @@ TEST_F(Pool, RemoteIoThroughTheKernelKeepsMetadataAsALocalDiskDoes) {
   fs::create_directories(d + "/remote");
   auto here = RunCommand({d + "/meta.sh", d + "/local"});
   ASSERT_EQ(here.exit_code, 0) << here.err;
-  int c = env_->Submit("universe = vanilla\nexecutable = meta.sh\narguments = " + d +
-                       "/remote\nwant_remote_io = true\nremote_io_method = fuse\n"
-                       "should_transfer_files = yes\nerror = m.err\nqueue\n");
-  std::string id = std::to_string(c) + ".0";
-  WaitDone(c, 90);
-  EXPECT_EQ(History(id, "ExitCode"), "0") << ReadFileOr(d + "/m.err");
+  RunThroughTheKernel("meta.sh", d + "/remote", "should_transfer_files = yes\n", 90);
   for (const char* f : {"listing.txt", "times.txt", "readlink.txt", "build/ret.txt"}) {
     std::string local = ReadFileOr(d + "/local/" + f);
     EXPECT_FALSE(local.empty()) << f;
