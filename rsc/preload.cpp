@@ -13,27 +13,37 @@
 // before any fork; ones that were shared are closed by the shadow when the run ends.
 // stdio: fopen/fdopen of a remote file give a FILE whose reads and writes come back here
 // (fopencookie); glibc's own stdio never calls the wrapped functions; freopen of a remote file
-// onto stdin, stdout or stderr replaces that stream. Not remote: memory mapping of a remote file,
-// locks (accepted, not forwarded), freopen onto any other stream (refused with ENOTSUP).
+// onto stdin, stdout or stderr replaces that stream. Modes, owners, times and links are sent too;
+// temporary files from a remote template are made remotely; a mapping of a remote file is a copy
+// of its bytes. Not remote, and refused with a reason on standard error: a shared writable
+// mapping, a remote folder as the working directory where this machine does not have the same
+// folder, freopen onto a stream other than the standard three. Locks: accepted, not forwarded.
 //
 // Everything the library needs for itself goes to the real functions (dlsym(RTLD_NEXT)) or the
 // raw system calls, never to its own wrappers.
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <linux/fs.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <sys/xattr.h>
 #include <unistd.h>
+#include <utime.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <map>
@@ -977,6 +987,148 @@ DIR* NewDir(int fd) {
   return reinterpret_cast<DIR*>(d);
 }
 
+// ---- modes, owners, times and links ----
+// The desktop's, through the shadow, which acts on the last name itself and never through a link:
+// the calls that follow one have it followed here, a readlink at a time as the kernel would, and
+// a link that leads out of the job's paths is refused as the shadow refuses to follow it.
+
+// `n` (a remote path) made the path its links lead to; false (errno set) when one leads out of
+// the job's paths, or past 40 of them.
+bool Follow(std::string* n) {
+  for (int hops = 0; hops < 40; ++hops) {
+    kite::rsc::Stat s;
+    if (!RemoteStat(Op::kLstat, *n, 0, &s)) return false;
+    if (!S_ISLNK(s.mode)) return true;
+    Request req;
+    req.op = Op::kReadlink;
+    req.path = *n;
+    Reply rep;
+    if (!Call(req, &rep)) return false;
+    std::string next = kite::rsc::LexicalPath(n->substr(0, n->rfind('/') + 1), rep.data, true);
+    if (!Remote(next.c_str(), n)) {
+      errno = EACCES;
+      return false;
+    }
+  }
+  errno = ELOOP;
+  return false;
+}
+
+// One metadata call on remote path `n` (its links followed first when `follow`); 0 or -1.
+int Meta(Op op, std::string n, bool follow, uint32_t mode = 0, int64_t offset = 0,
+         int64_t handle = 0, const std::string& data = "") {
+  if (follow && !Follow(&n)) return -1;
+  Request req;
+  req.op = op;
+  req.path = n;
+  req.mode = mode;
+  req.offset = offset;
+  req.handle = handle;
+  req.data = data;
+  Reply rep;
+  return Call(req, &rep) ? 0 : -1;
+}
+
+// The remote path an *at() call acts on: `path` from `dirfd`, or with AT_EMPTY_PATH (or, for
+// utimensat, no path at all) the file open on `dirfd`, whose path it was opened by.
+bool RemoteTarget(int dirfd, const char* path, bool empty_is_fd, std::string* n) {
+  if (empty_is_fd && EmptyPath(path)) {
+    auto f = Find(dirfd);
+    if (f) *n = f->path;
+    return f != nullptr;
+  }
+  return RemoteAt(dirfd, path, n);
+}
+
+int64_t Id(unsigned id) {
+  return id == static_cast<unsigned>(-1) ? -1 : static_cast<int64_t>(id);
+}
+
+int NoXattr() {
+  errno = ENOTSUP;
+  return -1;
+}
+
+// Two times as the wire has them (seconds, nanoseconds; UTIME_NOW and UTIME_OMIT as they are);
+// none: both now.
+std::string Times(const struct timespec* ts) {
+  std::string data;
+  for (int i = 0; i < 2; ++i) {
+    struct timespec t = ts ? ts[i] : timespec{0, UTIME_NOW};
+    kite::rsc::wire::Put(data, static_cast<uint64_t>(t.tv_sec), 8);
+    kite::rsc::wire::Put(data, static_cast<uint64_t>(t.tv_nsec), 8);
+  }
+  return data;
+}
+std::string Times(const struct timeval* tv) {
+  if (!tv) return Times(static_cast<const struct timespec*>(nullptr));
+  struct timespec ts[2] = {{tv[0].tv_sec, tv[0].tv_usec * 1000},
+                           {tv[1].tv_sec, tv[1].tv_usec * 1000}};
+  return Times(ts);
+}
+
+// A remote folder cannot be the working directory (its descriptor is a stand-in file), except
+// where this machine has the very same folder (the desktop's own slot: the same device and inode
+// as the shadow sees): there it becomes it by its path. Elsewhere refused, and said, so that `cd`,
+// `mkdir -p` and the like fail with a reason rather than "Not a directory" or "No such file".
+int NotAWorkingDirectory(const std::string& path) {
+  std::string msg = "kite-rsc: " + path +
+                    ": a remote folder cannot be the working directory with remote I/O through "
+                    "the preloaded library (remote_io_method = preload); through the kernel it "
+                    "can\n";
+  ::syscall(SYS_write, 2, msg.data(), msg.size());
+  errno = ENOTSUP;
+  return -1;
+}
+// 0 when remote folder `n` is this machine's own too and is now the working directory; -1 with
+// errno when it is a remote folder that cannot be; 1 when `n` is no remote folder (errno kept).
+int ChdirRemote(const std::string& n) {
+  int e = errno;
+  kite::rsc::Stat remote;
+  if (!RemoteStat(Op::kStat, n, 0, &remote) || !S_ISDIR(remote.mode)) {
+    errno = e;
+    return 1;
+  }
+  struct stat here {};
+  REAL(chdir);
+  if (::syscall(SYS_stat, n.c_str(), &here) == 0 && here.st_dev == remote.dev &&
+      here.st_ino == remote.ino && real(n.c_str()) == 0)
+    return 0;
+  return NotAWorkingDirectory(n);
+}
+
+// Temporary files in a remote folder (sed -i's, sort -T's) are made there, through the shadow:
+// glibc's own would make them with its internal calls, on the execute node. The template's six
+// X's (before `suffix` more characters) become random letters until a name is free. False when
+// the template is not remote; else true with the descriptor (0 for a folder) or -1 in `*out`.
+bool RemoteTemp(char* tmpl, int suffix, int flags, bool folder, int* out) {
+  std::string n;
+  size_t len = std::strlen(tmpl);
+  if (!Remote(tmpl, &n)) return false;
+  *out = -1;
+  if (suffix < 0 || len < 6 + static_cast<size_t>(suffix) ||
+      std::memcmp(tmpl + len - suffix - 6, "XXXXXX", 6) != 0) {
+    errno = EINVAL;
+    return true;
+  }
+  static const char kLetters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  char* x = tmpl + len - suffix - 6;
+  for (int tries = 0; tries < 100; ++tries) {
+    unsigned char r[6];
+    if (::syscall(SYS_getrandom, r, sizeof r, 0) != static_cast<long>(sizeof r)) return true;
+    for (int i = 0; i < 6; ++i) x[i] = kLetters[r[i] % (sizeof kLetters - 1)];
+    if (!Remote(tmpl, &n)) break;
+    int rc = folder ? (CallSimple(Op::kMkdir, n, 0, 0700) < 0 ? -1 : 0)
+                    : RemoteOpen(n, O_RDWR | O_CREAT | O_EXCL | flags, 0600);
+    if (rc >= 0 || errno != EEXIST) {
+      *out = rc;
+      return true;
+    }
+  }
+  errno = EEXIST;
+  return true;
+}
+
 }  // namespace
 
 namespace kite::rsc {
@@ -1415,6 +1567,330 @@ int fdatasync(int fd) {
   if (Find(fd)) return fsync(fd);
   REAL(fdatasync);
   return real(fd);
+}
+
+int chmod(const char* path, mode_t mode) {
+  std::string n;
+  if (Remote(path, &n)) return Meta(Op::kChmod, n, true, mode & 07777u);
+  REAL(chmod);
+  return real(path, mode);
+}
+int lchmod(const char* path, mode_t mode) {
+  std::string n;
+  if (Remote(path, &n)) return Meta(Op::kChmod, n, false, mode & 07777u);
+  REAL(lchmod);
+  return real(path, mode);
+}
+int fchmod(int fd, mode_t mode) {
+  if (auto f = Find(fd)) return Meta(Op::kChmod, f->path, true, mode & 07777u);
+  REAL(fchmod);
+  return real(fd, mode);
+}
+int fchmodat(int dirfd, const char* path, mode_t mode, int flags) {
+  std::string n;
+  if (RemoteTarget(dirfd, path, flags & AT_EMPTY_PATH, &n))
+    return Meta(Op::kChmod, n, !(flags & AT_SYMLINK_NOFOLLOW), mode & 07777u);
+  REAL(fchmodat);
+  return real(dirfd, path, mode, flags);
+}
+int chown(const char* path, uid_t uid, gid_t gid) {
+  std::string n;
+  if (Remote(path, &n)) return Meta(Op::kChown, n, true, 0, Id(uid), Id(gid));
+  REAL(chown);
+  return real(path, uid, gid);
+}
+int lchown(const char* path, uid_t uid, gid_t gid) {
+  std::string n;
+  if (Remote(path, &n)) return Meta(Op::kChown, n, false, 0, Id(uid), Id(gid));
+  REAL(lchown);
+  return real(path, uid, gid);
+}
+int fchown(int fd, uid_t uid, gid_t gid) {
+  if (auto f = Find(fd)) return Meta(Op::kChown, f->path, true, 0, Id(uid), Id(gid));
+  REAL(fchown);
+  return real(fd, uid, gid);
+}
+int fchownat(int dirfd, const char* path, uid_t uid, gid_t gid, int flags) {
+  std::string n;
+  if (RemoteTarget(dirfd, path, flags & AT_EMPTY_PATH, &n))
+    return Meta(Op::kChown, n, !(flags & AT_SYMLINK_NOFOLLOW), 0, Id(uid), Id(gid));
+  REAL(fchownat);
+  return real(dirfd, path, uid, gid, flags);
+}
+int utimensat(int dirfd, const char* path, const struct timespec ts[2], int flags) {
+  std::string n;
+  if (RemoteTarget(dirfd, path, true, &n))
+    return Meta(Op::kUtimens, n, !(flags & AT_SYMLINK_NOFOLLOW), 0, 0, 0, Times(ts));
+  REAL(utimensat);
+  return real(dirfd, path, ts, flags);
+}
+int futimens(int fd, const struct timespec ts[2]) {
+  if (auto f = Find(fd)) return Meta(Op::kUtimens, f->path, true, 0, 0, 0, Times(ts));
+  REAL(futimens);
+  return real(fd, ts);
+}
+int utimes(const char* path, const struct timeval tv[2]) {
+  std::string n;
+  if (Remote(path, &n)) return Meta(Op::kUtimens, n, true, 0, 0, 0, Times(tv));
+  REAL(utimes);
+  return real(path, tv);
+}
+int lutimes(const char* path, const struct timeval tv[2]) {
+  std::string n;
+  if (Remote(path, &n)) return Meta(Op::kUtimens, n, false, 0, 0, 0, Times(tv));
+  REAL(lutimes);
+  return real(path, tv);
+}
+int futimes(int fd, const struct timeval tv[2]) {
+  if (auto f = Find(fd)) return Meta(Op::kUtimens, f->path, true, 0, 0, 0, Times(tv));
+  REAL(futimes);
+  return real(fd, tv);
+}
+int futimesat(int dirfd, const char* path, const struct timeval tv[2]) {
+  std::string n;
+  if (RemoteTarget(dirfd, path, true, &n)) return Meta(Op::kUtimens, n, true, 0, 0, 0, Times(tv));
+  REAL(futimesat);
+  return real(dirfd, path, tv);
+}
+int utime(const char* path, const struct utimbuf* times) {
+  std::string n;
+  if (Remote(path, &n)) {
+    struct timeval tv[2] = {{times ? times->actime : 0, 0}, {times ? times->modtime : 0, 0}};
+    return Meta(Op::kUtimens, n, true, 0, 0, 0, Times(times ? tv : nullptr));
+  }
+  REAL(utime);
+  return real(path, times);
+}
+int symlinkat(const char* target, int dirfd, const char* path) {
+  std::string n;
+  if (RemoteAt(dirfd, path, &n)) {
+    Changed(n);
+    Request req;
+    req.op = Op::kSymlink;
+    req.path = n;
+    req.path2 = target;
+    Reply rep;
+    return Call(req, &rep) ? 0 : -1;
+  }
+  REAL(symlinkat);
+  return real(target, dirfd, path);
+}
+int symlink(const char* target, const char* path) {
+  return symlinkat(target, AT_FDCWD, path);
+}
+ssize_t readlinkat(int dirfd, const char* path, char* buf, size_t size) {
+  std::string n;
+  if (RemoteAt(dirfd, path, &n)) {
+    Request req;
+    req.op = Op::kReadlink;
+    req.path = n;
+    Reply rep;
+    if (!Call(req, &rep)) return -1;
+    size_t len = std::min(size, rep.data.size());
+    std::memcpy(buf, rep.data.data(), len);
+    return static_cast<ssize_t>(len);
+  }
+  REAL(readlinkat);
+  return real(dirfd, path, buf, size);
+}
+ssize_t readlink(const char* path, char* buf, size_t size) {
+  return readlinkat(AT_FDCWD, path, buf, size);
+}
+int linkat(int fromfd, const char* from, int tofd, const char* to, int flags) {
+  std::string a, b;
+  bool ra = RemoteTarget(fromfd, from, flags & AT_EMPTY_PATH, &a), rb = RemoteAt(tofd, to, &b);
+  if (ra && rb) {
+    if ((flags & AT_SYMLINK_FOLLOW) && !Follow(&a)) return -1;
+    Changed(b);
+    Request req;
+    req.op = Op::kLink;
+    req.path = a;
+    req.path2 = b;
+    Reply rep;
+    return Call(req, &rep) ? 0 : -1;
+  }
+  if (ra != rb) {
+    errno = EXDEV;  // across the remote boundary: as across file systems
+    return -1;
+  }
+  REAL(linkat);
+  return real(fromfd, from, tofd, to, flags);
+}
+int link(const char* from, const char* to) {
+  return linkat(AT_FDCWD, from, AT_FDCWD, to, 0);
+}
+int mkostemps(char* tmpl, int suffix, int flags) {
+  int fd;
+  if (RemoteTemp(tmpl, suffix, flags, false, &fd)) return fd;
+  REAL(mkostemps);
+  return real(tmpl, suffix, flags);
+}
+int mkostemps64(char* tmpl, int suffix, int flags) {
+  return mkostemps(tmpl, suffix, flags);
+}
+int mkostemp(char* tmpl, int flags) {
+  return mkostemps(tmpl, 0, flags);
+}
+int mkostemp64(char* tmpl, int flags) {
+  return mkostemps(tmpl, 0, flags);
+}
+int mkstemps(char* tmpl, int suffix) {
+  return mkostemps(tmpl, suffix, 0);
+}
+int mkstemps64(char* tmpl, int suffix) {
+  return mkostemps(tmpl, suffix, 0);
+}
+int mkstemp(char* tmpl) {
+  return mkostemps(tmpl, 0, 0);
+}
+int mkstemp64(char* tmpl) {
+  return mkostemps(tmpl, 0, 0);
+}
+char* mkdtemp(char* tmpl) {
+  int rc;
+  if (RemoteTemp(tmpl, 0, 0, true, &rc)) return rc == 0 ? tmpl : nullptr;
+  REAL(mkdtemp);
+  return real(tmpl);
+}
+// A memory mapping of a remote file is a copy of its bytes, read when it is made: right for the
+// mappings programs read through (git's of its config and index, a private one of data), as the
+// stand-in's own pages never would be. A shared writable one would not reach the desktop: refused,
+// and said.
+void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t off) {
+  REAL(mmap);
+  auto f = (flags & MAP_ANONYMOUS) ? nullptr : Find(fd);
+  if (!f) return real(addr, len, prot, flags, fd, off);
+  if ((flags & MAP_SHARED) && (prot & PROT_WRITE)) {
+    std::string msg = "kite-rsc: " + f->path +
+                      ": a remote file cannot be mapped shared and writable with remote I/O "
+                      "through the preloaded library (remote_io_method = preload); through the "
+                      "kernel it can\n";
+    ::syscall(SYS_write, 2, msg.data(), msg.size());
+    errno = ENODEV;
+    return MAP_FAILED;
+  }
+  int copy_flags = (flags & ~(MAP_SHARED | MAP_SHARED_VALIDATE)) | MAP_PRIVATE | MAP_ANONYMOUS;
+  void* p = real(addr, len, PROT_READ | PROT_WRITE, copy_flags, -1, 0);
+  if (p == MAP_FAILED) return p;
+  int64_t at = off;
+  if (RemoteRead(*f, p, len, &at) < 0 ||
+      (prot != (PROT_READ | PROT_WRITE) && ::mprotect(p, len, prot) != 0)) {
+    int e = errno;
+    ::munmap(p, len);
+    errno = e;
+    return MAP_FAILED;
+  }
+  return p;
+}
+void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off64_t off) {
+  return mmap(addr, len, prot, flags, fd, off);
+}
+// Extended attributes (and so ACLs) are not forwarded: ENOTSUP for a remote file, as through the
+// kernel, so that cp, sed -i and tar keep to the mode -- never the stand-in's own.
+ssize_t getxattr(const char* path, const char* name, void* value, size_t size) {
+  std::string n;
+  if (Remote(path, &n)) return NoXattr();
+  REAL(getxattr);
+  return real(path, name, value, size);
+}
+ssize_t lgetxattr(const char* path, const char* name, void* value, size_t size) {
+  std::string n;
+  if (Remote(path, &n)) return NoXattr();
+  REAL(lgetxattr);
+  return real(path, name, value, size);
+}
+ssize_t fgetxattr(int fd, const char* name, void* value, size_t size) {
+  if (Find(fd)) return NoXattr();
+  REAL(fgetxattr);
+  return real(fd, name, value, size);
+}
+int setxattr(const char* path, const char* name, const void* value, size_t size, int flags) {
+  std::string n;
+  if (Remote(path, &n)) return NoXattr();
+  REAL(setxattr);
+  return real(path, name, value, size, flags);
+}
+int lsetxattr(const char* path, const char* name, const void* value, size_t size, int flags) {
+  std::string n;
+  if (Remote(path, &n)) return NoXattr();
+  REAL(lsetxattr);
+  return real(path, name, value, size, flags);
+}
+int fsetxattr(int fd, const char* name, const void* value, size_t size, int flags) {
+  if (Find(fd)) return NoXattr();
+  REAL(fsetxattr);
+  return real(fd, name, value, size, flags);
+}
+ssize_t listxattr(const char* path, char* list, size_t size) {
+  std::string n;
+  if (Remote(path, &n)) return NoXattr();
+  REAL(listxattr);
+  return real(path, list, size);
+}
+ssize_t llistxattr(const char* path, char* list, size_t size) {
+  std::string n;
+  if (Remote(path, &n)) return NoXattr();
+  REAL(llistxattr);
+  return real(path, list, size);
+}
+ssize_t flistxattr(int fd, char* list, size_t size) {
+  if (Find(fd)) return NoXattr();
+  REAL(flistxattr);
+  return real(fd, list, size);
+}
+int removexattr(const char* path, const char* name) {
+  std::string n;
+  if (Remote(path, &n)) return NoXattr();
+  REAL(removexattr);
+  return real(path, name);
+}
+int lremovexattr(const char* path, const char* name) {
+  std::string n;
+  if (Remote(path, &n)) return NoXattr();
+  REAL(lremovexattr);
+  return real(path, name);
+}
+int fremovexattr(int fd, const char* name) {
+  if (Find(fd)) return NoXattr();
+  REAL(fremovexattr);
+  return real(fd, name);
+}
+int chdir(const char* path) {
+  std::string n;
+  if (Remote(path, &n)) {
+    int rc = ChdirRemote(n);
+    if (rc <= 0) return rc;
+  }
+  REAL(chdir);
+  return real(path);
+}
+int fchdir(int fd) {
+  if (auto f = Find(fd)) {
+    int rc = ChdirRemote(f->path);
+    if (rc <= 0) return rc;
+    errno = ENOTDIR;
+    return -1;
+  }
+  REAL(fchdir);
+  return real(fd);
+}
+// Copies by reflink between stand-ins would copy the stand-ins: the program falls back to
+// reading and writing, which are sent.
+int ioctl(int fd, unsigned long request, ...) {
+  va_list ap;
+  va_start(ap, request);
+  void* arg = va_arg(ap, void*);
+  va_end(ap);
+  if ((request == FICLONE || request == FICLONERANGE || request == FIDEDUPERANGE) &&
+      (Find(fd) ||
+       (request == FICLONE && Find(static_cast<int>(reinterpret_cast<intptr_t>(arg)))) ||
+       (request == FICLONERANGE && arg &&
+        Find(static_cast<int>(static_cast<struct file_clone_range*>(arg)->src_fd))))) {
+    errno = EOPNOTSUPP;
+    return -1;
+  }
+  REAL(ioctl);
+  return real(fd, request, arg);
 }
 
 // ---- descriptors ----

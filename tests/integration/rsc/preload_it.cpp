@@ -5,6 +5,7 @@
 // the user's files: whatever they read or write there went through the shadow.
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -180,6 +181,43 @@ TEST_F(Preload, AProgramThatCannotSeeTheUsersFilesStillWorksOnThem) {
       << r.err;
   EXPECT_EQ(ReadFileOr(dir_ + "/remote/copy.txt"), data_);
   EXPECT_EQ(ReadFileOr(dir_ + "/remote/count.txt"), std::to_string(lines) + " lines\n");
+}
+
+// Where the execute node cannot see the user's folders: modes, times and links are the desktop's
+// through the shadow (never the execute node's), a mapping of a remote file holds its bytes,
+// temporary files (sed -i's, sort -T's) are made in the remote folder, and
+// what the library cannot do -- a remote folder as the working directory, which `mkdir -p` needs
+// -- fails with the library's reason, not with "Not a directory".
+TEST_F(Preload, MetadataIsTheDesktopsAndWhatCannotBeDoneIsRefusedWithAReason) {
+  auto probe = RunCommand({"/usr/bin/unshare", "-m", "/bin/true"});
+  if (probe.exit_code != 0)
+    GTEST_SKIP() << "no mount namespaces here (unshare -m: " << probe.err
+                 << "): nothing would hide the desktop's folders from the programs";
+  auto r =
+      Run("set -e; echo x | cat > $R/sub/f.txt; chmod 0640 $R/sub/f.txt; "
+          "touch -d '2020-01-02 03:04:05 UTC' $R/sub/f.txt; ln -s f.txt $R/sub/link; "
+          "ln $R/sub/f.txt $R/sub/hard; readlink $R/sub/link; stat -c '%a %s %h %Y' $R/sub/f.txt; "
+          "/usr/bin/python3 -c \"import mmap, os; f = open(os.environ['R'] + '/data.txt', 'rb'); "
+          "print(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)[:13].decode())\"; "
+          "echo abc | cat > $R/sub/s.txt; sed -i s/b/B/ $R/sub/s.txt; "
+      "seq 1 20000 | sort -rn -S 64K -T $R/sub | tail -n 1; "
+      "if mkdir -p $R/a/b/c 2> mkdir.err; then echo made; else echo refused; fi",
+          true);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "f.txt\n640 2 2 1577934245\nline 0\nline 1\n1\nrefused\n") << r.err;
+  EXPECT_EQ(ReadFileOr(dir_ + "/remote/sub/s.txt"), "aBc\n");  // sed -i's file made there
+  struct stat st {};
+  ASSERT_EQ(::stat((dir_ + "/remote/sub/f.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+  EXPECT_EQ(st.st_mtime, 1577934245);
+  EXPECT_EQ(st.st_nlink, 2u);
+  EXPECT_EQ(fs::read_symlink(dir_ + "/remote/sub/link"), "f.txt");
+  EXPECT_NE(
+      ReadFileOr(dir_ + "/sandbox/mkdir.err")
+          .find("kite-rsc: " + dir_ + "/remote: a remote folder cannot be the working directory"),
+      std::string::npos)
+      << ReadFileOr(dir_ + "/sandbox/mkdir.err");
+  EXPECT_FALSE(fs::exists(dir_ + "/remote/a"));  // it went into each folder on the way
 }
 
 }  // namespace
