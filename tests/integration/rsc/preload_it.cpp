@@ -200,8 +200,8 @@ TEST_F(Preload, MetadataIsTheDesktopsAndWhatCannotBeDoneIsRefusedWithAReason) {
           "/usr/bin/python3 -c \"import mmap, os; f = open(os.environ['R'] + '/data.txt', 'rb'); "
           "print(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)[:13].decode())\"; "
           "echo abc | cat > $R/sub/s.txt; sed -i s/b/B/ $R/sub/s.txt; "
-      "seq 1 20000 | sort -rn -S 64K -T $R/sub | tail -n 1; "
-      "if mkdir -p $R/a/b/c 2> mkdir.err; then echo made; else echo refused; fi",
+          "seq 1 20000 | sort -rn -S 64K -T $R/sub | tail -n 1; "
+          "if mkdir -p $R/a/b/c 2> mkdir.err; then echo made; else echo refused; fi",
           true);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "f.txt\n640 2 2 1577934245\nline 0\nline 1\n1\nrefused\n") << r.err;
