@@ -56,9 +56,9 @@ class Pool : public ::testing::Test {
   // A python3 job writing three remote files through a clean agent restart and a kill -9.
   void RestartsDuringRemoteIo(const std::string& method);
   // Runs EXE ARGS with remote I/O the way `method` says (`extra`: more submit lines), waits for its
-  // end and checks that it ended well, that way; its error output is EXE.err.
-  void RunWithRemoteIo(const std::string& method, const std::string& exe, const std::string& args,
-                       const std::string& extra, double seconds) {
+  // end and checks that it ended well, that way; its error output is EXE.err. Its id.
+  std::string RunWithRemoteIo(const std::string& method, const std::string& exe,
+                              const std::string& args, const std::string& extra, double seconds) {
     int c = env_->Submit("universe = vanilla\nexecutable = " + exe + "\narguments = " + args +
                          "\nwant_remote_io = true\nremote_io_method = " + method + "\n" + extra +
                          "error = " + exe + ".err\nqueue\n");
@@ -66,10 +66,11 @@ class Pool : public ::testing::Test {
     WaitDone(c, seconds);
     EXPECT_EQ(History(id, "ExitCode"), "0") << ReadFileOr(env_->dir() + "/" + exe + ".err");
     EXPECT_EQ(History(id, "RemoteIOMethod"), method);
+    return id;
   }
-  void RunThroughTheKernel(const std::string& exe, const std::string& args,
-                           const std::string& extra, double seconds) {
-    RunWithRemoteIo("fuse", exe, args, extra, seconds);
+  std::string RunThroughTheKernel(const std::string& exe, const std::string& args,
+                                  const std::string& extra, double seconds) {
+    return RunWithRemoteIo("fuse", exe, args, extra, seconds);
   }
   // Submits EXE ARGS with remote I/O through the preloaded library and waits for it to be held for
   // a write the library could not see (a bash builtin's), to FILE; then removes it.
@@ -898,6 +899,95 @@ TEST_F(Pool, RemoteIoWithAStaticProgramWorksThroughTheKernelAndIsHeldWithTheLibr
   EXPECT_EQ(History(std::to_string(kernel) + ".0", "ExitCode"), "0");
   EXPECT_EQ(History(std::to_string(kernel) + ".0", "RemoteIOMethod"), "fuse");
   EXPECT_EQ(ReadFileOr(env_->dir() + "/static.txt"), "static\n");
+}
+
+// A Go program -- statically linked, making its own system calls with no C library, goroutines
+// on several threads -- built here with Debian's Go: through the kernel it makes folders, writes
+// and reads the desktop's files like any program; through the library it would reach none of
+// them, and the job is held saying so.
+const char* kGoProgram = R"GO(package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+)
+
+func main() {
+	d := os.Args[1]
+	in, err := os.ReadFile(filepath.Join(d, "input.txt"))
+	if err != nil {
+		panic(err)
+	}
+	var wg sync.WaitGroup
+	for w := 0; w < 4; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			dir := filepath.Join(d, "go", fmt.Sprintf("w%d", w), "deep")
+			if err := os.MkdirAll(dir, 0o750); err != nil {
+				panic(err)
+			}
+			f, err := os.Create(filepath.Join(dir, "out.txt"))
+			if err != nil {
+				panic(err)
+			}
+			for i := 0; i < 1000; i++ {
+				fmt.Fprintf(f, "worker %d line %d of %d bytes\n", w, i, len(in))
+			}
+			if err := f.Close(); err != nil {
+				panic(err)
+			}
+		}(w)
+	}
+	wg.Wait()
+	if err := os.Symlink("w0/deep/out.txt", filepath.Join(d, "go", "first")); err != nil {
+		panic(err)
+	}
+	back, err := os.ReadFile(filepath.Join(d, "go", "first"))
+	if err != nil {
+		panic(err)
+	}
+	os.WriteFile(filepath.Join(d, "go", "sum.txt"), []byte(fmt.Sprintf("%d\n", len(back))), 0o640)
+}
+)GO";
+
+TEST_F(Pool, RemoteIoServesAGoProgramThroughTheKernelAndHoldsItWithTheLibrary) {
+  Start();
+  ASSERT_TRUE(WaitSlots(2));
+  const std::string d = env_->dir();
+  env_->Write("main.go", kGoProgram);
+  env_->Write("input.txt", "twelve bytes");
+  auto go = RunCommand({"/usr/bin/env", "HOME=" + d, "GOCACHE=" + d + "/.gocache",
+                        "GOPATH=" + d + "/.gopath", "CGO_ENABLED=0", "GO111MODULE=off",
+                        "/usr/bin/go", "build", "-o", d + "/goprog", d + "/main.go"});
+  ASSERT_EQ(go.exit_code, 0) << "Debian's Go (golang-go, scripts/deps.d/rsc.txt) did not build it: "
+                             << go.err;
+  fs::create_directories(d + "/remote");
+  std::string kernel = RunThroughTheKernel("goprog", d, "", 60);
+  std::string expected[4];
+  for (int w = 0; w < 4; ++w) {
+    for (int i = 0; i < 1000; ++i)
+      expected[w] +=
+          "worker " + std::to_string(w) + " line " + std::to_string(i) + " of 12 bytes\n";
+    EXPECT_TRUE(ReadFileOr(d + "/go/w" + std::to_string(w) + "/deep/out.txt") == expected[w])
+        << "worker " << w;
+    EXPECT_EQ(fs::status(d + "/go/w" + std::to_string(w) + "/deep").permissions(), fs::perms(0750));
+  }
+  EXPECT_EQ(fs::read_symlink(d + "/go/first"), "w0/deep/out.txt");
+  EXPECT_EQ(ReadFileOr(d + "/go/sum.txt"), std::to_string(expected[0].size()) + "\n");
+  // All of it through the agent's shadow, not the execute side's own view of this disk.
+  EXPECT_GE(std::stoll("0" + History(kernel, "BytesWritten")),
+            static_cast<long long>(4 * expected[0].size()));
+  int library = env_->Submit("universe = vanilla\nexecutable = goprog\narguments = " + d +
+                             "/remote\nwant_remote_io = true\nremote_io_method = preload\nqueue\n");
+  std::string id = std::to_string(library) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return Q(id, "JobStatus") == "5"; }, 30));
+  EXPECT_NE(Q(id, "HoldReason").find("is statically linked; remote I/O needs a dynamically"),
+            std::string::npos)
+      << Q(id, "HoldReason");
+  EXPECT_FALSE(fs::exists(d + "/remote/go"));
 }
 
 // Whether a piece of a checkpoint named `file` is being received in the job's store.
