@@ -16,6 +16,7 @@
 #include "common/accept_guard.h"
 #include "common/files.h"
 #include "common/log.h"
+#include "common/memory.h"
 #include "common/paths.h"
 
 namespace {
@@ -53,6 +54,7 @@ void InstallCrashReporter() {
 
 int main(int argc, char** argv) {
   InstallCrashReporter();
+  kite::KeepLargeBuffersOnTheHeap();
   CLI::App app{"kite-agent: the per-user Kite daemon that owns the job queue"};
   std::string home = kite::KiteHome();
   bool foreground_log = false;

@@ -13,6 +13,7 @@
 
 #include "common/files.h"
 #include "common/log.h"
+#include "common/memory.h"
 #include "common/paths.h"
 #include "glidein/options.h"
 #include "glidein/startd.h"
@@ -44,6 +45,7 @@ bool LockWork(const std::string& work) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kite::KeepLargeBuffersOnTheHeap();
   CLI::App app{"kite-startd: advertises slots to a Kite agent and runs the jobs it is given"};
   kite::glidein::StartdOptions o;
   o.AddFlags(app);

@@ -12,11 +12,13 @@
 #include <functional>
 
 #include "common/log.h"
+#include "common/memory.h"
 #include "common/paths.h"
 #include "glidein/run_spec.h"
 #include "glidein/starter.h"
 
 int main(int argc, char** argv) {
+  kite::KeepLargeBuffersOnTheHeap();
   CLI::App app{"kite-starter: runs one job for kite-startd (which starts it; not for use by hand)"};
   kite::glidein::StarterOptions o;
   int fd = 3;
