@@ -33,6 +33,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -41,6 +42,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rsc/paths.h"
@@ -60,6 +62,15 @@ struct Open {
   // O_APPEND: where the file ended after this open's last append (or at the open), as the shadow
   // said; -1: not known.
   int64_t append_end = -1;
+  // Write-behind: small writes that follow one another are sent as one request (a shell loop's
+  // `echo`s into one redirection, a program's unbuffered lines), under `wmu`. Sent before any
+  // other call of the file system is made, on close (flush), fsync, and when `pending_since` is
+  // kFlushAfter old; a failure is returned by this open's next write, flush or fsync.
+  std::mutex wmu;
+  std::string pending;
+  int64_t pending_at = 0;  // the offset of `pending` (ignored for O_APPEND)
+  std::chrono::steady_clock::time_point pending_since;
+  int write_error = 0;
 };
 
 struct Server {
@@ -70,9 +81,16 @@ struct Server {
   // from its last reply); they start at random, as the library's do.
   std::atomic<uint64_t> seq{0};
   std::mutex mu;  // opens, and each Open's handle and append_end
-  std::map<uint64_t, std::unique_ptr<Open>> opens;
+  std::map<uint64_t, std::shared_ptr<Open>> opens;
   uint64_t next_open = 1;
+  std::atomic<int> pending{0};  // opens with writes not sent yet
 };
+
+// Writes kept back at most this long (what the desktop sees of a running job's output lags by
+// no more), and at most kMaxData of them per open.
+constexpr auto kFlushAfter = std::chrono::milliseconds(200);
+// Writes this large go at once.
+constexpr size_t kWriteBehindBelow = 64 * 1024;
 
 Server g;
 thread_local int t_sock = -1;  // this thread's channel
@@ -252,7 +270,7 @@ Reply OnHandle(uint64_t fh, Request req) {
 }
 
 uint64_t Remember(int64_t handle, const char* path, int flags) {
-  auto o = std::make_unique<Open>();
+  auto o = std::make_shared<Open>();
   o->handle = handle;
   o->path = path;
   o->flags = flags;
@@ -272,7 +290,59 @@ void Forget(uint64_t fh) {
   g.opens.erase(fh);
 }
 
+Open* Find(uint64_t fh) {
+  std::lock_guard<std::mutex> lock(g.mu);
+  auto it = g.opens.find(fh);
+  return it == g.opens.end() ? nullptr : it->second.get();
+}
+
+// Sends what open `fh` kept back (under its `wmu`); a failure is kept for its next write, flush or
+// fsync.
+void SendPendingLocked(uint64_t fh, Open& o) {
+  if (o.pending.empty()) return;
+  std::string data = std::move(o.pending);
+  o.pending.clear();
+  --g.pending;
+  bool append = o.flags & O_APPEND;
+  size_t done = 0;
+  while (done < data.size()) {
+    Reply r = OnHandle(fh, Request{.op = append ? Op::kAppend : Op::kPwrite,
+                                   .offset = o.pending_at + static_cast<int64_t>(done),
+                                   .data = data.substr(done)});
+    if (r.error || r.result <= 0) {
+      o.write_error = r.error ? r.error : EIO;
+      return;
+    }
+    done += static_cast<size_t>(r.result);
+  }
+}
+
+// What was kept back, sent: of every open but `except` (0: all), or of those kept back since
+// before `older` only. Before any call that may see or change what they write.
+void Settle(uint64_t except = 0, std::chrono::steady_clock::time_point older =
+                                     std::chrono::steady_clock::time_point::max()) {
+  if (g.pending.load() == 0) return;
+  std::vector<std::pair<uint64_t, std::shared_ptr<Open>>> held;
+  {
+    std::lock_guard<std::mutex> lock(g.mu);
+    for (auto& [id, o] : g.opens)
+      if (id != except) held.emplace_back(id, o);
+  }
+  for (auto& [id, o] : held) {
+    std::lock_guard<std::mutex> lock(o->wmu);
+    if (!o->pending.empty() && o->pending_since < older) SendPendingLocked(id, *o);
+  }
+}
+
+// A failure of a write kept back, once.
+int TakeWriteError(Open& o) {
+  int e = o.write_error;
+  o.write_error = 0;
+  return e;
+}
+
 int DoGetattr(const char* path, struct stat* st, fuse_file_info* fi) {
+  Settle();
   switch (KindOf(path)) {
     case Kind::kNone:
       return -ENOENT;
@@ -304,6 +374,7 @@ int DoGetattr(const char* path, struct stat* st, fuse_file_info* fi) {
 }
 
 int DoAccess(const char* path, int mode) {
+  Settle();
   Kind k = KindOf(path);
   if (k == Kind::kNone) return -ENOENT;
   if (k == Kind::kWay) return (mode & W_OK) ? -EACCES : 0;
@@ -318,6 +389,7 @@ int Changes(const char* path) {
 }
 
 int DoOpen(const char* path, fuse_file_info* fi) {
+  Settle();
   if (int e = Changes(path)) return e;
   int flags = fi->flags & ~O_CLOEXEC;
   Reply r = Call(Request{.op = Op::kOpen, .flags = flags, .path = path});
@@ -327,6 +399,7 @@ int DoOpen(const char* path, fuse_file_info* fi) {
 }
 
 int DoCreate(const char* path, mode_t mode, fuse_file_info* fi) {
+  Settle();
   if (int e = Changes(path)) return e;
   int flags = (fi->flags & ~O_CLOEXEC) | O_CREAT;
   Reply r = Call(Request{.op = Op::kOpen, .flags = flags, .mode = mode, .path = path});
@@ -335,13 +408,8 @@ int DoCreate(const char* path, mode_t mode, fuse_file_info* fi) {
   return 0;
 }
 
-Open* Find(uint64_t fh) {
-  std::lock_guard<std::mutex> lock(g.mu);
-  auto it = g.opens.find(fh);
-  return it == g.opens.end() ? nullptr : it->second.get();
-}
-
 int DoRead(const char*, char* buf, size_t size, off_t off, fuse_file_info* fi) {
+  Settle();
   size_t done = 0;
   while (done < size) {
     size_t n = std::min(size - done, kite::rsc::kMaxData);
@@ -357,9 +425,26 @@ int DoRead(const char*, char* buf, size_t size, off_t off, fuse_file_info* fi) {
 }
 
 int DoWrite(const char*, const char* buf, size_t size, off_t off, fuse_file_info* fi) {
+  Settle(fi->fh);
   Open* o = Find(fi->fh);
   if (!o) return -EBADF;
+  std::lock_guard<std::mutex> lock(o->wmu);
+  if (int e = TakeWriteError(*o)) return -e;
   bool append = o->flags & O_APPEND;
+  bool follows = append || off == o->pending_at + static_cast<off_t>(o->pending.size());
+  if (!o->pending.empty() && (!follows || o->pending.size() + size > kite::rsc::kMaxData)) {
+    SendPendingLocked(fi->fh, *o);
+    if (int e = TakeWriteError(*o)) return -e;
+  }
+  if (size < kWriteBehindBelow) {
+    if (o->pending.empty()) {
+      o->pending_at = off;
+      o->pending_since = std::chrono::steady_clock::now();
+      ++g.pending;
+    }
+    o->pending.append(buf, size);
+    return static_cast<int>(size);
+  }
   size_t done = 0;
   while (done < size) {
     size_t n = std::min(size - done, kite::rsc::kMaxData);
@@ -374,7 +459,17 @@ int DoWrite(const char*, const char* buf, size_t size, off_t off, fuse_file_info
   return static_cast<int>(done);
 }
 
+// close(2) of a descriptor: what it kept back is sent, and a failure said there.
+int DoFlush(const char*, fuse_file_info* fi) {
+  Open* o = Find(fi->fh);
+  if (!o) return 0;
+  std::lock_guard<std::mutex> lock(o->wmu);
+  SendPendingLocked(fi->fh, *o);
+  return -TakeWriteError(*o);
+}
+
 int DoTruncate(const char* path, off_t size, fuse_file_info* fi) {
+  Settle();
   if (fi)
     return Result(
         OnHandle(fi->fh, Request{.op = Op::kFtruncate, .size = static_cast<uint64_t>(size)}));
@@ -384,31 +479,41 @@ int DoTruncate(const char* path, off_t size, fuse_file_info* fi) {
 }
 
 int DoRelease(const char*, fuse_file_info* fi) {
+  Settle();
   OnHandle(fi->fh, Request{.op = Op::kClose});
   Forget(fi->fh);
   return 0;
 }
 
 int DoFsync(const char*, int, fuse_file_info* fi) {
+  Settle();
+  if (Open* o = Find(fi->fh)) {
+    std::lock_guard<std::mutex> lock(o->wmu);
+    if (int e = TakeWriteError(*o)) return -e;
+  }
   return Result(OnHandle(fi->fh, Request{.op = Op::kFsync}));
 }
 
 int DoMkdir(const char* path, mode_t mode) {
+  Settle();
   if (int e = Changes(path)) return KindOf(path) == Kind::kWay ? -EEXIST : e;
   return Result(Call(Request{.op = Op::kMkdir, .mode = mode, .path = path}));
 }
 
 int DoUnlink(const char* path) {
+  Settle();
   if (int e = Changes(path)) return e;
   return Result(Call(Request{.op = Op::kUnlink, .path = path}));
 }
 
 int DoRmdir(const char* path) {
+  Settle();
   if (int e = Changes(path)) return e;
   return Result(Call(Request{.op = Op::kRmdir, .path = path}));
 }
 
 int DoRename(const char* from, const char* to, unsigned int flags) {
+  Settle();
   if (flags) return -EINVAL;  // RENAME_NOREPLACE, _EXCHANGE: mv then does without
   if (int e = Changes(from)) return e;
   if (int e = Changes(to)) return e;
@@ -427,6 +532,7 @@ int DoRename(const char* from, const char* to, unsigned int flags) {
 }
 
 int DoOpendir(const char* path, fuse_file_info* fi) {
+  Settle();
   Kind k = KindOf(path);
   if (k == Kind::kNone) return -ENOENT;
   if (k == Kind::kWay) {
@@ -442,6 +548,7 @@ int DoOpendir(const char* path, fuse_file_info* fi) {
 
 int DoReaddir(const char* path, void* buf, fuse_fill_dir_t fill, off_t, fuse_file_info* fi,
               fuse_readdir_flags) {
+  Settle();
   if (fi->fh == 0) {
     // A folder on the way to the roots: its next step towards each.
     std::set<std::string> names{".", ".."};
@@ -488,11 +595,13 @@ int DoStatfs(const char*, struct statvfs* st) {
 }
 
 int DoChmod(const char* path, mode_t mode, fuse_file_info*) {
+  Settle();
   if (int e = Changes(path)) return e;
   return Result(Call(Request{.op = Op::kChmod, .mode = mode & 07777u, .path = path}));
 }
 
 int DoChown(const char* path, uid_t uid, gid_t gid, fuse_file_info*) {
+  Settle();
   if (int e = Changes(path)) return e;
   auto id = [](unsigned v) {
     return v == static_cast<unsigned>(-1) ? -1 : static_cast<int64_t>(v);
@@ -502,6 +611,7 @@ int DoChown(const char* path, uid_t uid, gid_t gid, fuse_file_info*) {
 }
 
 int DoUtimens(const char* path, const struct timespec tv[2], fuse_file_info*) {
+  Settle();
   if (int e = Changes(path)) return e;
   std::string data;
   for (int i = 0; i < 2; ++i) {
@@ -513,17 +623,20 @@ int DoUtimens(const char* path, const struct timespec tv[2], fuse_file_info*) {
 }
 
 int DoSymlink(const char* target, const char* link) {
+  Settle();
   if (int e = Changes(link)) return e;
   return Result(Call(Request{.op = Op::kSymlink, .path = link, .path2 = target}));
 }
 
 int DoLink(const char* from, const char* to) {
+  Settle();
   if (int e = Changes(from)) return e;
   if (int e = Changes(to)) return e;
   return Result(Call(Request{.op = Op::kLink, .path = from, .path2 = to}));
 }
 
 int DoReadlink(const char* path, char* buf, size_t size) {
+  Settle();
   if (int e = Changes(path)) return e;
   Reply r = Call(Request{.op = Op::kReadlink, .path = path});
   if (r.error) return -r.error;
@@ -611,6 +724,7 @@ int main(int argc, char** argv) {
   ops.create = DoCreate;
   ops.read = DoRead;
   ops.write = DoWrite;
+  ops.flush = DoFlush;
   ops.truncate = DoTruncate;
   ops.release = DoRelease;
   ops.fsync = DoFsync;
@@ -655,6 +769,13 @@ int main(int argc, char** argv) {
   uint64_t first = 0;
   ::syscall(SYS_getrandom, &first, sizeof first, 0);
   g.seq = first & ~(uint64_t{1} << 62);
+  // What was kept back is sent once it is kFlushAfter old, whatever the job does next.
+  std::thread([] {
+    for (;;) {
+      std::this_thread::sleep_for(kFlushAfter / 2);
+      Settle(0, std::chrono::steady_clock::now() - kFlushAfter);
+    }
+  }).detach();
   fuse_loop_config loop{.clone_fd = 0, .max_idle_threads = 4};
   int rc = fuse_loop_mt(f, &loop);
   fuse_destroy(f);

@@ -622,6 +622,53 @@ TEST_F(Pool, RemoteIoThroughTheKernelGivesEveryProgramWhatALocalDiskWould) {
   EXPECT_EQ(ReadFileOr(env_->home() + "/agent.log").find("remote I/O refused"), std::string::npos);
 }
 
+// Small writes through the kernel are sent together (a shell loop's echos into one redirection:
+// one request for many), yet in the order they were made -- lines appended in turn through two
+// opens of one file, by one process or by a loop and its children, alternate as on a local disk --
+// and a job that pauses with
+// its file open has what it wrote on the desktop within a moment, not at its end.
+const char* kSmallWrites = R"SH(#!/bin/bash
+set -e
+D=$1
+{ for i in $(seq 1 300); do echo "a$i"; echo "b$i" >> $D/mixed.txt; done; } >> $D/mixed.txt
+python3 - $D/two.txt <<'END'
+import os, sys
+a = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+b = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
+for i in range(1, 201):
+    os.write(a, b"a%d\n" % i)
+    os.write(b, b"b%d\n" % i)
+END
+{ for i in $(seq 1 2000); do echo "line $i"; done; echo written; sleep 5; echo after; } > $D/live.txt
+)SH";
+
+TEST_F(Pool, RemoteIoThroughTheKernelSendsSmallWritesTogetherInTheOrderMade) {
+  Start();
+  ASSERT_TRUE(WaitSlots(2));
+  const std::string d = env_->dir();
+  env_->Write("small.sh", kSmallWrites, 0755);
+  int c = env_->Submit("universe = vanilla\nexecutable = small.sh\narguments = " + d +
+                       "\nwant_remote_io = true\nremote_io_method = fuse\nerror = small.err\n"
+                       "queue\n");
+  std::string id = std::to_string(c) + ".0";
+  std::string lines;
+  for (int i = 1; i <= 2000; ++i) lines += "line " + std::to_string(i) + "\n";
+  ASSERT_TRUE(WaitUntil([&] { return ReadFileOr(d + "/live.txt") == lines + "written\n"; }, 30))
+      << ReadFileOr(d + "/live.txt").size() << " bytes; " << ReadFileOr(d + "/small.err");
+  EXPECT_EQ(Q(id, "JobStatus"), "2") << "only seen once the job had ended";
+  WaitDone(c, 60);
+  EXPECT_EQ(History(id, "ExitCode"), "0") << ReadFileOr(d + "/small.err");
+  EXPECT_EQ(History(id, "RemoteIOMethod"), "fuse");
+  EXPECT_TRUE(ReadFileOr(d + "/live.txt") == lines + "written\nafter\n");
+  std::string mixed;
+  for (int i = 1; i <= 300; ++i)
+    mixed += "a" + std::to_string(i) + "\nb" + std::to_string(i) + "\n";
+  EXPECT_TRUE(ReadFileOr(d + "/mixed.txt") == mixed) << ReadFileOr(d + "/mixed.txt").substr(0, 200);
+  std::string two;
+  for (int i = 1; i <= 200; ++i) two += "a" + std::to_string(i) + "\nb" + std::to_string(i) + "\n";
+  EXPECT_TRUE(ReadFileOr(d + "/two.txt") == two) << ReadFileOr(d + "/two.txt").substr(0, 200);
+}
+
 // Reads through the kernel, every way a program makes them -- cp, sha256sum, dd with small and
 // large blocks, random preads of 1 byte to 2 MB -- give the desktop's bytes, byte for byte (a read
 // answered short is the file's end to the kernel: one must never be). And a file rewritten while
