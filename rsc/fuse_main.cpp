@@ -269,15 +269,20 @@ Reply OnHandle(uint64_t fh, Request req) {
   return Appended(o, req, Call(req));
 }
 
-uint64_t Remember(int64_t handle, const char* path, int flags) {
+// A file the shadow opened (its reply `opened`), given a number of this program's.
+uint64_t Remember(const Reply& opened, const char* path, int flags) {
   auto o = std::make_shared<Open>();
-  o->handle = handle;
+  o->handle = opened.result;
   o->path = path;
   o->flags = flags;
   if (flags & O_APPEND) {
-    Reply st = Call(Request{.op = Op::kFstat, .handle = handle});
-    if (auto s = kite::rsc::DecodeStat(st.data); !st.error && s)
-      o->append_end = static_cast<int64_t>(s->size);
+    if (opened.data.size() == 8) {
+      o->append_end = static_cast<int64_t>(kite::rsc::wire::Get(opened.data, 0, 8));
+    } else {  // an agent from before the size came with the open
+      Reply st = Call(Request{.op = Op::kFstat, .handle = opened.result});
+      if (auto s = kite::rsc::DecodeStat(st.data); !st.error && s)
+        o->append_end = static_cast<int64_t>(s->size);
+    }
   }
   std::lock_guard<std::mutex> lock(g.mu);
   uint64_t id = g.next_open++;
@@ -302,19 +307,19 @@ void SendPendingLocked(uint64_t fh, Open& o) {
   if (o.pending.empty()) return;
   std::string data = std::move(o.pending);
   o.pending.clear();
-  --g.pending;
   bool append = o.flags & O_APPEND;
-  size_t done = 0;
-  while (done < data.size()) {
+  for (size_t done = 0; done < data.size();) {
     Reply r = OnHandle(fh, Request{.op = append ? Op::kAppend : Op::kPwrite,
                                    .offset = o.pending_at + static_cast<int64_t>(done),
                                    .data = data.substr(done)});
     if (r.error || r.result <= 0) {
       o.write_error = r.error ? r.error : EIO;
-      return;
+      break;
     }
     done += static_cast<size_t>(r.result);
   }
+  // Only now: a call that settles meanwhile waits for this one (on `wmu`) rather than passing it.
+  --g.pending;
 }
 
 // What was kept back, sent: of every open but `except` (0: all), or of those kept back since
@@ -394,7 +399,7 @@ int DoOpen(const char* path, fuse_file_info* fi) {
   int flags = fi->flags & ~O_CLOEXEC;
   Reply r = Call(Request{.op = Op::kOpen, .flags = flags, .path = path});
   if (r.error) return -r.error;
-  fi->fh = Remember(r.result, path, flags);
+  fi->fh = Remember(r, path, flags);
   return 0;
 }
 
@@ -404,7 +409,7 @@ int DoCreate(const char* path, mode_t mode, fuse_file_info* fi) {
   int flags = (fi->flags & ~O_CLOEXEC) | O_CREAT;
   Reply r = Call(Request{.op = Op::kOpen, .flags = flags, .mode = mode, .path = path});
   if (r.error) return -r.error;
-  fi->fh = Remember(r.result, path, flags);
+  fi->fh = Remember(r, path, flags);
   return 0;
 }
 
@@ -542,7 +547,7 @@ int DoOpendir(const char* path, fuse_file_info* fi) {
   int flags = O_RDONLY | O_DIRECTORY;
   Reply r = Call(Request{.op = Op::kOpen, .flags = flags, .path = path});
   if (r.error) return -r.error;
-  fi->fh = Remember(r.result, path, flags);
+  fi->fh = Remember(r, path, flags);
   return 0;
 }
 

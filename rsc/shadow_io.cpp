@@ -233,6 +233,10 @@ Reply ShadowIo::Do(const Request& r) {
       handles_[h] = fd;
       if (limits_.shared_open) ++*limits_.shared_open;
       out.result = h;
+      // Where an append starts: kite-rsc-fuse checks a repeated append against it.
+      struct stat st {};
+      if ((r.flags & O_APPEND) && ::fstat(fd, &st) == 0)
+        wire::Put(out.data, static_cast<uint64_t>(st.st_size), 8);
       return out;
     }
     case Op::kClose: {

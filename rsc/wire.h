@@ -24,7 +24,7 @@
 namespace kite::rsc {
 
 enum class Op : uint32_t {
-  kOpen = 1,   // path, flags, mode -> result: a handle
+  kOpen = 1,   // path, flags, mode -> result: a handle; with O_APPEND, data: the size (8 bytes)
   kClose,      // handle
   kPread,      // handle, offset, size -> data (result: its length; 0 at the end)
   kPwrite,     // handle, offset, data -> result: bytes written
