@@ -572,14 +572,10 @@ int DoReaddir(const char* path, void* buf, fuse_fill_dir_t fill, off_t, fuse_fil
     Reply r = OnHandle(fi->fh, Request{.op = Op::kReaddir, .offset = skip});
     if (r.error) return -r.error;
     if (r.result <= 0) break;
-    size_t at = 0;
-    while (at < r.data.size()) {
-      size_t end = r.data.find('\0', at);
-      if (end == std::string::npos) return -EIO;
-      fill(buf, r.data.substr(at, end - at).c_str(), nullptr, 0,
-           static_cast<fuse_fill_dir_flags>(0));
-      at = end + 1;
-    }
+    auto names = kite::rsc::DecodeNames(r.data);
+    if (!names) return -EIO;
+    for (const auto& n : *names)
+      fill(buf, n.c_str(), nullptr, 0, static_cast<fuse_fill_dir_flags>(0));
     skip += r.result;
   }
   return 0;

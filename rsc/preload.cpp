@@ -2078,12 +2078,9 @@ struct dirent* readdir(DIR* dir) {
       req.offset = static_cast<int64_t>(d->names.size());
       Reply rep;
       if (!Call(req, &rep) || rep.result == 0) break;
-      for (size_t i = 0; i < rep.data.size();) {
-        size_t end = rep.data.find('\0', i);
-        if (end == std::string::npos) break;
-        d->names.push_back(rep.data.substr(i, end - i));
-        i = end + 1;
-      }
+      auto names = kite::rsc::DecodeNames(rep.data);
+      if (!names || names->empty()) break;  // a reply that lists nothing more ends the listing
+      d->names.insert(d->names.end(), names->begin(), names->end());
     }
   }
   if (d->pos >= d->names.size()) return nullptr;

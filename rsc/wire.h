@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kite::rsc {
 
@@ -191,6 +192,21 @@ inline std::optional<Stat> DecodeStat(std::string_view in) {
     at += 8;
   }
   return s;
+}
+
+// A kReaddir reply's names, each NUL-ended; nullopt when one is not, is empty or holds a '/' (no
+// folder lists such a name).
+inline std::optional<std::vector<std::string>> DecodeNames(std::string_view in) {
+  std::vector<std::string> names;
+  for (size_t at = 0; at < in.size();) {
+    size_t end = in.find('\0', at);
+    if (end == std::string_view::npos || end == at) return std::nullopt;
+    std::string_view name = in.substr(at, end - at);
+    if (name.find('/') != std::string_view::npos) return std::nullopt;
+    names.emplace_back(name);
+    at = end + 1;
+  }
+  return names;
 }
 
 }  // namespace kite::rsc
