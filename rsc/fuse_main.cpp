@@ -436,12 +436,15 @@ int DoWrite(const char*, const char* buf, size_t size, off_t off, fuse_file_info
   std::lock_guard<std::mutex> lock(o->wmu);
   if (int e = TakeWriteError(*o)) return -e;
   bool append = o->flags & O_APPEND;
+  bool keep = size < kWriteBehindBelow;
   bool follows = append || off == o->pending_at + static_cast<off_t>(o->pending.size());
-  if (!o->pending.empty() && (!follows || o->pending.size() + size > kite::rsc::kMaxData)) {
+  // What was kept back goes first when this write is not kept with it.
+  if (!o->pending.empty() &&
+      (!keep || !follows || o->pending.size() + size > kite::rsc::kMaxData)) {
     SendPendingLocked(fi->fh, *o);
     if (int e = TakeWriteError(*o)) return -e;
   }
-  if (size < kWriteBehindBelow) {
+  if (keep) {
     if (o->pending.empty()) {
       o->pending_at = off;
       o->pending_since = std::chrono::steady_clock::now();

@@ -638,6 +638,8 @@ b = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
 for i in range(1, 201):
     os.write(a, b"a%d\n" % i)
     os.write(b, b"b%d\n" % i)
+os.write(a, b"small\n")
+os.write(a, b"x" * 70000 + b"\n")
 END
 { for i in $(seq 1 2000); do echo "line $i"; done; echo written; sleep 5; echo after; } > $D/live.txt
 )SH";
@@ -666,6 +668,7 @@ TEST_F(Pool, RemoteIoThroughTheKernelSendsSmallWritesTogetherInTheOrderMade) {
   EXPECT_TRUE(ReadFileOr(d + "/mixed.txt") == mixed) << ReadFileOr(d + "/mixed.txt").substr(0, 200);
   std::string two;
   for (int i = 1; i <= 200; ++i) two += "a" + std::to_string(i) + "\nb" + std::to_string(i) + "\n";
+  two += "small\n" + std::string(70000, 'x') + "\n";  // a large write after a small one
   EXPECT_TRUE(ReadFileOr(d + "/two.txt") == two) << ReadFileOr(d + "/two.txt").substr(0, 200);
 }
 
