@@ -253,6 +253,57 @@ TEST_F(GlideinPool, TenJobsInAGlideinOutliveAKilledAgentAndEachResultIsCollected
   EXPECT_EQ(lines(), 10);
 }
 
+// The desktop loses power while a glide-in runs jobs at a site: the agent and its gridmanager die
+// at once (kill -9 of both), the glide-in and its jobs go on. The agent started again finds the
+// glide-in as the grid job it was (nothing submitted anew), its startd dials in again, and each
+// job ends once, its output whole.
+TEST_F(GlideinPool, AfterTheDesktopGoesDownTheGlideinAndItsJobsGoOnAndEachEndsOnce) {
+  auto r = env_.Kite({"glidein", "submit", "--resource", resource_, "--count", "1", "--cpus", "4",
+                      "--idle-timeout", "30s"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("submitted to cluster (\\d+)\\."))) << r.out;
+  std::string glidein = std::string(m[1]) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return GlideinSlots() == 4; }, 90))
+      << env_.Kite({"q", "-grid"}).out << ReadFileOr(env_.home() + "/glidein/" + glidein + ".err");
+  std::string grid_id = Attr(glidein, "GridJobId", false);
+  ASSERT_FALSE(grid_id.empty());
+
+  std::string marks = env_.dir() + "/marks";
+  env_.Write("job.sh", "#!/bin/sh\necho \"run of $1\" >> \"$2\"\nsleep 6\necho \"job $1 done\"\n",
+             0755);
+  int c = env_.Submit("universe = vanilla\nexecutable = job.sh\narguments = $(Process) " + marks +
+                      "\noutput = out.$(Process)\nqueue 4\n");
+  auto lines = [&] {
+    auto text = ReadFileOr(marks);
+    return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  };
+  ASSERT_TRUE(WaitUntil([&] { return lines() == 4; }, 60))
+      << ReadFileOr(marks) << env_.Kite({"q", "-nobatch"}).out;
+  // The power cut: the gridmanager and at once the agent (which would otherwise start another
+  // after a pause; a gridmanager whose agent is gone leaves by itself), neither told.
+  auto gm = RunCommand({"pkill", "-9", "-f", "kite-gridmanager .*" + env_.home()});
+  env_.KillAgent();
+  EXPECT_EQ(gm.exit_code, 0) << "no gridmanager of this agent was running";
+  env_.StartAgent();
+
+  auto w = env_.Kite({"wait", "--timeout", "120", std::to_string(c)});
+  ASSERT_EQ(w.exit_code, 0) << w.out << w.err << env_.Kite({"q", "-nobatch"}).out;
+  auto runs = ReadFileOr(marks);
+  for (int p = 0; p < 4; ++p) {
+    std::string ps = std::to_string(p), id = std::to_string(c) + "." + ps;
+    std::string line = "run of " + ps + "\n";
+    EXPECT_EQ(runs.find(line), runs.rfind(line)) << "job " << ps << " ran twice:\n" << runs;
+    EXPECT_EQ(Attr(id, "NumJobStarts", true), "1") << id;
+    EXPECT_EQ(Attr(id, "ExitCode", true), "0") << id;
+    EXPECT_EQ(ReadFileOr(env_.dir() + "/out." + ps), "job " + ps + " done\n");
+  }
+  EXPECT_EQ(lines(), 4);
+  std::string now_id = Attr(glidein, "GridJobId", false);  // in the queue, or gone since
+  if (now_id.empty()) now_id = Attr(glidein, "GridJobId", true);
+  EXPECT_EQ(now_id, grid_id) << "the glide-in was submitted again";
+}
+
 // universe = standard in glide-ins: an unmodified C program with its state in memory runs in one
 // glide-in, is vacated there — its transparent checkpoint taken first and sent home over the
 // glide-in's TLS connection — and goes on in a second glide-in (whose START takes only jobs with
