@@ -61,6 +61,36 @@ class GlideinPool : public ::testing::Test {
     return std::string(Trim(r.out));
   }
 
+  // COUNT jobs of six seconds, each marking its run in MARKS and saying it is done in out.P;
+  // their cluster, once every one has started.
+  int SubmitMarkingJobs(int count, const std::string& marks, const std::string& extra = "") {
+    env_.Write("job.sh", "#!/bin/sh\necho \"run of $1\" >> \"$2\"\nsleep 6\necho \"job $1 done\"\n",
+               0755);
+    int c = env_.Submit("universe = vanilla\nexecutable = job.sh\narguments = $(Process) " + marks +
+                        "\noutput = out.$(Process)\n" + extra + "queue " + std::to_string(count) +
+                        "\n");
+    EXPECT_TRUE(WaitUntil([&] { return Runs(marks) == count; }, 60))
+        << ReadFileOr(marks) << env_.Kite({"q", "-nobatch"}).out;
+    return c;
+  }
+  static int Runs(const std::string& marks) {
+    auto text = ReadFileOr(marks);
+    return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
+  }
+  // Each of those jobs ran once, ended well and said so.
+  void ExpectEachRanOnce(int cluster, int count, const std::string& marks) {
+    auto runs = ReadFileOr(marks);
+    for (int p = 0; p < count; ++p) {
+      std::string ps = std::to_string(p), id = std::to_string(cluster) + "." + ps;
+      std::string line = "run of " + ps + "\n";
+      EXPECT_EQ(runs.find(line), runs.rfind(line)) << "job " << ps << " ran twice:\n" << runs;
+      EXPECT_EQ(Attr(id, "NumJobStarts", true), "1") << id;
+      EXPECT_EQ(Attr(id, "ExitCode", true), "0") << id;
+      EXPECT_EQ(ReadFileOr(env_.dir() + "/out." + ps), "job " + ps + " done\n");
+    }
+    EXPECT_EQ(Runs(marks), count);
+  }
+
   KiteEnv env_{"glidein-pool"};
   std::string resource_;
 };
@@ -221,16 +251,8 @@ TEST_F(GlideinPool, TenJobsInAGlideinOutliveAKilledAgentAndEachResultIsCollected
   std::string address = ReadFileOr(env_.home() + "/pool.address");
 
   std::string marks = env_.dir() + "/marks";
-  env_.Write("job.sh", "#!/bin/sh\necho \"run of $1\" >> \"$2\"\nsleep 6\necho \"job $1 done\"\n",
-             0755);
-  int c = env_.Submit("universe = vanilla\nexecutable = job.sh\narguments = $(Process) " + marks +
-                      "\noutput = out.$(Process)\nlog = ten.log\nqueue 10\n");
-  auto lines = [&] {
-    auto text = ReadFileOr(marks);
-    return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
-  };
-  ASSERT_TRUE(WaitUntil([&] { return lines() == 10; }, 60))
-      << ReadFileOr(marks) << env_.Kite({"q", "-nobatch"}).out;
+  int c = SubmitMarkingJobs(10, marks, "log = ten.log\n");
+  ASSERT_FALSE(HasFailure());
   env_.KillAgent();
   env_.StartAgent();
   ASSERT_TRUE(WaitUntil([&] { return !ReadFileOr(env_.home() + "/pool.address").empty(); }, 30));
@@ -239,18 +261,12 @@ TEST_F(GlideinPool, TenJobsInAGlideinOutliveAKilledAgentAndEachResultIsCollected
   auto w = env_.Kite({"wait", "--timeout", "120", std::to_string(c)});
   ASSERT_EQ(w.exit_code, 0) << w.out << w.err << env_.Kite({"q", "-nobatch"}).out
                             << ReadFileOr(env_.home() + "/glidein/" + glidein + ".err");
-  auto runs = ReadFileOr(marks);
+  ExpectEachRanOnce(c, 10, marks);
   for (int p = 0; p < 10; ++p) {
-    std::string ps = std::to_string(p), id = std::to_string(c) + "." + ps;
-    std::string line = "run of " + ps + "\n";
-    EXPECT_EQ(runs.find(line), runs.rfind(line)) << "job " << ps << " ran twice:\n" << runs;
-    EXPECT_EQ(Attr(id, "NumJobStarts", true), "1") << id;
-    EXPECT_EQ(Attr(id, "ExitCode", true), "0") << id;
+    std::string id = std::to_string(c) + "." + std::to_string(p);
     EXPECT_NE(Attr(id, "LastRemoteHost", true).find("@glidein-" + glidein), std::string::npos)
         << Attr(id, "LastRemoteHost", true);
-    EXPECT_EQ(ReadFileOr(env_.dir() + "/out." + ps), "job " + ps + " done\n");
   }
-  EXPECT_EQ(lines(), 10);
 }
 
 // The desktop loses power while a glide-in runs jobs at a site: the agent and its gridmanager die
@@ -270,16 +286,8 @@ TEST_F(GlideinPool, AfterTheDesktopGoesDownTheGlideinAndItsJobsGoOnAndEachEndsOn
   ASSERT_FALSE(grid_id.empty());
 
   std::string marks = env_.dir() + "/marks";
-  env_.Write("job.sh", "#!/bin/sh\necho \"run of $1\" >> \"$2\"\nsleep 6\necho \"job $1 done\"\n",
-             0755);
-  int c = env_.Submit("universe = vanilla\nexecutable = job.sh\narguments = $(Process) " + marks +
-                      "\noutput = out.$(Process)\nqueue 4\n");
-  auto lines = [&] {
-    auto text = ReadFileOr(marks);
-    return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
-  };
-  ASSERT_TRUE(WaitUntil([&] { return lines() == 4; }, 60))
-      << ReadFileOr(marks) << env_.Kite({"q", "-nobatch"}).out;
+  int c = SubmitMarkingJobs(4, marks);
+  ASSERT_FALSE(HasFailure());
   // The power cut: the gridmanager and at once the agent (which would otherwise start another
   // after a pause; a gridmanager whose agent is gone leaves by itself), neither told.
   auto gm = RunCommand({"pkill", "-9", "-f", "kite-gridmanager .*" + env_.home()});
@@ -289,16 +297,7 @@ TEST_F(GlideinPool, AfterTheDesktopGoesDownTheGlideinAndItsJobsGoOnAndEachEndsOn
 
   auto w = env_.Kite({"wait", "--timeout", "120", std::to_string(c)});
   ASSERT_EQ(w.exit_code, 0) << w.out << w.err << env_.Kite({"q", "-nobatch"}).out;
-  auto runs = ReadFileOr(marks);
-  for (int p = 0; p < 4; ++p) {
-    std::string ps = std::to_string(p), id = std::to_string(c) + "." + ps;
-    std::string line = "run of " + ps + "\n";
-    EXPECT_EQ(runs.find(line), runs.rfind(line)) << "job " << ps << " ran twice:\n" << runs;
-    EXPECT_EQ(Attr(id, "NumJobStarts", true), "1") << id;
-    EXPECT_EQ(Attr(id, "ExitCode", true), "0") << id;
-    EXPECT_EQ(ReadFileOr(env_.dir() + "/out." + ps), "job " + ps + " done\n");
-  }
-  EXPECT_EQ(lines(), 4);
+  ExpectEachRanOnce(c, 4, marks);
   std::string now_id = Attr(glidein, "GridJobId", false);  // in the queue, or gone since
   if (now_id.empty()) now_id = Attr(glidein, "GridJobId", true);
   EXPECT_EQ(now_id, grid_id) << "the glide-in was submitted again";
