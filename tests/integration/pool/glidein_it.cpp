@@ -61,6 +61,23 @@ class GlideinPool : public ::testing::Test {
     return std::string(Trim(r.out));
   }
 
+  // One glide-in of CPUS slots that leaves after IDLE without a job: its job id ("C.0"), once its
+  // slots are in the pool.
+  std::string SubmitGlidein(int cpus, const std::string& idle) {
+    auto r = env_.Kite({"glidein", "submit", "--resource", resource_, "--count", "1", "--cpus",
+                        std::to_string(cpus), "--idle-timeout", idle});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    std::smatch m;
+    if (!std::regex_search(r.out, m, std::regex("submitted to cluster (\\d+)\\."))) {
+      ADD_FAILURE() << r.out;
+      return "";
+    }
+    std::string glidein = std::string(m[1]) + ".0";
+    EXPECT_TRUE(WaitUntil([&] { return GlideinSlots() == cpus; }, 90))
+        << env_.Kite({"status", "-json"}).out << env_.Kite({"q", "-grid"}).out
+        << ReadFileOr(env_.home() + "/glidein/" + glidein + ".err");
+    return glidein;
+  }
   // COUNT jobs of six seconds, each marking its run in MARKS and saying it is done in out.P;
   // their cluster, once every one has started.
   int SubmitMarkingJobs(int count, const std::string& marks, const std::string& extra = "") {
@@ -239,15 +256,8 @@ TEST_F(GlideinPool, RemoteIoInAGlideinReachesTheUsersFilesThroughTheAgent) {
 // on the port it had (the glide-in knows no other), the startd dials it again, and every result
 // is collected once, none run twice.
 TEST_F(GlideinPool, TenJobsInAGlideinOutliveAKilledAgentAndEachResultIsCollectedOnce) {
-  auto r = env_.Kite({"glidein", "submit", "--resource", resource_, "--count", "1", "--cpus", "10",
-                      "--idle-timeout", "20s"});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("submitted to cluster (\\d+)\\."))) << r.out;
-  std::string glidein = std::string(m[1]) + ".0";
-  ASSERT_TRUE(WaitUntil([&] { return GlideinSlots() == 10; }, 90))
-      << env_.Kite({"status", "-json"}).out
-      << ReadFileOr(env_.home() + "/glidein/" + glidein + ".err");
+  std::string glidein = SubmitGlidein(10, "20s");
+  ASSERT_FALSE(HasFailure());
   std::string address = ReadFileOr(env_.home() + "/pool.address");
 
   std::string marks = env_.dir() + "/marks";
@@ -274,14 +284,8 @@ TEST_F(GlideinPool, TenJobsInAGlideinOutliveAKilledAgentAndEachResultIsCollected
 // glide-in as the grid job it was (nothing submitted anew), its startd dials in again, and each
 // job ends once, its output whole.
 TEST_F(GlideinPool, AfterTheDesktopGoesDownTheGlideinAndItsJobsGoOnAndEachEndsOnce) {
-  auto r = env_.Kite({"glidein", "submit", "--resource", resource_, "--count", "1", "--cpus", "4",
-                      "--idle-timeout", "30s"});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(r.out, m, std::regex("submitted to cluster (\\d+)\\."))) << r.out;
-  std::string glidein = std::string(m[1]) + ".0";
-  ASSERT_TRUE(WaitUntil([&] { return GlideinSlots() == 4; }, 90))
-      << env_.Kite({"q", "-grid"}).out << ReadFileOr(env_.home() + "/glidein/" + glidein + ".err");
+  std::string glidein = SubmitGlidein(4, "30s");
+  ASSERT_FALSE(HasFailure());
   std::string grid_id = Attr(glidein, "GridJobId", false);
   ASSERT_FALSE(grid_id.empty());
 
