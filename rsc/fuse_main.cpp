@@ -607,23 +607,17 @@ int DoChmod(const char* path, mode_t mode, fuse_file_info*) {
 int DoChown(const char* path, uid_t uid, gid_t gid, fuse_file_info*) {
   Settle();
   if (int e = Changes(path)) return e;
-  auto id = [](unsigned v) {
-    return v == static_cast<unsigned>(-1) ? -1 : static_cast<int64_t>(v);
-  };
-  return Result(
-      Call(Request{.op = Op::kChown, .handle = id(gid), .offset = id(uid), .path = path}));
+  return Result(Call(Request{.op = Op::kChown,
+                             .handle = kite::rsc::WireId(gid),
+                             .offset = kite::rsc::WireId(uid),
+                             .path = path}));
 }
 
 int DoUtimens(const char* path, const struct timespec tv[2], fuse_file_info*) {
   Settle();
   if (int e = Changes(path)) return e;
-  std::string data;
-  for (int i = 0; i < 2; ++i) {
-    struct timespec t = tv ? tv[i] : timespec{0, UTIME_NOW};
-    kite::rsc::wire::Put(data, static_cast<uint64_t>(t.tv_sec), 8);
-    kite::rsc::wire::Put(data, static_cast<uint64_t>(t.tv_nsec), 8);
-  }
-  return Result(Call(Request{.op = Op::kUtimens, .path = path, .data = data}));
+  return Result(
+      Call(Request{.op = Op::kUtimens, .path = path, .data = kite::rsc::EncodeTimes(tv)}));
 }
 
 int DoSymlink(const char* target, const char* link) {

@@ -63,6 +63,7 @@ namespace {
 using kite::rsc::Op;
 using kite::rsc::Reply;
 using kite::rsc::Request;
+using kite::rsc::WireId;
 
 template <typename F>
 F Real(const char* name) {
@@ -1040,31 +1041,17 @@ bool RemoteTarget(int dirfd, const char* path, bool empty_is_fd, std::string* n)
   return RemoteAt(dirfd, path, n);
 }
 
-int64_t Id(unsigned id) {
-  return id == static_cast<unsigned>(-1) ? -1 : static_cast<int64_t>(id);
-}
-
 int NoXattr() {
   errno = ENOTSUP;
   return -1;
 }
 
-// Two times as the wire has them (seconds, nanoseconds; UTIME_NOW and UTIME_OMIT as they are);
-// none: both now.
-std::string Times(const struct timespec* ts) {
-  std::string data;
-  for (int i = 0; i < 2; ++i) {
-    struct timespec t = ts ? ts[i] : timespec{0, UTIME_NOW};
-    kite::rsc::wire::Put(data, static_cast<uint64_t>(t.tv_sec), 8);
-    kite::rsc::wire::Put(data, static_cast<uint64_t>(t.tv_nsec), 8);
-  }
-  return data;
-}
-std::string Times(const struct timeval* tv) {
-  if (!tv) return Times(static_cast<const struct timespec*>(nullptr));
+// utimes(2)'s times as kUtimens's data (none: both now).
+std::string EncodeTimevals(const struct timeval* tv) {
+  if (!tv) return kite::rsc::EncodeTimes(nullptr);
   struct timespec ts[2] = {{tv[0].tv_sec, tv[0].tv_usec * 1000},
                            {tv[1].tv_sec, tv[1].tv_usec * 1000}};
-  return Times(ts);
+  return kite::rsc::EncodeTimes(ts);
 }
 
 // A remote folder cannot be the working directory (its descriptor is a stand-in file), except
@@ -1595,60 +1582,63 @@ int fchmodat(int dirfd, const char* path, mode_t mode, int flags) {
 }
 int chown(const char* path, uid_t uid, gid_t gid) {
   std::string n;
-  if (Remote(path, &n)) return Meta(Op::kChown, n, true, 0, Id(uid), Id(gid));
+  if (Remote(path, &n)) return Meta(Op::kChown, n, true, 0, WireId(uid), WireId(gid));
   REAL(chown);
   return real(path, uid, gid);
 }
 int lchown(const char* path, uid_t uid, gid_t gid) {
   std::string n;
-  if (Remote(path, &n)) return Meta(Op::kChown, n, false, 0, Id(uid), Id(gid));
+  if (Remote(path, &n)) return Meta(Op::kChown, n, false, 0, WireId(uid), WireId(gid));
   REAL(lchown);
   return real(path, uid, gid);
 }
 int fchown(int fd, uid_t uid, gid_t gid) {
-  if (auto f = Find(fd)) return Meta(Op::kChown, f->path, true, 0, Id(uid), Id(gid));
+  if (auto f = Find(fd)) return Meta(Op::kChown, f->path, true, 0, WireId(uid), WireId(gid));
   REAL(fchown);
   return real(fd, uid, gid);
 }
 int fchownat(int dirfd, const char* path, uid_t uid, gid_t gid, int flags) {
   std::string n;
   if (RemoteTarget(dirfd, path, flags & AT_EMPTY_PATH, &n))
-    return Meta(Op::kChown, n, !(flags & AT_SYMLINK_NOFOLLOW), 0, Id(uid), Id(gid));
+    return Meta(Op::kChown, n, !(flags & AT_SYMLINK_NOFOLLOW), 0, WireId(uid), WireId(gid));
   REAL(fchownat);
   return real(dirfd, path, uid, gid, flags);
 }
 int utimensat(int dirfd, const char* path, const struct timespec ts[2], int flags) {
   std::string n;
   if (RemoteTarget(dirfd, path, true, &n))
-    return Meta(Op::kUtimens, n, !(flags & AT_SYMLINK_NOFOLLOW), 0, 0, 0, Times(ts));
+    return Meta(Op::kUtimens, n, !(flags & AT_SYMLINK_NOFOLLOW), 0, 0, 0,
+                kite::rsc::EncodeTimes(ts));
   REAL(utimensat);
   return real(dirfd, path, ts, flags);
 }
 int futimens(int fd, const struct timespec ts[2]) {
-  if (auto f = Find(fd)) return Meta(Op::kUtimens, f->path, true, 0, 0, 0, Times(ts));
+  if (auto f = Find(fd))
+    return Meta(Op::kUtimens, f->path, true, 0, 0, 0, kite::rsc::EncodeTimes(ts));
   REAL(futimens);
   return real(fd, ts);
 }
 int utimes(const char* path, const struct timeval tv[2]) {
   std::string n;
-  if (Remote(path, &n)) return Meta(Op::kUtimens, n, true, 0, 0, 0, Times(tv));
+  if (Remote(path, &n)) return Meta(Op::kUtimens, n, true, 0, 0, 0, EncodeTimevals(tv));
   REAL(utimes);
   return real(path, tv);
 }
 int lutimes(const char* path, const struct timeval tv[2]) {
   std::string n;
-  if (Remote(path, &n)) return Meta(Op::kUtimens, n, false, 0, 0, 0, Times(tv));
+  if (Remote(path, &n)) return Meta(Op::kUtimens, n, false, 0, 0, 0, EncodeTimevals(tv));
   REAL(lutimes);
   return real(path, tv);
 }
 int futimes(int fd, const struct timeval tv[2]) {
-  if (auto f = Find(fd)) return Meta(Op::kUtimens, f->path, true, 0, 0, 0, Times(tv));
+  if (auto f = Find(fd)) return Meta(Op::kUtimens, f->path, true, 0, 0, 0, EncodeTimevals(tv));
   REAL(futimes);
   return real(fd, tv);
 }
 int futimesat(int dirfd, const char* path, const struct timeval tv[2]) {
   std::string n;
-  if (RemoteTarget(dirfd, path, true, &n)) return Meta(Op::kUtimens, n, true, 0, 0, 0, Times(tv));
+  if (RemoteTarget(dirfd, path, true, &n))
+    return Meta(Op::kUtimens, n, true, 0, 0, 0, EncodeTimevals(tv));
   REAL(futimesat);
   return real(dirfd, path, tv);
 }
@@ -1656,7 +1646,7 @@ int utime(const char* path, const struct utimbuf* times) {
   std::string n;
   if (Remote(path, &n)) {
     struct timeval tv[2] = {{times ? times->actime : 0, 0}, {times ? times->modtime : 0, 0}};
-    return Meta(Op::kUtimens, n, true, 0, 0, 0, Times(times ? tv : nullptr));
+    return Meta(Op::kUtimens, n, true, 0, 0, 0, EncodeTimevals(times ? tv : nullptr));
   }
   REAL(utime);
   return real(path, times);

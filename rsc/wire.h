@@ -15,8 +15,11 @@
 // `seq` from the reply it kept.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <cstring>
+#include <ctime>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -192,6 +195,23 @@ inline std::optional<Stat> DecodeStat(std::string_view in) {
     at += 8;
   }
   return s;
+}
+
+// kUtimens's data: access and modification times as seconds and nanoseconds (UTIME_NOW and
+// UTIME_OMIT as they are); none: both now, as utimensat(2) takes a null pointer.
+inline std::string EncodeTimes(const struct timespec* ts) {
+  std::string out;
+  for (int i = 0; i < 2; ++i) {
+    struct timespec t = ts ? ts[i] : timespec{0, UTIME_NOW};
+    wire::Put(out, static_cast<uint64_t>(t.tv_sec), 8);
+    wire::Put(out, static_cast<uint64_t>(t.tv_nsec), 8);
+  }
+  return out;
+}
+
+// kChown's user or group: -1 for "unchanged" ((uid_t)-1 to chown(2)), else the number.
+inline int64_t WireId(unsigned id) {
+  return id == static_cast<unsigned>(-1) ? -1 : static_cast<int64_t>(id);
 }
 
 // A kReaddir reply's names, each NUL-ended; nullopt when one is not, is empty or holds a '/' (no
