@@ -119,9 +119,8 @@ std::string Vanilla(const Job& job, const AnalyzeFacts& f) {
   return out + "  A free slot matches: it starts at the negotiator's next turn.\n";
 }
 
-}  // namespace
-
-std::string AnalyzeJob(const Job& job, const AnalyzeFacts& f, double now) {
+// Where the job is, and what holds it back.
+std::string AnalyzeStatus(const Job& job, const AnalyzeFacts& f, double now) {
   std::string out = "Job " + JobIdString(job.key) + ": ";
   switch (job.status) {
     case kHeld:
@@ -151,6 +150,23 @@ std::string AnalyzeJob(const Job& job, const AnalyzeFacts& f, double now) {
   if (job.universe == kUniverseGrid) return out + Grid(job, f);
   if (job.universe == kUniverseVanilla) return out + Vanilla(job, f);
   return out + "  universe " + std::to_string(job.universe) + " jobs are not run by Kite.\n";
+}
+
+// The last transparent checkpoint that was asked for and not taken, and why.
+std::string CheckpointRefusal(const Job& job) {
+  auto why = job.ad.EvaluateString("LastCheckpointRefusal");
+  if (!why) return "";
+  auto at = job.ad.EvaluateInt("LastCheckpointRefusalTime");
+  return "  Its last checkpoint was not taken" +
+         (at ? " (" + FormatUtc(static_cast<double>(*at)) + ")" : std::string()) + ": " + *why +
+         ".\n";
+}
+
+}  // namespace
+
+std::string AnalyzeJob(const Job& job, const AnalyzeFacts& f, double now) {
+  std::string out = AnalyzeStatus(job, f, now);
+  return out + CheckpointRefusal(job);
 }
 
 }  // namespace kite::agent

@@ -340,6 +340,8 @@ void Pool::OnFrame(const std::shared_ptr<Startd>& sd, pool::Frame f) {
       return OnOutput(sd, m, f.body);
     case MsgType::kCheckpointed:
       return OnCheckpointed(sd, m);
+    case MsgType::kNotCheckpointed:
+      return OnNotCheckpointed(sd, m);
     case MsgType::kEnded:
       return OnEnded(sd, m);
     case MsgType::kVacated:
@@ -824,6 +826,37 @@ void Pool::OnCheckpointed(const std::shared_ptr<Startd>& sd, const Message& m) {
     spdlog::info("agent: pool: job {} checkpoint {} stored", m.job, n);
     checkpoint_acks_.push_back({run->startd, m.job, m.run, run->job, n});
   }
+  hooks_.commit_soon();
+}
+
+// A transparent checkpoint asked for was not taken: the job says why (its ad, its user log and
+// `kite q -analyze`); its program went on, or, being vacated, stops and resumes from its last
+// stored checkpoint.
+void Pool::OnNotCheckpointed(const std::shared_ptr<Startd>& sd, const Message& m) {
+  Run* run = FindRun(sd, m);
+  Job* j = run && IsCurrent(*run) ? queue_.Find(run->job) : nullptr;
+  if (!j || !RunUnderWay(j->status)) return;
+  // A startd's words: kept short, and the same refusal again within a minute (a site repeating
+  // itself) adds nothing to the user log.
+  std::string why = m.reason.empty() ? "(no reason given)" : m.reason.substr(0, 1024);
+  if (j->ad.EvaluateString("LastCheckpointRefusal") == why &&
+      queue_.Now() -
+              static_cast<double>(j->ad.EvaluateInt("LastCheckpointRefusalTime").value_or(0)) <
+          60)
+    return;
+  queue_.SetAttr(*j, "LastCheckpointRefusal", classad::MakeString(why));
+  queue_.SetAttr(*j, "LastCheckpointRefusalTime",
+                 classad::MakeInteger(static_cast<int64_t>(queue_.Now())));
+  // The starter alone knows whether the run was also being stopped (its startd's policy can
+  // vacate it too): both cases are said.
+  int64_t stored = j->ad.EvaluateInt("NumCheckpoints").value_or(0);
+  std::string next =
+      "the program goes on; if it was being vacated, it stops all the same and " +
+      (stored > 0 ? "resumes from its last stored checkpoint (" + std::to_string(stored) + ")"
+                  : std::string("starts again from its beginning (it has no "
+                                "stored checkpoint)"));
+  queue_.AddEvent(*j, kEventGeneric, "Checkpoint not taken: " + why + "; " + next + ".");
+  spdlog::info("agent: pool: job {}: checkpoint not taken: {}", m.job, why);
   hooks_.commit_soon();
 }
 

@@ -119,6 +119,7 @@ class Pool {
   // What the run's job may have as its checkpoint (agent/checkpoint_store.h).
   const CheckpointPolicy& PolicyOf(Run& run, const Job& j);
   void OnCheckpointed(const std::shared_ptr<Startd>& sd, const pool::Message& m);
+  void OnNotCheckpointed(const std::shared_ptr<Startd>& sd, const pool::Message& m);
   struct CheckpointAck;
   void CheckpointCommitted(const CheckpointAck& a);
   std::string CheckpointDir(JobKey key) const;

@@ -422,6 +422,7 @@ void Startd::OnStarterFrame(const std::string& slot_name, pool::Frame f) {
       Relay(p, f);
       break;
     case MsgType::kRsc:  // the program's remote system call, to the shadow
+    case MsgType::kNotCheckpointed:
       Relay(p, f);
       break;
     case MsgType::kEnded:

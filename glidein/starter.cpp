@@ -538,12 +538,23 @@ void Starter::AskCheckpoint(const std::string& why) {
   spdlog::info("starter: job {} run {}: checkpoint ({})", r.ref.job, r.ref.run, why);
   ::unlink((r.box.path() + "/" + kCheckpointImage + ".refused").c_str());
   r.checkpoint_asked = WallNow();
-  ::kill(-r.pid, SIGUSR2);
+  // Only to the program (the process the library made it, kProgramPidName): every other
+  // process of the job — a script that runs it, a child — goes on as it was.
+  std::string pid_text = TextOf(r.box.control_dir() + "/" + rsc::ckpt::kProgramPidName);
+  pid_t pid = static_cast<pid_t>(std::atol(pid_text.c_str()));
+  if (pid <= 0 || ::getpgid(pid) != r.pid || ::kill(pid, SIGUSR2) != 0) {
+    CheckpointNotTaken("no process of the job is its executable (" +
+                       r.job.EvaluateString("Cmd").value_or("?") +
+                       ") under the checkpoint library: a script, or a program that ran "
+                       "another? Transparent checkpoints take the executable's own process");
+    return;
+  }
 }
 
 void Starter::CheckpointNotTaken(const std::string& why) {
   Run& r = *run_;
   spdlog::warn("starter: job {} run {}: checkpoint not taken: {}", r.ref.job, r.ref.run, why);
+  Send(About(MsgType::kNotCheckpointed, r.ref, why));  // for the job's ad and its user log
   r.checkpoint_asked = 0;
   r.checkpoint_clock = WallNow();  // the next periodic one is an interval away
   if (r.vacate_after_checkpoint) {
@@ -584,6 +595,7 @@ bool Starter::StartTransparent(ExecLaunch& launch, std::string* why) {
   char real[PATH_MAX];
   std::string program = ::realpath(launch.program.c_str(), real) ? real : launch.program;
   AddPreload(launch.env, lib);
+  ::unlink((r.box.control_dir() + "/" + rsc::ckpt::kProgramPidName).c_str());
   SetEnv(launch.env, "KITE_CKPT_IMAGE", r.box.path() + "/" + kCheckpointImage);
   SetEnv(launch.env, "KITE_CKPT_PROGRAM", program);
   SetEnv(launch.env, "KITE_CKPT_EXIT", std::to_string(kTransparentCheckpointExit));

@@ -11,7 +11,7 @@ namespace {
 
 namespace json = boost::json;
 
-constexpr std::array<std::pair<MsgType, std::string_view>, 26> kTypeNames = {{
+constexpr std::array<std::pair<MsgType, std::string_view>, 27> kTypeNames = {{
     {MsgType::kHello, "hello"},
     {MsgType::kSlot, "slot"},
     {MsgType::kStarted, "started"},
@@ -23,6 +23,7 @@ constexpr std::array<std::pair<MsgType, std::string_view>, 26> kTypeNames = {{
     {MsgType::kSuspended, "suspended"},
     {MsgType::kContinued, "continued"},
     {MsgType::kCheckpointed, "checkpointed"},
+    {MsgType::kNotCheckpointed, "not_checkpointed"},
     {MsgType::kWelcome, "welcome"},
     {MsgType::kRefuse, "refuse"},
     {MsgType::kActivate, "activate"},
@@ -62,6 +63,7 @@ Needs NeedsOf(MsgType t) {
     case MsgType::kSuspended:
     case MsgType::kContinued:
     case MsgType::kCheckpointed:
+    case MsgType::kNotCheckpointed:
     case MsgType::kEnded:
     case MsgType::kVacated:
     case MsgType::kRefused:

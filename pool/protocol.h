@@ -39,6 +39,9 @@ enum class MsgType {
   // slot, job, run, usage: the program exited with the job's CheckpointExitCode and every file
   // of its checkpoint was sent (`output` frames with `checkpoint`); it restarts on `ack`
   kCheckpointed,
+  // slot, job, run, reason: a transparent checkpoint asked for was not taken; the program goes
+  // on as it was (or, when the run was being vacated, stops all the same)
+  kNotCheckpointed,
   // job, run, chan + body: a remote system call of the run's program (rsc/wire.h), from the
   // starter's channel `chan` (one per connection of the program's library)
   kRsc,

@@ -35,6 +35,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/rseq.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
@@ -59,8 +61,11 @@ struct Scratch {
   char image[kPath], sandbox[kPath], state[kPath], socket[kPath];
   int image_fd;
   uint64_t data_at;  // where the regions' bytes start in the image
+  // What the kernel keeps of this process's thread control block, registered when it started:
+  // the thread pointer then, and where in the block (0: not registered, or not in the block).
+  uint64_t fs_new, rseq_at, rseq_len, robust_at, robust_len, tid_at;
   char buf[1 << 16];
-  char maps_text[1 << 20];  // /proc/self/maps
+  char maps_text[8 << 20];  // /proc/self/smaps (a checkpoint), /proc/self/maps (a restore)
 };
 constexpr size_t kStackBytes = 1 << 20;
 constexpr size_t kScratchBytes = ((sizeof(Scratch) + kPage - 1) & ~(kPage - 1)) + kStackBytes;
@@ -117,8 +122,18 @@ bool Same(const char* a, const char* b) {
   }
   return *a == *b;
 }
+// A system call made here, not through libc's syscall(): a restore replaces the memory that
+// holds this library's links to libc (its GOT) while it works. -errno on failure.
 long Sys(long n, long a = 0, long b = 0, long c = 0, long d = 0, long e = 0, long f = 0) {
-  return ::syscall(n, a, b, c, d, e, f);
+  long ret;
+  register long r10 asm("r10") = d;
+  register long r8 asm("r8") = e;
+  register long r9 asm("r9") = f;
+  asm volatile("syscall"
+               : "=a"(ret)
+               : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+               : "rcx", "r11", "memory");
+  return ret;
 }
 void Say(const char* what, const char* why) {
   char line[1024] = "kite: ";
@@ -132,7 +147,7 @@ bool WriteAll(int fd, const void* p, size_t n) {
   const char* c = static_cast<const char*>(p);
   while (n > 0) {
     long w = Sys(SYS_write, fd, reinterpret_cast<long>(c), static_cast<long>(n));
-    if (w < 0 && errno == EINTR) continue;
+    if (w == -EINTR) continue;
     if (w <= 0) return false;
     c += w;
     n -= static_cast<size_t>(w);
@@ -144,7 +159,7 @@ bool PreadAll(int fd, void* p, size_t n, uint64_t at) {
   while (n > 0) {
     long r = Sys(SYS_pread64, fd, reinterpret_cast<long>(c), static_cast<long>(n),
                  static_cast<long>(at));
-    if (r < 0 && errno == EINTR) continue;
+    if (r == -EINTR) continue;
     if (r <= 0) return false;
     c += r;
     n -= static_cast<size_t>(r);
@@ -174,6 +189,7 @@ uint64_t Hex(const char*& p) {
 // One line of /proc/self/maps.
 struct MapLine {
   uint64_t start, end, offset, inode;
+  uint64_t anonymous_kb;  // of its pages, how many are no longer the file's (smaps only)
   uint32_t prot;
   bool shared;
   const char* path;  // "" for an anonymous map; points into the caller's buffer
@@ -200,10 +216,11 @@ bool ParseMapLine(char* p, MapLine* m) {
   return true;
 }
 
-// Reads /proc/self/maps into `buf` (cap bytes, NUL-ended); false when it does not fit.
-bool ReadMaps(char* buf, size_t cap) {
+// Reads `path` (/proc/self/maps or smaps) into `buf` (cap bytes, NUL-ended); false when it does
+// not fit.
+bool ReadMaps(const char* path, char* buf, size_t cap) {
   int fd = static_cast<int>(
-      Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/self/maps"), O_RDONLY | O_CLOEXEC));
+      Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC));
   if (fd < 0) return false;
   size_t n = 0;
   for (;;) {
@@ -217,18 +234,31 @@ bool ReadMaps(char* buf, size_t cap) {
   return n + 1 < cap;
 }
 
-// Calls f(MapLine&) for each line of the maps text `text` (cut up in place).
+// Calls f(MapLine&) for each map of the text `text` (cut up in place) of /proc/self/maps or
+// smaps; from smaps, with its count of anonymous pages.
 template <typename F>
 void ForEachMap(char* text, F&& f) {
+  MapLine m;
+  bool have = false;
   for (char* line = text; *line;) {
     char* nl = line;
     while (*nl && *nl != '\n') ++nl;
     bool more = *nl == '\n';
     *nl = '\0';
-    MapLine m;
-    if (ParseMapLine(line, &m)) f(m);
+    // A map's first line starts with its address; smaps' field lines with a name.
+    bool first = (*line >= '0' && *line <= '9') || (*line >= 'a' && *line <= 'f');
+    if (first) {
+      if (have) f(m);
+      have = ParseMapLine(line, &m);
+      m.anonymous_kb = 0;
+    } else if (have && StartsWith(line, "Anonymous:")) {
+      const char* c = line + 10;
+      while (*c == ' ') ++c;
+      while (*c >= '0' && *c <= '9') m.anonymous_kb = m.anonymous_kb * 10 + uint64_t(*c++ - '0');
+    }
     line = more ? nl + 1 : nl;
   }
+  if (have) f(m);
 }
 
 // The FNV-1a hash and size of a whole file.
@@ -239,7 +269,7 @@ bool HashFile(const char* path, char* buf, size_t cap, uint64_t* hash, uint64_t*
   uint64_t h = 1469598103934665603ULL, n = 0;
   for (;;) {
     long r = Sys(SYS_read, fd, reinterpret_cast<long>(buf), static_cast<long>(cap));
-    if (r < 0 && errno == EINTR) continue;
+    if (r == -EINTR) continue;
     if (r <= 0) break;
     for (long i = 0; i < r; ++i) h = (h ^ static_cast<unsigned char>(buf[i])) * 1099511628211ULL;
     n += static_cast<uint64_t>(r);
@@ -323,10 +353,23 @@ bool Gather(Scratch* sc, const char** why) {
     Sys(SYS_close, dir);
     if (tasks != 1) return *why = "the program has more than one thread", false;
   }
+  // No child processes: they would go on without it, or be lost at the restore.
+  {
+    char path[64] = "/proc/self/task/";
+    AppendNumber(path, static_cast<uint64_t>(Sys(SYS_gettid)), sizeof path);
+    Append(path, "/children", sizeof path);
+    int fd = static_cast<int>(
+        Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC));
+    long n = fd < 0 ? 0 : Sys(SYS_read, fd, reinterpret_cast<long>(sc->buf), 16);
+    if (fd >= 0) Sys(SYS_close, fd);
+    if (n > 0 && sc->buf[0] >= '0' && sc->buf[0] <= '9')
+      return *why = "the program has a child process", false;
+  }
   // Memory.
   uint64_t start_brk = StartBrk(sc->buf, sizeof sc->buf);
   char* maps = sc->maps_text;
-  if (!ReadMaps(maps, sizeof sc->maps_text)) return *why = "cannot read /proc/self/maps", false;
+  if (!ReadMaps("/proc/self/smaps", maps, sizeof sc->maps_text))
+    return *why = "cannot read /proc/self/smaps", false;
   // This checkpoint's own scratch map is left out, even where the kernel merged it with a
   // neighbour.
   uint64_t scratch_lo = reinterpret_cast<uint64_t>(sc), scratch_hi = scratch_lo + kScratchBytes;
@@ -348,7 +391,12 @@ bool Gather(Scratch* sc, const char** why) {
     if (Same(m.path, "[vdso]")) h.vdso = m.start;
     if (Same(m.path, "[stack]")) h.stack_top = m.end;
     if (m.shared && (m.prot & PROT_WRITE)) return "the program has a shared writable memory map";
-    if ((m.prot & PROT_WRITE) && !special) {
+    // Private pages written since they were mapped, though no longer writable: the loader's
+    // relocations (RELRO) hold addresses of its own allocations, which differ from one start to
+    // the next (a longer path of the preloaded library moves them). After a restore they are
+    // anonymous maps of their own (the restore wrote them), and saved all the same.
+    bool written = !m.shared && m.anonymous_kb > 0 && (m.prot & PROT_READ);
+    if (((m.prot & PROT_WRITE) || written) && !special) {
       if (!(m.prot & PROT_READ)) return "a writable memory region cannot be read";
       uint32_t kind = Same(m.path, "[heap]") ? kHeap : Same(m.path, "[stack]") ? kStack : kPlain;
       // After a restore the program's data may have merged with the heap that follows it.
@@ -562,10 +610,77 @@ void OnCheckpointSignal(int, siginfo_t*, void*) {
   __builtin_unreachable();
 }
 
+// The kernel holds three addresses inside the thread control block libc set up at this
+// process's start: its restartable-sequences area (which the kernel writes the CPU number into
+// at every switch), its robust futex list and the word cleared at its exit. The restored process
+// runs on the checkpoint's control block, which is somewhere else whenever the loader's early
+// allocations differ in size (the preloaded library at another path, another environment): left
+// as they were, the kernel goes on writing into what is now the program's memory — libc's
+// malloc state among it. Before the old memory comes back, the kernel lets go of the rseq area
+// (its unregistering writes to it); PutBack registers all three again at the same offsets from
+// the checkpoint's thread pointer (the libc is the same: the restore checked it by hash).
+void NoteThreadRegistrations(Scratch* sc) {
+  constexpr uint64_t kNear = 1 << 16;  // the block is a few KiB
+  auto in_block = [&](uint64_t p) { return p - sc->fs_new + kNear < 2 * kNear ? p : 0; };
+  Sys(SYS_arch_prctl, ARCH_GET_FS, reinterpret_cast<long>(&sc->fs_new));
+  sc->rseq_at = sc->rseq_len = 0;
+  if (__rseq_size > 0) {
+    uint64_t at = in_block(sc->fs_new + static_cast<uint64_t>(__rseq_offset));
+    // glibc registers its whole area (32 bytes) while __rseq_size says which fields it uses.
+    const uint64_t lens[] = {32, __rseq_size};
+    for (uint64_t len : lens) {
+      if (at && Sys(SYS_rseq, static_cast<long>(at), static_cast<long>(len), RSEQ_FLAG_UNREGISTER,
+                    RSEQ_SIG) == 0) {
+        sc->rseq_at = at;
+        sc->rseq_len = len;
+        break;
+      }
+    }
+  }
+  long head = 0;
+  size_t len = 0;
+  sc->robust_at = sc->robust_len = 0;
+  if (Sys(SYS_get_robust_list, 0, reinterpret_cast<long>(&head), reinterpret_cast<long>(&len)) ==
+      0) {
+    sc->robust_at = in_block(static_cast<uint64_t>(head));
+    sc->robust_len = len;
+  }
+  long tid = 0;
+  sc->tid_at = Sys(SYS_prctl, PR_GET_TID_ADDRESS, reinterpret_cast<long>(&tid)) == 0
+                   ? in_block(static_cast<uint64_t>(tid))
+                   : 0;
+}
+
+void MoveThreadRegistrations(const Scratch* sc, uint64_t fs_old) {
+  auto moved = [&](uint64_t p) { return static_cast<long>(p - sc->fs_new + fs_old); };
+  if (sc->rseq_at) Sys(SYS_rseq, moved(sc->rseq_at), static_cast<long>(sc->rseq_len), 0, RSEQ_SIG);
+  if (sc->robust_at)
+    Sys(SYS_set_robust_list, moved(sc->robust_at), static_cast<long>(sc->robust_len));
+  if (sc->tid_at) Sys(SYS_set_tid_address, moved(sc->tid_at));
+}
+
 // In the scratch map, on its stack. From the first region put back on, memory is the old
 // process's; only system calls from here to the jump.
 [[noreturn]] __attribute__((noinline, no_stack_protector)) void PutBack(Scratch* sc) {
   const Header& h = sc->h;
+  // Files the program had mapped itself first: the saved regions (their written pages) go over
+  // them.
+  for (uint64_t i = 0; i < h.maps; ++i) {
+    const MapEntry& e = sc->maps[i];
+    if (e.pad != 2) continue;
+    int fd = static_cast<int>(
+        Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(e.path), O_RDONLY | O_CLOEXEC));
+    long m = fd < 0 ? -1
+                    : Sys(SYS_mmap, static_cast<long>(e.start), static_cast<long>(e.end - e.start),
+                          static_cast<long>(e.prot & ~uint32_t{PROT_WRITE}),
+                          MAP_PRIVATE | MAP_FIXED, fd, static_cast<long>(e.offset));
+    if (fd >= 0) Sys(SYS_close, fd);
+    if (m != static_cast<long>(e.start)) {
+      char why[1024] = "cannot map again a file mapped at the checkpoint: ";
+      Append(why, e.path, sizeof why);
+      Fail(sc, why);
+    }
+  }
   uint64_t at = sc->data_at;
   for (uint64_t i = 0; i < h.regions; ++i) {
     const Region& r = sc->regions[i];
@@ -648,6 +763,7 @@ void OnCheckpointSignal(int, siginfo_t*, void*) {
   InSandbox(h.cwd, h.sandbox, sc->sandbox, cwd);
   Sys(SYS_chdir, reinterpret_cast<long>(cwd));
   Sys(SYS_arch_prctl, ARCH_SET_FS, static_cast<long>(h.fs_base));
+  MoveThreadRegistrations(sc, h.fs_base);
   // This library's memory is the old process's now: say where it came back, and go on from
   // where the checkpoint's handler was.
   g_scratch = sc;
@@ -687,12 +803,20 @@ void OnCheckpointSignal(int, siginfo_t*, void*) {
     if (!p) continue;
     uint64_t lo = reinterpret_cast<uint64_t>(p), hi = lo + kScratchBytes;
     bool clash = false;
-    // The regions are read below; their table is small enough to read twice.
+    // The tables are read below; they are small enough to read twice.
     Region r;
     for (uint64_t i = 0; i < probe.regions && !clash; ++i) {
       if (!PreadAll(fd, &r, sizeof r, sizeof(Header) + i * sizeof(Region)))
         Fail(nullptr, "the image is too short");
       clash = Overlaps(lo, hi, r.start, r.end);
+    }
+    MapEntry e;
+    uint64_t maps_at =
+        sizeof(Header) + probe.regions * sizeof(Region) + probe.fds * sizeof(FdEntry);
+    for (uint64_t i = 0; i < probe.maps && !clash; ++i) {
+      if (!PreadAll(fd, &e, sizeof e, maps_at + i * sizeof(MapEntry)))
+        Fail(nullptr, "the image is too short");
+      clash = Overlaps(lo, hi, e.start, e.end);
     }
     if (!clash) {
       sc = p;
@@ -726,9 +850,10 @@ void OnCheckpointSignal(int, siginfo_t*, void*) {
   Copy(sc->socket, sock ? sock : "", sizeof sc->socket);
   // The same executable and libraries at the same places, and the same kernel-placed maps.
   char* maps = sc->maps_text;
-  if (!ReadMaps(maps, sizeof sc->maps_text)) Fail(sc, "cannot read /proc/self/maps");
+  if (!ReadMaps("/proc/self/maps", maps, sizeof sc->maps_text))
+    Fail(sc, "cannot read /proc/self/maps");
   uint64_t vdso = 0, stack_top = 0, heap = 0;
-  for (uint64_t i = 0; i < h.maps; ++i) sc->maps[i].pad = 0;  // 1: found
+  for (uint64_t i = 0; i < h.maps; ++i) sc->maps[i].pad = 0;  // 1: mapped here already
   FileHashes hashes;
   ForEachMap(maps, [&](MapLine& m) {
     if (Same(m.path, "[vdso]")) vdso = m.start;
@@ -755,12 +880,26 @@ void OnCheckpointSignal(int, siginfo_t*, void*) {
       e.pad = 1;
     }
   });
+  // What the program mapped itself after it started (a library it loaded, a locale's files, a
+  // data file) is mapped again by PutBack, at its place, when the file here is the same.
   for (uint64_t i = 0; i < h.maps; ++i) {
-    if (sc->maps[i].pad) continue;
-    char why[1024] = "a file mapped at the checkpoint is not here: ";
-    Append(why, sc->maps[i].path, sizeof why);
-    Append(why, " (address-space randomisation on, or another build?)", sizeof why);
-    Fail(sc, why);
+    MapEntry& e = sc->maps[i];
+    if (e.pad) continue;
+    char path[kPath];
+    InSandbox(e.path, h.sandbox, sc->sandbox, path);
+    uint64_t hash = 0, size = 0;
+    if (!hashes.Of(path, sc->buf, sizeof sc->buf, &hash, &size)) {
+      char why[1024] = "a file mapped at the checkpoint is not here: ";
+      Append(why, path, sizeof why);
+      Fail(sc, why);
+    }
+    if (hash != e.hash || size != e.size) {
+      char why[1024] = "a file mapped at the checkpoint is not the same here: ";
+      Append(why, path, sizeof why);
+      Fail(sc, why);
+    }
+    Copy(e.path, path, sizeof e.path);
+    e.pad = 2;  // to be mapped
   }
   if (vdso != h.vdso || stack_top != h.stack_top)
     Fail(sc, "the kernel placed the stack or the vDSO elsewhere (address-space randomisation on?)");
@@ -769,7 +908,40 @@ void OnCheckpointSignal(int, siginfo_t*, void*) {
     if (sc->regions[i].kind == kHeap && sc->regions[i].start != heap)
       Fail(sc, "the kernel placed the heap elsewhere (address-space randomisation on?)");
   }
+  NoteThreadRegistrations(sc);
   SwitchStack(reinterpret_cast<char*>(sc) + kScratchBytes, sc);
+}
+
+// Makes this process the run's program (kProgramPidName) unless another living process already
+// is: a second process of the same executable — the program starting itself again, or a child
+// of it — neither restores the image nor takes checkpoints, and is never sent the signal.
+bool ClaimProgram() {
+  char path[kPath];
+  Copy(path, g_state, sizeof path);
+  Append(path, "/", sizeof path);
+  Append(path, kProgramPidName, sizeof path);
+  long self = Sys(SYS_getpid);
+  char text[32];
+  int fd = static_cast<int>(
+      Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC));
+  if (fd >= 0) {
+    long n = Sys(SYS_read, fd, reinterpret_cast<long>(text), sizeof text - 1);
+    Sys(SYS_close, fd);
+    long pid = 0;
+    for (long i = 0; i < n && text[i] >= '0' && text[i] <= '9'; ++i) pid = pid * 10 + text[i] - '0';
+    if (pid > 0 && pid != self && Sys(SYS_kill, pid, 0) != -ESRCH) return false;
+  }
+  char tmp[kPath];
+  Copy(tmp, path, sizeof tmp);
+  Append(tmp, ".tmp", sizeof tmp);
+  text[0] = '\0';
+  AppendNumber(text, static_cast<uint64_t>(self), sizeof text);
+  fd = static_cast<int>(Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(tmp),
+                            O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (fd < 0) return false;
+  bool ok = WriteAll(fd, text, Len(text));
+  Sys(SYS_close, fd);
+  return ok && Sys(SYS_rename, reinterpret_cast<long>(tmp), reinterpret_cast<long>(path)) == 0;
 }
 
 void AfterRestoreHere() {
@@ -804,6 +976,7 @@ void Init() {
   const char* state = ::getenv("KITE_RSC_STATE");
   Copy(g_state, state ? state : g_sandbox, sizeof g_state);
   if (const char* code = ::getenv("KITE_CKPT_EXIT")) g_exit_code = ::atoi(code);
+  if (!ClaimProgram()) return;
   struct stat st;
   if (::stat(image, &st) == 0) Restore(image);
   struct sigaction sa {};

@@ -15,6 +15,9 @@ namespace kite::rsc::ckpt {
 constexpr char kMagic[8] = {'K', 'I', 'T', 'E', 'C', 'K', 'P', '1'};
 // The image's file name at the top of the sandbox, and in a stored checkpoint.
 constexpr char kImageName[] = "kite_ckpt.img";
+// In the run's control folder (KITE_RSC_STATE): the process id of the job's program, the one
+// process of the run that takes checkpoints and the only one the checkpoint signal is sent to.
+constexpr char kProgramPidName[] = "kite_ckpt.pid";
 constexpr size_t kPath = 4096;
 constexpr size_t kMaxRegions = 4096;
 constexpr size_t kMaxFds = 256;
@@ -91,7 +94,9 @@ inline const char* CheckTables(const Header& h, const Region* regions, const FdE
     if (r.start >= r.end || r.end > kUserTop || r.start % kPage || r.end % kPage)
       return "the image is damaged (a memory region is not one)";
     if (r.start < previous_end) return "the image is damaged (memory regions overlap)";
-    if (r.kind > kStack || (r.prot & ~7u) || !(r.prot & 2u))
+    // Readable; the heap and the stack writable too (a file's pages the loader wrote and then
+    // made read-only are kept as they are).
+    if (r.kind > kStack || (r.prot & ~7u) || !(r.prot & 1u) || (r.kind != kPlain && r.prot != 3u))
       return "the image is damaged (a memory region's kind or protection)";
     heaps += r.kind == kHeap;
     stacks += r.kind == kStack;

@@ -55,6 +55,16 @@ class Pool : public ::testing::Test {
   }
   // A python3 job writing three remote files through a clean agent restart and a kill -9.
   void RestartsDuringRemoteIo(const std::string& method);
+  // Submits a job with transparent checkpoints that says each of its `passes` in the file
+  // "progress" of the test's folder, and moves it A -> B -> C -> A, three startds whose programs
+  // are at three paths, by `kite vacate`; checks that it ended as an uninterrupted run does:
+  // standard output `expected_out`, each pass said once.
+  void HopThroughThreeInstalls(const std::string& submit, int passes,
+                               const std::string& expected_out);
+  // The same for a program built from `source` (named `file`) with `compiler`: its answer is
+  // that of the program run here with no pause.
+  void HopACompiledSimulation(const std::string& compiler, const std::string& file,
+                              const char* source);
   // Runs EXE ARGS with remote I/O the way `method` says (`extra`: more submit lines), waits for its
   // end and checks that it ended well, that way; its error output is EXE.err. Its id.
   std::string RunWithRemoteIo(const std::string& method, const std::string& exe,
@@ -1288,13 +1298,13 @@ TEST_F(Pool, AnInputFileGoneBeforeTheJobStartsHoldsItWithTheReason) {
 // A kite-startd of its own (as a glide-in's would be), dialling the agent's socket with a pool
 // credential the agent issued for it (kite pool credential create).
 pid_t SpawnStartd(const std::string& home, const std::string& name, const std::string& work,
-                  const std::vector<std::string>& extra) {
+                  const std::vector<std::string>& extra, const std::string& bin = BinDir()) {
   std::string credential = work + ".credential";
   auto issued = RunCommand({BinDir() + "/kite", "pool", "credential", "create", "--name", name,
                             "--slots", "4", "-o", credential},
                            {"KITE_HOME=" + home});
   EXPECT_EQ(issued.exit_code, 0) << issued.out << issued.err;
-  std::vector<std::string> args = {BinDir() + "/kite-startd",
+  std::vector<std::string> args = {bin + "/kite-startd",
                                    "--agent",
                                    "unix:" + home + "/pool.sock",
                                    "--name",
@@ -1725,6 +1735,341 @@ TEST_F(Pool, TransparentCheckpointsCarryAnUnmodifiedProgramAcrossFourStartds) {
   EXPECT_EQ(History(id, "ExitCode"), "0");
   for (pid_t p : startds) ::kill(p, SIGTERM);
   for (pid_t p : startds) WaitExit(p, 20);
+}
+
+// The same startd's programs at another path (hard links: the same files), as a glide-in unpacked
+// in its own folder has them: its jobs get the preloaded library from there.
+std::string InstallElsewhere(const std::string& dir) {
+  fs::create_directories(dir);
+  for (const char* p :
+       {"kite-startd", "kite-starter", "kite-exec", "libkite_rsc.so", "kite-rsc-fuse"})
+    fs::create_hard_link(BinDir() + "/" + p, dir + "/" + p);
+  return dir;
+}
+
+// A program in the spirit of a simulation: 64 MiB of state, a pass over it at a time (each said
+// in `progress`, a file on the desktop), a checksum printed at the end. argv: progress passes
+// pause-in-microseconds.
+const char* kSimulation = R"(#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char** argv) {
+  size_t n = (size_t)64 << 20;
+  unsigned char* a = calloc(n, 1);
+  int passes = atoi(argv[2]);
+  FILE* progress = fopen(argv[1], "a");
+  if (!a || !progress) return 2;
+  for (int p = 1; p <= passes; ++p) {
+    for (size_t i = 0; i < n; i += 64) a[i] = (unsigned char)(a[i] * 31 + i + p);
+    fprintf(progress, "pass %d\n", p);
+    fflush(progress);
+    usleep(atoi(argv[3]));
+  }
+  unsigned long sum = 0;
+  for (size_t i = 0; i < n; i += 64) sum = sum * 131 + a[i];
+  char* line = malloc(64);
+  snprintf(line, 64, "checksum %lu", sum);
+  puts(line);
+  free(line);
+  return 0;
+}
+)";
+
+// The same in Python, with a module that loads a library (hashlib: libcrypto) and text that
+// needs the locale's files (é under C.UTF-8).
+const char* kPythonSimulation = R"(import hashlib, sys, time
+h = hashlib.sha256()
+passes, pause = int(sys.argv[2]), float(sys.argv[3])
+with open(sys.argv[1], "a", encoding="utf-8") as progress:
+    for p in range(1, passes + 1):
+        h.update(("pass %d é" % p).encode())
+        progress.write("pass %d\n" % p)
+        progress.flush()
+        time.sleep(pause)
+print("checksum", h.hexdigest(), "é")
+)";
+
+// The same simulation in C++ (iostreams, a std::map, and a static object whose destructor
+// prints at exit), in Fortran (its own I/O library over the remote file) and in Perl.
+const char* kCppSimulation = R"(#include <unistd.h>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+struct Farewell {
+  int passes = 0;
+  ~Farewell() { std::cout << "farewell after " << passes << " passes" << std::endl; }
+};
+static Farewell farewell;
+int main(int argc, char** argv) {
+  int passes = std::stoi(argv[2]);
+  std::vector<double> v(1 << 22, 1.0);
+  std::map<int, std::string> seen;
+  std::ofstream progress(argv[1], std::ios::app);
+  double sum = 0;
+  for (int p = 1; p <= passes; ++p) {
+    for (auto& x : v) x = x * 1.0000001 + p;
+    sum += v[p * 1000];
+    seen[p] = std::to_string(sum);
+    progress << "pass " << p << std::endl;
+    usleep(std::stoi(argv[3]));
+  }
+  std::ostringstream out;
+  out.precision(17);
+  out << "sum " << sum << " entries " << seen.size() << " last " << seen.rbegin()->second;
+  std::cout << out.str() << std::endl;
+  farewell.passes = passes;
+}
+)";
+
+const char* kFortranSimulation = R"(program sim
+  use iso_c_binding, only: c_int
+  implicit none
+  interface
+    integer(c_int) function usleep(us) bind(c, name='usleep')
+      import :: c_int
+      integer(c_int), value :: us
+    end function
+  end interface
+  integer :: passes, p, i, pause_us, rc
+  character(len=512) :: path, arg
+  real(8), allocatable :: a(:)
+  call get_command_argument(1, path)
+  call get_command_argument(2, arg)
+  read(arg, *) passes
+  call get_command_argument(3, arg)
+  read(arg, *) pause_us
+  allocate(a(4000000))
+  a = 1.0d0
+  open(unit=10, file=trim(path), position='append', action='write')
+  do p = 1, passes
+    do i = 1, size(a)
+      a(i) = a(i) * 1.0000001d0 + p
+    end do
+    write(10, '(A,I0)') 'pass ', p
+    flush(10)
+    rc = usleep(int(pause_us, c_int))
+  end do
+  close(10)
+  write(*, '(A,ES25.17)') 'sum ', sum(a)
+end program sim
+)";
+
+const char* kPerlSimulation = R"(use strict;
+use warnings;
+my ($path, $passes, $pause) = @ARGV;
+my @a = (1) x 200000;
+my %seen;
+open(my $out, '>>', $path) or die "$path: $!";
+$out->autoflush(1);
+for my $p (1 .. $passes) {
+  $_ = ($_ * 3 + $p) % 1000003 for @a;
+  $seen{$p} = $a[$p];
+  print $out "pass $p\n";
+  select(undef, undef, undef, $pause);
+}
+my $s = 0;
+$s = ($s * 31 + $_) % 1000000007 for @a;
+print "sum $s seen ", scalar(keys %seen), "\n";
+)";
+
+// Builds `source` (in `file`) with `compiler` into the test's folder as `sim`; false on failure.
+bool BuildSimulation(KiteEnv& env, const std::string& compiler, const std::string& file,
+                     const char* source) {
+  env.Write(file, source);
+  auto cc = RunCommand({compiler, "-O1", "-o", env.dir() + "/sim", env.dir() + "/" + file});
+  EXPECT_EQ(cc.exit_code, 0) << cc.err;
+  return cc.exit_code == 0;
+}
+
+void Pool::HopACompiledSimulation(const std::string& compiler, const std::string& file,
+                                  const char* source) {
+  Start("[pool]\nlocal_slots = 0\n");
+  const std::string d = env_->dir();
+  ASSERT_TRUE(BuildSimulation(*env_, compiler, file, source));
+  auto reference = RunCommand({d + "/sim", d + "/reference", "24", "0"});
+  ASSERT_EQ(reference.exit_code, 0) << reference.err;
+  HopThroughThreeInstalls("universe = standard\nexecutable = sim\narguments = " + d +
+                              "/progress 24 150000\noutput = out\nerror = err\nqueue\n",
+                          24, reference.out);
+}
+
+void Pool::HopThroughThreeInstalls(const std::string& submit, int passes,
+                                   const std::string& expected_out) {
+  const std::string d = env_->dir();
+  // A: the build's own folder; B and C: the same programs at a longer and a shorter path, so
+  // everything the loader allocates before the program's main is elsewhere on each.
+  std::string b = InstallElsewhere(d + "/another/install/of/the/same/kite/for/site/b/bin");
+  std::string c = InstallElsewhere(d + "/c");
+  std::vector<pid_t> startds = {
+      SpawnStartd(env_->home(), "A", d + "/wa",
+                  {"--start", "TARGET.NumCheckpoints =?= undefined || TARGET.NumCheckpoints == 3"}),
+      SpawnStartd(env_->home(), "B", d + "/wb", {"--start", "TARGET.NumCheckpoints == 1"}, b),
+      SpawnStartd(env_->home(), "C", d + "/wc", {"--start", "TARGET.NumCheckpoints == 2"}, c)};
+  ASSERT_TRUE(WaitSlots(3));
+  int cluster = env_->Submit(submit);
+  std::string id = std::to_string(cluster) + ".0";
+  auto passes_done = [&] {
+    auto t = ReadFileOr(d + "/progress");
+    return static_cast<int>(std::count(t.begin(), t.end(), '\n'));
+  };
+  const char* hosts[] = {"A", "B", "C", "A"};
+  for (int hop = 0; hop < 3; ++hop) {
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          return Q(id, "RemoteHost") == std::string("slot1@") + hosts[hop] &&
+                 env_->JobStatus(id) == 2;
+        },
+        60))
+        << hop << " " << env_->Kite({"q", "-nobatch"}).out;
+    int at = passes_done();
+    ASSERT_TRUE(WaitUntil([&] { return passes_done() >= at + 3; }, 60)) << passes_done();
+    ASSERT_EQ(env_->Kite({"vacate", id}).exit_code, 0);
+    ASSERT_TRUE(WaitUntil([&] { return Q(id, "NumCheckpoints") == std::to_string(hop + 1); }, 60))
+        << Q(id, "LastCheckpointRefusal") << ReadFileOr(env_->home() + "/agent.log");
+  }
+  WaitDone(cluster, 120);
+  EXPECT_EQ(History(id, "ExitCode"), "0") << ReadFileOr(d + "/err");
+  EXPECT_EQ(History(id, "NumJobStarts"), "4");
+  EXPECT_EQ(History(id, "LastRemoteHost"), "slot1@A");
+  EXPECT_EQ(ReadFileOr(d + "/out"), expected_out) << ReadFileOr(d + "/err");
+  std::string all;
+  for (int p = 1; p <= passes; ++p) all += "pass " + std::to_string(p) + "\n";
+  EXPECT_EQ(ReadFileOr(d + "/progress"), all);
+  for (pid_t p : startds) ::kill(p, SIGTERM);
+  for (pid_t p : startds) WaitExit(p, 20);
+}
+
+// A checkpoint is restored on startds whose programs (and so the preloaded library) are at other
+// paths, as a glide-in's are: the loader's own allocations then sit elsewhere before the restore,
+// and what the loader wrote into the libraries' read-only relocations, and where the kernel keeps
+// the thread's rseq area, were the new process's. It crashed with SIGSEGV at the program's end.
+TEST_F(Pool, ATransparentCheckpointOfACProgramRestoresOnStartdsInstalledElsewhere) {
+  HopACompiledSimulation("/usr/bin/cc", "sim.c", kSimulation);
+}
+
+// Python under the default locale (C.UTF-8), with a module that loads a library after the
+// program started (hashlib): what the program mapped itself — the locale's files, libcrypto —
+// is mapped again at its place on restore when the file there is the same. It was refused: "a
+// file mapped at the checkpoint is not here: /usr/lib/locale/C.utf8/LC_CTYPE".
+TEST_F(Pool,
+       ATransparentCheckpointOfPythonUnderTheDefaultLocaleRestoresOnStartdsInstalledElsewhere) {
+  Start("[pool]\nlocal_slots = 0\n");
+  const std::string d = env_->dir();
+  env_->Write("sim.py", kPythonSimulation);
+  auto reference = RunCommand({"/usr/bin/python3", d + "/sim.py", d + "/reference", "24", "0"},
+                              {"LANG=C.UTF-8"});
+  ASSERT_EQ(reference.exit_code, 0) << reference.err;
+  HopThroughThreeInstalls(
+      "universe = standard\nexecutable = /usr/bin/python3\ntransfer_executable = false\n"
+      "arguments = sim.py " +
+          d +
+          "/progress 24 0.15\ntransfer_input_files = sim.py\n"
+          "environment = \"LANG=C.UTF-8\"\noutput = out\nerror = err\nqueue\n",
+      24, reference.out);
+}
+
+TEST_F(Pool, ATransparentCheckpointOfACppProgramRestoresOnStartdsInstalledElsewhere) {
+  HopACompiledSimulation("/usr/bin/g++", "sim.cpp", kCppSimulation);
+}
+
+TEST_F(Pool, ATransparentCheckpointOfAFortranProgramRestoresOnStartdsInstalledElsewhere) {
+  HopACompiledSimulation("/usr/bin/gfortran", "sim.f90", kFortranSimulation);
+}
+
+TEST_F(Pool, ATransparentCheckpointOfAPerlProgramRestoresOnStartdsInstalledElsewhere) {
+  Start("[pool]\nlocal_slots = 0\n");
+  const std::string d = env_->dir();
+  env_->Write("sim.pl", kPerlSimulation);
+  auto reference = RunCommand({"/usr/bin/perl", d + "/sim.pl", d + "/reference", "24", "0"});
+  ASSERT_EQ(reference.exit_code, 0) << reference.err;
+  HopThroughThreeInstalls(
+      "universe = standard\nexecutable = /usr/bin/perl\ntransfer_executable = false\n"
+      "arguments = sim.pl " +
+          d +
+          "/progress 24 0.15\ntransfer_input_files = sim.pl\noutput = out\nerror = err\n"
+          "queue\n",
+      24, reference.out);
+}
+
+// `kite checkpoint` of jobs whose processes cannot all be checkpointed harms none of them: a
+// bash script that runs the program (the script's own process is not the executable, and bash
+// died of the checkpoint signal), and a python program talking through pipes to a child python
+// (the child, the same executable, took a checkpoint of its own and left; the parent got
+// BrokenPipeError). Each goes on and ends as if never asked; why nothing was taken is in the
+// job's ad, its user log and `kite q -analyze`.
+TEST_F(Pool, ACheckpointThatCannotBeTakenLeavesEveryProcessOfTheJobRunningAndSaysWhy) {
+  Start();
+  ASSERT_TRUE(WaitSlots(2));
+  const std::string d = env_->dir();
+  ASSERT_TRUE(BuildCounter(*env_));
+  env_->Write("run.sh", "#!/bin/bash\n./counter \"$1\" 30\necho \"script saw $?\"\n", 0755);
+  env_->Write("talk.py",
+              "import subprocess, sys, time\n"
+              "child = subprocess.Popen([sys.executable, '-c', 'import sys\\nfor l in sys.stdin: "
+              "print(l.strip()[::-1], flush=True)'], stdin=subprocess.PIPE, "
+              "stdout=subprocess.PIPE, text=True)\n"
+              "with open(sys.argv[1], 'a') as out:\n"
+              "    for i in range(1, 31):\n"
+              "        child.stdin.write('line %d\\n' % i)\n"
+              "        child.stdin.flush()\n"
+              "        out.write(child.stdout.readline())\n"
+              "        out.flush()\n"
+              "        time.sleep(0.1)\n"
+              "child.stdin.close()\n"
+              "print('talked', child.wait())\n");
+  int script = env_->Submit("universe = standard\nexecutable = run.sh\narguments = " + d +
+                            "/steps.txt\ntransfer_input_files = counter\noutput = script.out\n"
+                            "log = script.log\nqueue\n");
+  int talk = env_->Submit(
+      "universe = standard\nexecutable = /usr/bin/python3\ntransfer_executable = false\n"
+      "arguments = talk.py " +
+      d +
+      "/talk.txt\ntransfer_input_files = talk.py\noutput = talk.out\nerror = talk.err\n"
+      "log = talk.log\nqueue\n");
+  std::string sid = std::to_string(script) + ".0", tid = std::to_string(talk) + ".0";
+  auto lines = [&](const std::string& f) {
+    auto t = ReadFileOr(d + "/" + f);
+    return std::count(t.begin(), t.end(), '\n');
+  };
+  ASSERT_TRUE(WaitUntil([&] { return lines("steps.txt") >= 5 && lines("talk.txt") >= 5; }, 30))
+      << env_->Kite({"q", "-nobatch"}).out;
+  for (const auto& id : {sid, tid}) ASSERT_EQ(env_->Kite({"checkpoint", id}).exit_code, 0) << id;
+  auto refused = [&](const std::string& id) {
+    return Q(id, "LastCheckpointRefusal") != "undefined";
+  };
+  ASSERT_TRUE(WaitUntil([&] { return refused(sid) && refused(tid); }, 30))
+      << ReadFileOr(env_->home() + "/agent.log");
+  EXPECT_NE(Q(sid, "LastCheckpointRefusal").find("no process of the job is its executable"),
+            std::string::npos)
+      << Q(sid, "LastCheckpointRefusal");
+  EXPECT_NE(Q(tid, "LastCheckpointRefusal").find("the program has a child process"),
+            std::string::npos)
+      << Q(tid, "LastCheckpointRefusal");
+  auto analyze = env_->Kite({"q", "-analyze", tid});
+  EXPECT_NE(analyze.out.find("Its last checkpoint was not taken"), std::string::npos)
+      << analyze.out;
+  WaitDone(script, 60);
+  WaitDone(talk, 60);
+  EXPECT_EQ(ReadFileOr(d + "/steps.txt"), CounterSteps(30));
+  long sum = 0, heap = 0;
+  for (int i = 1; i <= 30; ++i) sum += (heap += i);
+  EXPECT_EQ(ReadFileOr(d + "/script.out"), "done: sum " + std::to_string(sum) + "\nscript saw 0\n");
+  std::string talked;
+  for (int i = 1; i <= 30; ++i) {
+    std::string l = "line " + std::to_string(i);
+    talked += std::string(l.rbegin(), l.rend()) + "\n";
+  }
+  EXPECT_EQ(ReadFileOr(d + "/talk.txt"), talked);
+  EXPECT_EQ(ReadFileOr(d + "/talk.out"), "talked 0\n") << ReadFileOr(d + "/talk.err");
+  for (const auto& [id, log] : {std::pair{sid, "script.log"}, std::pair{tid, "talk.log"}}) {
+    EXPECT_EQ(History(id, "ExitCode"), "0") << id;
+    EXPECT_EQ(History(id, "NumJobStarts"), "1") << id;
+    EXPECT_EQ(History(id, "NumCheckpoints"), "undefined") << id;
+    EXPECT_NE(ReadFileOr(d + "/" + log).find("Checkpoint not taken: "), std::string::npos) << log;
+  }
 }
 
 // checkpoint_interval: the starter asks for a checkpoint each interval; each is stored and the

@@ -69,6 +69,20 @@ TEST(Analyze, AHeldJobGivesItsReasonAndAVanillaJobWithNoPoolSaysHowToGetOne) {
   EXPECT_TRUE(Says(out, "kite glidein submit")) << out;
 }
 
+TEST(Analyze, ACheckpointNotTakenIsSaidWithItsReasonWhateverTheJobsState) {
+  for (int status : {kRunning, kIdle, kCompleted}) {
+    Job j = MakeJob(kUniverseVanilla, status);
+    EXPECT_FALSE(Says(AnalyzeJob(j, {}, 0), "checkpoint")) << status;
+    j.ad.Assign("LastCheckpointRefusal", "the program has a child process");
+    j.ad.Assign("LastCheckpointRefusalTime", 86400);
+    std::string out = AnalyzeJob(j, {}, 0);
+    EXPECT_TRUE(Says(out,
+                     "  Its last checkpoint was not taken (1970-01-02 00:00:00 UTC): the "
+                     "program has a child process.\n"))
+        << out;
+  }
+}
+
 TEST(Analyze, AnIdleVanillaJobCountsTheSlotsEachClauseAndStartLetThrough) {
   Job j = MakeJob(kUniverseVanilla, kIdle);
   ASSERT_TRUE(j.ad.InsertText("RequestMemory", "2048"));

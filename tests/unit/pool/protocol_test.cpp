@@ -74,6 +74,11 @@ TEST(PoolProtocol, EveryKindRoundTripsThroughAFrame) {
                         .job = "12.3",
                         .run = "r",
                         .usage = {.user_cpu = 1.5, .start = 100, .end = 160}});
+  all.push_back(Message{.type = MsgType::kNotCheckpointed,
+                        .slot = "slot1@node7",
+                        .job = "12.3",
+                        .run = "r",
+                        .reason = "the program has a child process"});
   all.push_back(Message{.type = MsgType::kAck, .job = "12.3", .run = "r", .checkpoint = true});
   // Remote system calls: a channel of the run's program, its request or reply as the body.
   all.push_back(Message{.type = MsgType::kRsc, .job = "12.3", .run = "r", .chan = 7});
@@ -96,6 +101,9 @@ TEST(PoolProtocol, ACheckpointNamesItsRunAndFlagsAreBooleans) {
   EXPECT_FALSE(ParseMessage(R"({"type":"checkpointed","job":"1.0","run":"r"})"));  // no slot
   EXPECT_TRUE(ParseMessage(R"({"type":"checkpointed","slot":"s","job":"1.0","run":"r"})"));
   EXPECT_FALSE(ParseMessage(R"({"type":"ack","job":"1.0","run":"r","checkpoint":1})"));
+  EXPECT_FALSE(ParseMessage(R"({"type":"not_checkpointed","slot":"s","job":"1.0"})"));  // no run
+  EXPECT_TRUE(
+      ParseMessage(R"({"type":"not_checkpointed","slot":"s","job":"1.0","run":"r","reason":"x"})"));
 }
 
 TEST(PoolProtocol, RemoteCallsNameTheirRunAndChannel) {

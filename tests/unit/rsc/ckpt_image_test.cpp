@@ -78,7 +78,17 @@ TEST(CkptImage, EachDamageIsNamed) {
   }
   {
     Image i;
-    i.regions[0].prot = 1;  // read-only: never saved
+    i.regions[0].prot = 4;  // not readable: never saved
+    EXPECT_NE(i.Check().find("kind or protection"), std::string::npos);
+  }
+  {
+    Image i;
+    i.regions[0].prot = 1;  // a file's pages the loader wrote, then made read-only
+    EXPECT_EQ(i.Check(), "");
+  }
+  {
+    Image i;
+    i.regions[1].prot = 1;  // a heap that cannot be written
     EXPECT_NE(i.Check().find("kind or protection"), std::string::npos);
   }
   {
