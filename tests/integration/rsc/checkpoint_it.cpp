@@ -106,7 +106,7 @@ class Checkpoint : public ::testing::Test {
     fs::copy_file(dir_ + "/" + program, box + "/counter");
     if (!from.empty()) {
       for (const char* f : {"kite_ckpt.img", "local.txt"})
-        fs::copy_file(from + "/" + f, box + "/" + f);
+        if (fs::exists(from + "/" + f)) fs::copy_file(from + "/" + f, box + "/" + f);
     }
     return box;
   }
@@ -247,6 +247,46 @@ TEST_F(Checkpoint, ARestoreRefusesAnotherExecutableOrRandomisedAddresses) {
   EXPECT_EQ(Wait(Launch(d, 100)), 1);
   EXPECT_EQ(ReadFileOr(d + "/kite_ckpt.img.failed"),
             "the image is damaged (it is not as long as its tables say)");
+}
+
+// A file the program maps itself after it started (here a table in its sandbox) is mapped
+// again on restore wherever the sandbox now is, when the file there has the same contents; one
+// that differs refuses the restore, naming it.
+TEST_F(Checkpoint, AFileTheProgramMappedIsMatchedByContentsWhereverTheSandboxIs) {
+  WriteFile(dir_ + "/table.c",
+            "#include <fcntl.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+            "#include <sys/mman.h>\n#include <unistd.h>\n"
+            "int main(int argc, char** argv) { int steps = atoi(argv[2]);\n"
+            "  int fd = open(\"table.dat\", O_RDONLY);\n"
+            "  unsigned char* t = mmap(0, 65536, PROT_READ, MAP_PRIVATE, fd, 0); close(fd);\n"
+            "  int out = open(argv[1], O_WRONLY | O_CREAT | O_APPEND, 0644);\n"
+            "  if (t == MAP_FAILED || out < 0) return 2;\n"
+            "  long sum = 0; char line[64];\n"
+            "  for (int i = 1; i <= steps; ++i) { sum += t[i * 131 % 65536];\n"
+            "    snprintf(line, sizeof line, \"step %d sum %ld\\n\", i, sum);\n"
+            "    if (write(out, line, strlen(line)) < 0) return 3; usleep(40000); }\n"
+            "  printf(\"sum %ld\\n\", sum); return 0; }\n");
+  auto r = RunCommand({"/usr/bin/cc", "-O1", "-o", dir_ + "/table", dir_ + "/table.c"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::string table(65536, '\0');
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<char>(i * 7 % 251);
+  long sum = 0;
+  for (int i = 1; i <= 40; ++i) sum += static_cast<unsigned char>(table[i * 131 % 65536]);
+  std::string a = Sandbox("a", "table");
+  WriteFile(a + "/table.dat", table);
+  EXPECT_EQ(CheckpointAt(Launch(a, 40), 5), 85) << ReadFileOr(a + "/err");
+  // Elsewhere, the same table: restored, and the answer of a run never interrupted.
+  std::string b = Sandbox("the/sandbox/of/another/startd", "table", a);
+  WriteFile(b + "/table.dat", table);
+  EXPECT_EQ(Wait(Launch(b, 40)), 0) << ReadFileOr(b + "/err");
+  EXPECT_EQ(ReadFileOr(b + "/out"), "sum " + std::to_string(sum) + "\n") << ReadFileOr(b + "/err");
+  // Elsewhere again, a table that differs by one byte: refused, naming it.
+  std::string c = Sandbox("c", "table", a);
+  table[100] ^= 1;
+  WriteFile(c + "/table.dat", table);
+  EXPECT_EQ(Wait(Launch(c, 40)), 1);
+  EXPECT_EQ(ReadFileOr(c + "/kite_ckpt.img.failed"),
+            "a file mapped at the checkpoint is not the same here: " + c + "/table.dat");
 }
 
 // What a checkpoint cannot hold is refused, the reason said, and the program goes on: here a
