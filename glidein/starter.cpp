@@ -547,7 +547,6 @@ void Starter::AskCheckpoint(const std::string& why) {
                        r.job.EvaluateString("Cmd").value_or("?") +
                        ") under the checkpoint library: a script, or a program that ran "
                        "another? Transparent checkpoints take the executable's own process");
-    return;
   }
 }
 

@@ -914,7 +914,9 @@ void MoveThreadRegistrations(const Scratch* sc, uint64_t fs_old) {
 
 // Makes this process the run's program (kProgramPidName) unless another living process already
 // is: a second process of the same executable — the program starting itself again, or a child
-// of it — neither restores the image nor takes checkpoints, and is never sent the signal.
+// of it — neither restores the image nor takes checkpoints, and is never sent the signal. Where
+// the file cannot be written the program still restores and arms itself (as before the file
+// existed); the starter, finding no file, then says no checkpoint can be asked of it.
 bool ClaimProgram() {
   char path[kPath];
   Copy(path, g_state, sizeof path);
@@ -938,10 +940,11 @@ bool ClaimProgram() {
   AppendNumber(text, static_cast<uint64_t>(self), sizeof text);
   fd = static_cast<int>(Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(tmp),
                             O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-  if (fd < 0) return false;
+  if (fd < 0) return true;
   bool ok = WriteAll(fd, text, Len(text));
   Sys(SYS_close, fd);
-  return ok && Sys(SYS_rename, reinterpret_cast<long>(tmp), reinterpret_cast<long>(path)) == 0;
+  if (ok) Sys(SYS_rename, reinterpret_cast<long>(tmp), reinterpret_cast<long>(path));
+  return true;
 }
 
 void AfterRestoreHere() {
