@@ -520,7 +520,7 @@ void Pool::Expel(const std::shared_ptr<Startd>& sd, const std::string& why, bool
   if (!credential) return OnGone(sd, why);
   Send(sd, Message{.type = MsgType::kRefuse, .reason = why});
   sd->welcomed = false;
-  // After the refusal is written; meanwhile nothing it sends counts (not welcomed).
+  // Its connection closes once the refusal is written; meanwhile nothing it sends counts.
   boost::asio::post(io_, [this, sd, why] { OnGone(sd, why, /*for_good=*/true); });
 }
 
@@ -1022,7 +1022,13 @@ void Pool::OnGone(const std::shared_ptr<Startd>& sd, const std::string& why, boo
   if (sd->closed) return;
   sd->closed = true;
   sd->hello_timer.cancel();
-  sd->link->Close();
+  // An expelled startd hears its refusal before the hang-up (a TLS write still under way when
+  // the connection closed lost it).
+  if (sd->expelled) {
+    sd->link->CloseWhenSent();
+  } else {
+    sd->link->Close();
+  }
   startds_.erase(sd);
   if (!sd->name.empty())
     spdlog::info("agent: pool: startd '{}' left ({})", sd->name, why);

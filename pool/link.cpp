@@ -28,8 +28,15 @@ void Link::Close() {
   stream_->Close();
 }
 
+void Link::CloseWhenSent() {
+  if (closed_) return;
+  if (queue_.empty()) return Close();
+  close_when_sent_ = true;
+  paused_ = true;  // nothing more is handed over
+}
+
 void Link::Resume() {
-  if (!paused_ || closed_) return;
+  if (!paused_ || closed_ || close_when_sent_) return;
   paused_ = false;
   Deliver();
 }
@@ -77,6 +84,10 @@ void Link::OnWrite(boost::system::error_code ec) {
   if (ec) return Abort(Error(ErrorCode::kUnavailable, "writing to " + peer_ + ": " + ec.message()));
   queued_bytes_ -= queue_.front().size();
   queue_.pop_front();
+  if (close_when_sent_) {
+    if (queue_.empty()) return Close();
+    return DoWrite();
+  }
   if (handlers_.sent) {
     handlers_.sent();
     if (closed_) return;

@@ -40,6 +40,9 @@ class Link : public std::enable_shared_from_this<Link> {
   void Resume();
   // Ends the connection; no handler runs after it (`closed` is only for what the link noticed).
   void Close();
+  // Ends it once every frame queued so far is written (a refusal, then the hang-up); at once when
+  // none is. Nothing more is read or handed over meanwhile; a failed write ends it too.
+  void CloseWhenSent();
   bool is_closed() const { return closed_; }
 
  private:
@@ -60,6 +63,7 @@ class Link : public std::enable_shared_from_this<Link> {
   double heard_at_ = 0;
   bool writing_ = false, reading_ = false, paused_ = false;
   bool closed_ = false;
+  bool close_when_sent_ = false;
 };
 
 }  // namespace kite::pool

@@ -152,6 +152,27 @@ TEST(PoolLink, AfterCloseNoHandlerRuns) {
   EXPECT_TRUE(e.got_a.empty());
 }
 
+TEST(PoolLink, CloseWhenSentWritesWhatWasQueuedThenHangsUp) {
+  Ends e;
+  Message refuse{.type = MsgType::kRefuse, .reason = "its credential was revoked"};
+  e.la->Send(Output("big", 0), std::string(4 * kChunk, 'q'));
+  e.la->Send(refuse);
+  e.la->CloseWhenSent();
+  EXPECT_FALSE(e.la->is_closed());  // two frames still to write
+  e.RunUntil([&] { return !e.closed_b.empty(); });
+  ASSERT_EQ(e.got_b.size(), 2u);
+  EXPECT_EQ(e.got_b[0].body.size(), 4 * kChunk);
+  EXPECT_EQ(e.got_b[1].msg, refuse);
+  ASSERT_EQ(e.closed_b.size(), 1u);
+  EXPECT_EQ(e.closed_b[0], "end a closed the connection");
+  EXPECT_TRUE(e.la->is_closed());
+  EXPECT_TRUE(e.closed_a.empty());  // its own doing
+  // With nothing queued it closes at once.
+  Ends f;
+  f.la->CloseWhenSent();
+  EXPECT_TRUE(f.la->is_closed());
+}
+
 TEST(PoolLink, HeardAtMovesWhenBytesArrive) {
   Ends e;
   double started = e.lb->heard_at();
