@@ -1613,6 +1613,7 @@ void Pool::PumpInputs(const std::shared_ptr<Startd>& sd) {
                  .path = in.remote,
                  .offset = in.sent,
                  .last = last,
+                 .checkpoint = in.checkpoint,
                  .mode = in.mode},
          chunk);
     in.sent += static_cast<uint64_t>(n);

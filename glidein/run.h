@@ -19,6 +19,7 @@
 #include <sys/types.h>
 
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -28,6 +29,7 @@
 #include "glidein/sandbox.h"
 #include "pool/protocol.h"
 #include "rsc/ckpt_image.h"
+#include "rsc/ckpt_tree.h"
 
 namespace kite::glidein {
 
@@ -59,6 +61,7 @@ struct Run {
   pool::RunUsage earlier;   // CPU of the launches before this one (checkpointed)
   int checkpoints = 0;      // taken during this run
   Snapshot before;          // the sandbox's top level at `go`, to tell the run's own files
+  std::set<std::string> restored;  // input files that are a stored checkpoint's
   std::string stop_reason;
   bool ever_suspended = false;  // the agent is told its state after every reconnect
   double retire_until = 0;  // Running, preempted: vacated at this time (wall clock) unless it ends
@@ -70,6 +73,12 @@ struct Run {
   double checkpoint_asked = 0;
   double checkpoint_clock = 0;  // CheckpointInterval counts from here (the launch, or a refusal)
   bool vacate_after_checkpoint = false;
+  // A script's job (its executable starts with "#!"): checkpointed as the tree of its processes;
+  // those asked for their images, and whether the tree's image is whole (the processes then
+  // killed).
+  bool tree = false;
+  std::vector<rsc::ckpt::TreeProcess> tree_asked;
+  bool tree_taken = false;
   pool::RunExit exit;
   pool::RunUsage usage;
   // Ended: the output to send, and how far the sending is (reset on a new connection).

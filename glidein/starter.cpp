@@ -197,6 +197,7 @@ void Starter::OnInput(const Message& m, const std::string& body) {
     spdlog::warn("starter: input for run {} after go; ignored", m.run);
     return;
   }
+  if (m.checkpoint) run_->restored.insert(m.path);
   if (auto st = run_->box.Write(m.path, m.offset, body, m.mode, m.last); !st)
     Finish(About(MsgType::kRefused, run_->ref, "input '" + m.path + "': " + st.error().message()));
 }
@@ -219,7 +220,12 @@ void Starter::Launch(bool again) {
   auto launch = BuildRunLaunch(r.job, r.box, place);
   if (!launch) return Finish(About(MsgType::kRefused, r.ref, launch.error().message()));
   launch->append = again;
-  if (!again) r.before = TopLevelFiles(r.box.fd());
+  if (!again) {
+    r.before = TopLevelFiles(r.box.fd());
+    // A stored checkpoint's files are the job's own work, not its input: each checkpoint holds
+    // them all (changed since or not) and they go home at the end as what the job wrote.
+    for (const auto& f : r.restored) r.before.erase(f);
+  }
   bool remote_io = r.job.EvaluateBool("WantRemoteIO").value_or(false);
   bool transparent = IsTransparent(r.job);
   if (remote_io || transparent) {
@@ -244,6 +250,8 @@ void Starter::Launch(bool again) {
   r.launched_at = WallNow();
   r.checkpoint_asked = 0;
   r.checkpoint_clock = r.launched_at;
+  r.tree_asked.clear();
+  r.tree_taken = false;
   if (!again) r.first_launch = r.launched_at;
   r.phase = RunPhase::kRunning;
   spdlog::info("starter: job {} run {} {} on {} (pid {})", r.ref.job, r.ref.run,
@@ -422,9 +430,10 @@ void Starter::Reap(int wait_status) {
     }
   }
   bool taken = IsTransparent(r.job)
-                   ? r.checkpoint_asked > 0 && r.exit.kind == pool::RunExit::Kind::kExited &&
-                         r.exit.code == kTransparentCheckpointExit &&
-                         FileMtime(image) >= r.launched_at - 1
+                   ? r.checkpoint_asked > 0 &&
+                         (r.tree_taken || (r.exit.kind == pool::RunExit::Kind::kExited &&
+                                           r.exit.code == kTransparentCheckpointExit &&
+                                           FileMtime(image) >= r.launched_at - 1))
                    : IsCheckpointExit(r.job, r.exit);
   if (st && r.phase != RunPhase::kStopping && taken) return Checkpoint();
   if (r.phase == RunPhase::kStopping) {
@@ -491,7 +500,9 @@ void Starter::Tick() {
     Run& r = *run_;
     std::string refused = r.box.path() + "/" + kCheckpointImage + ".refused";
     double interval = r.job.EvaluateReal("CheckpointInterval").value_or(0);
-    if (r.checkpoint_asked > 0) {
+    if (r.checkpoint_asked > 0 && r.tree) {
+      PollTreeCheckpoint();
+    } else if (r.checkpoint_asked > 0) {
       std::string why = TextOf(refused);
       if (!why.empty()) {
         ::unlink(refused.c_str());
@@ -538,6 +549,7 @@ void Starter::AskCheckpoint(const std::string& why) {
   spdlog::info("starter: job {} run {}: checkpoint ({})", r.ref.job, r.ref.run, why);
   ::unlink((r.box.path() + "/" + kCheckpointImage + ".refused").c_str());
   r.checkpoint_asked = WallNow();
+  if (r.tree) return AskTreeCheckpoint();
   // Only to the program (the process the library made it, kProgramPidName): every other
   // process of the job — a script that runs it, a child — goes on as it was.
   std::string pid_text = TextOf(r.box.control_dir() + "/" + rsc::ckpt::kProgramPidName);
@@ -548,6 +560,82 @@ void Starter::AskCheckpoint(const std::string& why) {
                        ") under the checkpoint library: a script, or a program that ran "
                        "another? Transparent checkpoints take the executable's own process");
   }
+}
+
+// The job's processes are stopped together (one moment for all), checked, each sent the
+// checkpoint signal, and let go: each writes IMAGE.PID (or IMAGE.PID.refused) in its handler and
+// stops itself there. PollTreeCheckpoint takes it from there.
+void Starter::AskTreeCheckpoint() {
+  Run& r = *run_;
+  std::string image = r.box.path() + "/" + kCheckpointImage;
+  ::kill(-r.pid, SIGSTOP);
+  std::vector<rsc::ckpt::TreeProcess> procs;
+  // A stop reaches every process at once; they show it within a moment.
+  for (int i = 0; i < 200; ++i) {
+    procs = rsc::ckpt::GroupProcesses(r.pid);
+    bool all = true;
+    for (const auto& p : procs) all = all && (p.state == 'T' || p.state == 't');
+    if (all) break;
+    ::usleep(5000);
+  }
+  std::string refusal = rsc::ckpt::TreeRefusal(r.pid, procs, "libkite_rsc.so");
+  if (!refusal.empty()) {
+    ::kill(-r.pid, SIGCONT);
+    return CheckpointNotTaken(refusal);
+  }
+  for (const auto& p : procs) {
+    std::string part = image + "." + std::to_string(p.pid);
+    ::unlink(part.c_str());
+    ::unlink((part + ".refused").c_str());
+    ::kill(p.pid, SIGUSR2);
+  }
+  r.tree_asked = procs;
+  ::kill(-r.pid, SIGCONT);
+}
+
+// Once every process asked has answered (its image or its refusal) and stopped itself: all
+// images there — put together, and the processes killed (the run then ends as checkpointed);
+// else the images go and every process goes on.
+void Starter::PollTreeCheckpoint() {
+  Run& r = *run_;
+  if (r.tree_taken) return;
+  std::string image = r.box.path() + "/" + kCheckpointImage;
+  std::string refusal;
+  bool settled = true;
+  auto now = rsc::ckpt::GroupProcesses(r.pid);
+  for (const auto& p : r.tree_asked) {
+    std::string part = image + "." + std::to_string(p.pid);
+    auto it = std::find_if(now.begin(), now.end(), [&](const auto& q) { return q.pid == p.pid; });
+    if (it == now.end()) {
+      if (refusal.empty()) refusal = "process " + rsc::ckpt::Describe(p) + " ended meanwhile";
+      continue;
+    }
+    std::string why = TextOf(part + ".refused");
+    bool answered = !why.empty() || ::access(part.c_str(), F_OK) == 0;
+    settled = settled && answered && (it->state == 'T' || it->state == 't');
+    if (!why.empty() && refusal.empty()) refusal = "process " + rsc::ckpt::Describe(p) + ": " + why;
+  }
+  bool late = WallNow() - r.checkpoint_asked > kCheckpointGrace;
+  if (!settled && !late) return;
+  if (!settled && refusal.empty())
+    refusal = "no checkpoint after " + std::to_string(int(kCheckpointGrace)) + " s";
+  if (refusal.empty()) refusal = rsc::ckpt::ComposeTree(image, r.tree_asked);
+  if (refusal.empty()) {
+    spdlog::info("starter: job {} run {}: the images of its {} processes put together", r.ref.job,
+                 r.ref.run, r.tree_asked.size());
+    r.tree_taken = true;
+    // Each process, not the group: the job's wrapper lives on to record the end.
+    for (const auto& p : r.tree_asked) ::kill(p.pid, SIGKILL);
+    return;
+  }
+  for (const auto& p : r.tree_asked) {
+    std::string part = image + "." + std::to_string(p.pid);
+    ::unlink(part.c_str());
+    ::unlink((part + ".refused").c_str());
+  }
+  r.tree_asked.clear();
+  ::kill(-r.pid, SIGCONT);
+  CheckpointNotTaken(refusal);
 }
 
 void Starter::CheckpointNotTaken(const std::string& why) {
@@ -597,6 +685,12 @@ bool Starter::StartTransparent(ExecLaunch& launch, std::string* why) {
   ::unlink((r.box.control_dir() + "/" + rsc::ckpt::kProgramPidName).c_str());
   SetEnv(launch.env, "KITE_CKPT_IMAGE", r.box.path() + "/" + kCheckpointImage);
   SetEnv(launch.env, "KITE_CKPT_PROGRAM", program);
+  // A script: its interpreter and the programs it starts take the checkpoint together.
+  char magic[2] = {0, 0};
+  int fd = ::open(program.c_str(), O_RDONLY | O_CLOEXEC);
+  r.tree = fd >= 0 && ::read(fd, magic, 2) == 2 && magic[0] == '#' && magic[1] == '!';
+  if (fd >= 0) ::close(fd);
+  if (r.tree) SetEnv(launch.env, "KITE_CKPT_TREE", "1");
   SetEnv(launch.env, "KITE_CKPT_EXIT", std::to_string(kTransparentCheckpointExit));
   SetEnv(launch.env, "KITE_RSC_SANDBOX", r.box.path());
   SetEnv(launch.env, "KITE_RSC_STATE", r.box.control_dir());

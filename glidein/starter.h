@@ -76,6 +76,9 @@ class Starter {
   // what the starter does when none comes of it.
   void AskCheckpoint(const std::string& why);
   void CheckpointNotTaken(const std::string& why);
+  // A script's job: every process of it takes its image, the starter puts them together.
+  void AskTreeCheckpoint();
+  void PollTreeCheckpoint();
 
   void OnChildSignal();
   void Reap(int wait_status);

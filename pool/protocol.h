@@ -113,8 +113,9 @@ struct Message {
   std::string reason;      // refuse, vacate, vacated, refused, bye, suspended
   std::string path;        // input, output
   uint64_t offset = 0;
-  bool last = false;        // input, output: the file ends with this chunk
-  bool checkpoint = false;  // output: a checkpoint file's bytes; ack: of a checkpoint
+  bool last = false;  // input, output: the file ends with this chunk
+  // output: a checkpoint file's bytes; input: a stored checkpoint's file; ack: of a checkpoint
+  bool checkpoint = false;
   uint32_t mode = 0644;
   std::vector<SlotAd> slots;    // hello
   std::vector<RunRef> runs;     // hello

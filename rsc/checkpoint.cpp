@@ -19,9 +19,16 @@
 // thread pointer, and jumps into the saved processor state: the handler "returns" a second time,
 // in the restored process, and the program goes on from where the signal stopped it.
 //
+// A script's job (KITE_CKPT_TREE) is a tree: each process writes its own image, IMAGE.PID, and
+// stops; the starter puts them together (rsc/ckpt_tree.h). Its restore (RestoreTree) starts in
+// the script's shell: it makes the tree's pipes again, starts each child again as its own child
+// (which restores its image), waits for them, and restores itself. The ids the programs knew stay
+// theirs (KnownPid, RealPid: preload.cpp's getpid, wait and kill).
+//
 // Limits (checked, with the reason on standard error): one thread; descriptors on files,
-// folders and character devices only (not pipes or sockets); no shared writable maps. Not saved:
-// timers, child processes, the standard streams (the new run's own are kept).
+// folders and character devices only (pipes too, within a tree; not sockets); no shared writable
+// maps. Not saved: timers, the standard streams (the new run's own are kept, but those a process
+// of a tree redirected itself).
 //
 // Everything between the start of a restore and the jump uses system calls only: the memory
 // being replaced holds malloc's state, the stack protector's canary and libc's errno.
@@ -34,6 +41,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/rseq.h>
@@ -43,6 +51,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <string>
+#include <vector>
 
 #include "rsc/ckpt_image.h"
 
@@ -51,6 +61,19 @@ namespace kite::rsc::ckpt {
 int g_socket_fd = -1;
 
 namespace {
+
+// A process's id as the programs of a restored tree know it, and its id in this run.
+struct PidPair {
+  int64_t known, real;
+};
+constexpr size_t kEnvBytes = 1 << 16;
+// A pipe of a tree made again by its first process: which one it was (its inode at the
+// checkpoint) and the ends it has now, inherited by every process of the tree.
+struct PipeEnds {
+  uint64_t inode;
+  int32_t r, w;
+};
+constexpr size_t kMaxPipes = 64;
 
 // What a restore works from: in a scratch map of its own, with the stack it runs on.
 struct Scratch {
@@ -64,6 +87,16 @@ struct Scratch {
   // What the kernel keeps of this process's thread control block, registered when it started:
   // the thread pointer then, and where in the block (0: not registered, or not in the block).
   uint64_t fs_new, rseq_at, rseq_len, robust_at, robust_len, tid_at;
+  // A process of a tree: the ids its programs know and this run's, for every process restored
+  // with it that it may name (kMaxTree at most), and the new launch's environment.
+  PidPair pids[kMaxTree];
+  int npids;
+  int ready;  // told once the process is back (a process of a tree, to its parent); -1: nobody
+  PipeEnds pipes[kMaxPipes];
+  int npipes;
+  char env[kEnvBytes];
+  int64_t pipe_used;  // a checkpoint: what waited in the pipes it reads
+  char pipe_data[kMaxPipeBytes];
   char buf[1 << 16];
   char maps_text[8 << 20];  // /proc/self/smaps (a checkpoint), /proc/self/maps (a restore)
 };
@@ -85,6 +118,18 @@ Scratch* volatile g_scratch = nullptr;  // the restore's, unmapped once back
 
 volatile sig_atomic_t g_in_call = 0;
 volatile sig_atomic_t g_pending = 0;
+
+// A job whose executable is a script (KITE_CKPT_TREE): each of its processes takes its own
+// image, IMAGE.PID, and stops; the starter puts them together, or lets them all go on.
+bool g_tree = false;
+// After a restore in a tree: each restored process's id as the programs know it and in this run
+// (none: the real ones hold); and the launch's environment
+// (NAME=VALUE\0..., \0), from which programs started after the restore take Kite's variables.
+PidPair g_pids[kMaxTree];
+int g_npids = 0;
+char g_launch_env[kEnvBytes];
+// The sandbox of the tree's first run: the paths a shell keeps in its variables.
+char g_first_sandbox[kPath];
 
 // ---- small async-signal-safe helpers ----
 
@@ -329,7 +374,54 @@ uint64_t StartBrk(char* buf, size_t cap) {
   return v;
 }
 
+// A variable of the environment the process started with: not getenv, which a shell (bash)
+// replaces with its own, for variables it has not made yet when this library starts.
+const char* EnvVar(const char* name) {
+  size_t n = Len(name);
+  for (char** v = environ; v && *v; ++v)
+    if (StartsWith(*v, name) && (*v)[n] == '=') return *v + n + 1;
+  return nullptr;
+}
+
+// The id the programs know for the process `real` is in this run, and the other way round.
+int64_t KnownOf(int64_t real) {
+  for (int i = 0; i < g_npids; ++i)
+    if (g_pids[i].real == real) return g_pids[i].known;
+  return real;
+}
+int64_t RealOf(int64_t known) {
+  for (int i = 0; i < g_npids; ++i)
+    if (g_pids[i].known == known) return g_pids[i].real;
+  return known;
+}
+
 // ---- taking a checkpoint ----
+
+// What waits in the pipe `fd` reads, appended to the scratch map's pipe bytes without taking it
+// out of the pipe: teed into a pipe of its own and read from there.
+bool CopyPipe(Scratch* sc, int fd, int64_t* bytes, const char** why) {
+  int waiting = 0;
+  if (Sys(SYS_ioctl, fd, FIONREAD, reinterpret_cast<long>(&waiting)) != 0)
+    return *why = "cannot see what waits in a pipe", false;
+  *bytes = 0;
+  if (waiting == 0) return true;
+  if (waiting > kMaxPipeBytes - sc->pipe_used) return *why = "too much waits in the pipes", false;
+  int copy[2];
+  if (Sys(SYS_pipe2, reinterpret_cast<long>(copy), O_CLOEXEC | O_NONBLOCK) != 0)
+    return *why = "cannot make a pipe to copy one", false;
+  long size = Sys(SYS_fcntl, fd, F_GETPIPE_SZ);
+  if (size > 0) Sys(SYS_fcntl, copy[1], F_SETPIPE_SZ, size);
+  long teed = Sys(SYS_tee, fd, copy[1], waiting, SPLICE_F_NONBLOCK);
+  long got = teed == waiting ? Sys(SYS_read, copy[0],
+                                   reinterpret_cast<long>(sc->pipe_data + sc->pipe_used), waiting)
+                             : -1;
+  Sys(SYS_close, copy[0]);
+  Sys(SYS_close, copy[1]);
+  if (got != waiting) return *why = "cannot copy what waits in a pipe", false;
+  sc->pipe_used += waiting;
+  *bytes = waiting;
+  return true;
+}
 
 // Everything the image needs, gathered into `sc` (a scratch map); false with `why`.
 bool Gather(Scratch* sc, const char** why) {
@@ -353,8 +445,9 @@ bool Gather(Scratch* sc, const char** why) {
     Sys(SYS_close, dir);
     if (tasks != 1) return *why = "the program has more than one thread", false;
   }
-  // No child processes: they would go on without it, or be lost at the restore.
-  {
+  // No child processes: they would go on without it, or be lost at the restore. In a tree they
+  // take their own images.
+  if (!g_tree) {
     char path[64] = "/proc/self/task/";
     AppendNumber(path, static_cast<uint64_t>(Sys(SYS_gettid)), sizeof path);
     Append(path, "/children", sizeof path);
@@ -436,6 +529,12 @@ bool Gather(Scratch* sc, const char** why) {
   if (Sys(SYS_getcwd, reinterpret_cast<long>(h.cwd), sizeof h.cwd) < 0)
     return *why = "cannot read the working folder", false;
   Copy(h.sandbox, g_sandbox, sizeof h.sandbox);
+  h.pid = KnownOf(Sys(SYS_getpid));
+  h.ppid = KnownOf(Sys(SYS_getppid));
+  long exe_len = Sys(SYS_readlink, reinterpret_cast<long>("/proc/self/exe"),
+                     reinterpret_cast<long>(h.exe), sizeof h.exe - 1);
+  if (exe_len <= 0) return *why = "cannot read which program this is", false;
+  h.exe[exe_len] = '\0';
   // Descriptors, but the standard streams (the next run has its own) and the library's.
   char stand_ins[kPath];
   Copy(stand_ins, g_state, sizeof stand_ins);
@@ -453,7 +552,10 @@ bool Gather(Scratch* sc, const char** why) {
       if (d->d_name[0] < '0' || d->d_name[0] > '9') continue;
       int fd = 0;
       for (const char* c = d->d_name; *c; ++c) fd = fd * 10 + (*c - '0');
-      if (fd <= 2 || fd == dir || fd == g_socket_fd) continue;
+      // The standard streams are the next run's own, unless a process of a tree has one of its
+      // own (a shell's `> file`): then it is saved as any descriptor, and put back where it is
+      // not the run's (PutBack).
+      if ((fd <= 2 && !g_tree) || fd == dir || fd == g_socket_fd) continue;
       if (h.fds >= kMaxFds) {
         *why = "too many open descriptors";
         ok = false;
@@ -496,6 +598,16 @@ bool Gather(Scratch* sc, const char** why) {
           ok = false;
           break;
         }
+      } else if (g_tree && S_ISFIFO(st.st_mode) && StartsWith(e.path, "pipe:[")) {
+        // A pipe between processes of the tree: made again by the first one at the restore.
+        // What waits in it is copied (tee), not taken: the tree may yet go on.
+        e.kind = kPipe;
+        e.size = static_cast<int64_t>(st.st_ino);
+        e.offset = 0;
+        if ((e.flags & O_ACCMODE) == O_RDONLY && !CopyPipe(sc, fd, &e.offset, why)) {
+          ok = false;
+          break;
+        }
       } else {
         *why = "the program holds a pipe or a socket (files, folders and devices only)";
         ok = false;
@@ -509,9 +621,9 @@ bool Gather(Scratch* sc, const char** why) {
   return ok;
 }
 
-bool WriteImage(Scratch* sc, const char** why) {
+bool WriteImage(Scratch* sc, const char* image, const char** why) {
   char tmp[kPath];
-  Copy(tmp, g_image, sizeof tmp);
+  Copy(tmp, image, sizeof tmp);
   Append(tmp, ".tmp", sizeof tmp);
   int fd = static_cast<int>(Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(tmp),
                                 O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
@@ -524,17 +636,18 @@ bool WriteImage(Scratch* sc, const char** why) {
     const Region& r = sc->regions[i];
     ok = WriteAll(fd, reinterpret_cast<const void*>(r.start), r.end - r.start);
   }
+  ok = ok && WriteAll(fd, sc->pipe_data, static_cast<size_t>(sc->pipe_used));
   ok = ok && Sys(SYS_fsync, fd) == 0;
   Sys(SYS_close, fd);
   if (!ok) {
     Sys(SYS_unlink, reinterpret_cast<long>(tmp));
     return *why = "cannot write the image (disk full?)", false;
   }
-  if (Sys(SYS_rename, reinterpret_cast<long>(tmp), reinterpret_cast<long>(g_image)) != 0)
+  if (Sys(SYS_rename, reinterpret_cast<long>(tmp), reinterpret_cast<long>(image)) != 0)
     return *why = "cannot rename the image into place", false;
   // The rename itself is made durable with the folder.
   char folder[kPath];
-  Copy(folder, g_image, sizeof folder);
+  Copy(folder, image, sizeof folder);
   for (size_t i = Len(folder); i > 0; --i) {
     if (folder[i - 1] == '/') {
       folder[i - 1] = '\0';
@@ -566,20 +679,31 @@ void Note(const char* image, const char* suffix, const char* why) {
 }
 
 __attribute__((noinline)) void TakeCheckpoint() {
+  // In a tree each process writes IMAGE.PID (its id in this run, as the starter sees it) and
+  // stops, its image written or not: the starter then kills them all or lets them all go on.
+  char image[kPath];
+  Copy(image, g_image, sizeof image);
+  if (g_tree) {
+    Append(image, ".", sizeof image);
+    AppendNumber(image, static_cast<uint64_t>(Sys(SYS_getpid)), sizeof image);
+  }
   Scratch* sc = nullptr;
   for (uint64_t at = 0x100000000000ULL; !sc && at < 0x600000000000ULL; at += 0x40000000000ULL)
     sc = static_cast<Scratch*>(Map(kScratchBytes, at, MAP_FIXED_NOREPLACE));
-  if (!sc) return Say("checkpoint not taken", "no memory for it");
-  const char* why = "";
-  if (!Gather(sc, &why) || !WriteImage(sc, &why)) {
+  const char* why = "no memory for it";
+  bool written = sc && Gather(sc, &why) && WriteImage(sc, image, &why);
+  if (sc) Sys(SYS_munmap, reinterpret_cast<long>(sc), kScratchBytes);
+  if (!written) {
     // Said on standard error and, for the starter, in IMAGE.refused; the program goes on.
     Say("checkpoint not taken", why);
-    Note(g_image, ".refused", why);
-    Sys(SYS_munmap, reinterpret_cast<long>(sc), kScratchBytes);
-    return;
+    Note(image, ".refused", why);
+  }
+  if (g_tree) {
+    Sys(SYS_kill, Sys(SYS_getpid), SIGSTOP);
+    return;  // let go on: not taken here or by another process of the tree
   }
   // Written: the starter ships it and starts the program again from it.
-  Sys(SYS_exit_group, g_exit_code);
+  if (written) Sys(SYS_exit_group, g_exit_code);
 }
 
 void OnCheckpointSignal(int, siginfo_t*, void*) {
@@ -704,6 +828,16 @@ void MoveThreadRegistrations(const Scratch* sc, uint64_t fs_old) {
     at += len;
   }
   Sys(SYS_close, sc->image_fd);
+  // The parent waiting for this process to be back is told before a descriptor of the image may
+  // take the number of its pipe; past here, nothing is refused but a file that cannot be opened.
+  auto tell_ready = [sc] {
+    if (sc->ready < 0) return;
+    WriteAll(sc->ready, "+", 1);
+    Sys(SYS_close, sc->ready);
+    sc->ready = -1;
+  };
+  for (uint64_t i = 0; i < h.fds; ++i)
+    if (sc->fds[i].fd == sc->ready) tell_ready();
   // Descriptors, at their numbers and offsets; the standard streams stay the new run's.
   char stand_ins[kPath];
   Copy(stand_ins, sc->state, sizeof stand_ins);
@@ -713,6 +847,32 @@ void MoveThreadRegistrations(const Scratch* sc, uint64_t fs_old) {
     const FdEntry& e = sc->fds[i];
     int cloexec = (e.fd_flags & FD_CLOEXEC) ? O_CLOEXEC : 0;
     int fd;
+    if (e.kind == kPipe) {  // one end of a pipe the tree's first process made again
+      bool reads = (e.flags & O_ACCMODE) == O_RDONLY;
+      int from = -1;
+      for (int p = 0; p < sc->npipes; ++p)
+        if (sc->pipes[p].inode == static_cast<uint64_t>(e.size))
+          from = reads ? sc->pipes[p].r : sc->pipes[p].w;
+      if (from < 0)
+        Fail(sc, "a pipe of the checkpoint is not here (one to a process outside the job?)");
+      if (Sys(SYS_dup3, from, e.fd, cloexec) < 0) Fail(sc, "cannot put a pipe back");
+      Sys(SYS_fcntl, e.fd, F_SETFL, e.flags);
+      continue;
+    }
+    if (e.fd <= 2) {  // a standard stream: the run's own is kept where it is the same file
+      char link[32] = "/proc/self/fd/", now[kPath], was[kPath];
+      AppendNumber(link, static_cast<uint64_t>(e.fd), sizeof link);
+      long n = Sys(SYS_readlink, reinterpret_cast<long>(link), reinterpret_cast<long>(now),
+                   sizeof now - 1);
+      now[n > 0 ? n : 0] = '\0';
+      InSandbox(e.path, h.sandbox, sc->sandbox, was);
+      if (e.kind != kStandIn && (Same(now, was) || Same(now, e.path))) {
+        // Read as far as before (the job's input file); output goes on at the run's own end.
+        if (e.fd == 0 && e.kind == kFile && e.size >= 0 && e.offset >= 0)
+          Sys(SYS_lseek, 0, e.offset, SEEK_SET);
+        continue;
+      }
+    }
     if (e.kind == kStandIn) {
       char path[kPath];
       Copy(path, sc->state, sizeof path);
@@ -755,6 +915,14 @@ void MoveThreadRegistrations(const Scratch* sc, uint64_t fs_old) {
     }
     if (e.offset >= 0) Sys(SYS_lseek, e.fd, e.offset, SEEK_SET);
   }
+  // The tree's pipes as inherited, but the ends this process had.
+  for (int p = 0; p < sc->npipes; ++p) {
+    for (int end : {sc->pipes[p].r, sc->pipes[p].w}) {
+      bool kept = false;
+      for (uint64_t i = 0; i < h.fds; ++i) kept = kept || sc->fds[i].fd == end;
+      if (!kept) Sys(SYS_close, end);
+    }
+  }
   for (int s = 1; s <= 64; ++s) {
     if (s == SIGKILL || s == SIGSTOP) continue;
     Sys(SYS_rt_sigaction, s, reinterpret_cast<long>(&h.actions[s]), 0, 8);
@@ -762,6 +930,7 @@ void MoveThreadRegistrations(const Scratch* sc, uint64_t fs_old) {
   char cwd[kPath];
   InSandbox(h.cwd, h.sandbox, sc->sandbox, cwd);
   Sys(SYS_chdir, reinterpret_cast<long>(cwd));
+  tell_ready();
   Sys(SYS_arch_prctl, ARCH_SET_FS, static_cast<long>(h.fs_base));
   MoveThreadRegistrations(sc, h.fs_base);
   // This library's memory is the old process's now: say where it came back, and go on from
@@ -784,15 +953,24 @@ void MoveThreadRegistrations(const Scratch* sc, uint64_t fs_old) {
   __builtin_unreachable();
 }
 
-// Reads the image, checks it can be this process, and puts it back (never returns).
-[[noreturn]] void Restore(const char* image) {
+// What a process of a tree restores with (set before Restore, copied into its scratch map).
+PidPair g_next_pids[kMaxTree];
+int g_next_npids = 0;
+PipeEnds g_next_pipes[kMaxPipes];
+int g_next_npipes = 0;
+
+// Reads the image (`length` bytes at `base` in the file; 0: the whole file), checks it can be
+// this process, and puts it back (never returns). `ready`: where to say the checks passed (a
+// process of a tree tells its parent, -1: nobody).
+[[noreturn]] void Restore(const char* image, uint64_t base = 0, uint64_t length = 0,
+                          int ready = -1) {
   // A scratch map outside every region of the image: tried at a few addresses far from where
   // programs and libraries go.
   int fd = static_cast<int>(
       Sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(image), O_RDONLY | O_CLOEXEC));
   if (fd < 0) Fail(nullptr, "cannot open the image");
   Header probe;
-  if (!PreadAll(fd, &probe, sizeof probe, 0)) Fail(nullptr, "the image is too short");
+  if (!PreadAll(fd, &probe, sizeof probe, base)) Fail(nullptr, "the image is too short");
   for (size_t i = 0; i < 8; ++i)
     if (probe.magic[i] != kMagic[i]) Fail(nullptr, "not a Kite checkpoint image");
   if (probe.regions > kMaxRegions || probe.fds > kMaxFds || probe.maps > kMaxMaps)
@@ -806,13 +984,13 @@ void MoveThreadRegistrations(const Scratch* sc, uint64_t fs_old) {
     // The tables are read below; they are small enough to read twice.
     Region r;
     for (uint64_t i = 0; i < probe.regions && !clash; ++i) {
-      if (!PreadAll(fd, &r, sizeof r, sizeof(Header) + i * sizeof(Region)))
+      if (!PreadAll(fd, &r, sizeof r, base + sizeof(Header) + i * sizeof(Region)))
         Fail(nullptr, "the image is too short");
       clash = Overlaps(lo, hi, r.start, r.end);
     }
     MapEntry e;
     uint64_t maps_at =
-        sizeof(Header) + probe.regions * sizeof(Region) + probe.fds * sizeof(FdEntry);
+        base + sizeof(Header) + probe.regions * sizeof(Region) + probe.fds * sizeof(FdEntry);
     for (uint64_t i = 0; i < probe.maps && !clash; ++i) {
       if (!PreadAll(fd, &e, sizeof e, maps_at + i * sizeof(MapEntry)))
         Fail(nullptr, "the image is too short");
@@ -828,7 +1006,7 @@ void MoveThreadRegistrations(const Scratch* sc, uint64_t fs_old) {
   Copy(sc->image, image, sizeof sc->image);
   sc->image_fd = fd;
   Header& h = sc->h;
-  uint64_t off = 0;
+  uint64_t off = base;
   bool ok = PreadAll(fd, &h, sizeof h, off);
   off += sizeof h;
   ok = ok && PreadAll(fd, sc->regions, h.regions * sizeof(Region), off);
@@ -841,12 +1019,11 @@ void MoveThreadRegistrations(const Scratch* sc, uint64_t fs_old) {
   sc->data_at = off;
   struct stat image_st;
   if (Sys(SYS_fstat, fd, reinterpret_cast<long>(&image_st)) != 0) Fail(sc, "cannot read the image");
-  if (const char* bad =
-          CheckTables(h, sc->regions, sc->fds, sc->maps, static_cast<uint64_t>(image_st.st_size)))
-    Fail(sc, bad);
+  if (length == 0) length = static_cast<uint64_t>(image_st.st_size);
+  if (const char* bad = CheckTables(h, sc->regions, sc->fds, sc->maps, length)) Fail(sc, bad);
   Copy(sc->sandbox, g_sandbox, sizeof sc->sandbox);
   Copy(sc->state, g_state, sizeof sc->state);
-  const char* sock = ::getenv("KITE_RSC_SOCKET");
+  const char* sock = EnvVar("KITE_RSC_SOCKET");
   Copy(sc->socket, sock ? sock : "", sizeof sc->socket);
   // The same executable and libraries at the same places, and the same kernel-placed maps.
   char* maps = sc->maps_text;
@@ -908,6 +1085,18 @@ void MoveThreadRegistrations(const Scratch* sc, uint64_t fs_old) {
     if (sc->regions[i].kind == kHeap && sc->regions[i].start != heap)
       Fail(sc, "the kernel placed the heap elsewhere (address-space randomisation on?)");
   }
+  for (int i = 0; i < g_next_npids; ++i) sc->pids[i] = g_next_pids[i];
+  sc->npids = g_next_npids;
+  for (int i = 0; i < g_next_npipes; ++i) sc->pipes[i] = g_next_pipes[i];
+  sc->npipes = g_next_npipes;
+  // The launch's environment, for programs the restored process starts.
+  size_t at = 0;
+  for (char** e = environ; *e && at + Len(*e) + 2 < sizeof sc->env; ++e) {
+    Copy(sc->env + at, *e, sizeof sc->env - at);
+    at += Len(*e) + 1;
+  }
+  sc->env[at] = '\0';
+  sc->ready = ready;
   NoteThreadRegistrations(sc);
   SwitchStack(reinterpret_cast<char*>(sc) + kScratchBytes, sc);
 }
@@ -947,6 +1136,212 @@ bool ClaimProgram() {
   return true;
 }
 
+// The pipes of a tree's images, made again in this process (the tree's first) at numbers above
+// every descriptor the images hold, without close-on-exec so that the children it starts inherit
+// them, each filled with what waited in it (from the first image that holds it); nullptr, or why
+// not.
+const char* MakePipes(int fd, const TreeHeader& t, const TreeEntry* e) {
+  g_next_npipes = 0;
+  bool filled[kMaxPipes] = {};
+  int base = 700;
+  FdEntry fe;
+  Header h;
+  auto entry_at = [&](size_t k, uint64_t i) {
+    return e[k].offset + sizeof(Header) + h.regions * sizeof(Region) + i * sizeof(FdEntry);
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t k = 0; k < t.count; ++k) {
+      if (!PreadAll(fd, &h, sizeof h, e[k].offset) || h.regions > kMaxRegions || h.fds > kMaxFds)
+        return "the checkpoint is damaged (a process's image)";
+      int64_t waiting = 0;  // this image's pipe bytes, which end it
+      for (uint64_t i = 0; i < h.fds; ++i) {
+        if (!PreadAll(fd, &fe, sizeof fe, entry_at(k, i))) return "the image is too short";
+        if (fe.fd >= base) base = fe.fd + 1;
+        if (fe.kind == kPipe && fe.offset > 0) waiting += fe.offset;
+      }
+      if (pass == 0) continue;
+      if (waiting < 0 || static_cast<uint64_t>(waiting) > e[k].length)
+        return "the checkpoint is damaged (what waited in a pipe)";
+      uint64_t bytes_at = e[k].offset + e[k].length - static_cast<uint64_t>(waiting);
+      for (uint64_t i = 0; i < h.fds; ++i) {
+        if (!PreadAll(fd, &fe, sizeof fe, entry_at(k, i))) return "the image is too short";
+        if (fe.kind != kPipe) continue;
+        int64_t in_it = fe.offset > 0 ? fe.offset : 0;
+        int p = 0;
+        while (p < g_next_npipes && g_next_pipes[p].inode != static_cast<uint64_t>(fe.size)) ++p;
+        if (p == g_next_npipes) {
+          if (p == static_cast<int>(kMaxPipes)) return "the tree has too many pipes";
+          int made[2];
+          if (::pipe2(made, 0) != 0) return "cannot make a pipe again";
+          int r = ::fcntl(made[0], F_DUPFD, base + 2 * p);
+          int w = ::fcntl(made[1], F_DUPFD, base + 2 * p + 1);
+          ::close(made[0]);
+          ::close(made[1]);
+          if (r < 0 || w < 0) return "cannot make a pipe again";
+          g_next_pipes[g_next_npipes++] = {static_cast<uint64_t>(fe.size), r, w};
+        }
+        // Every reader saw the same bytes (they were copied, not taken): the first fills it.
+        if (in_it > 0 && !filled[p]) {
+          filled[p] = true;
+          int w = g_next_pipes[p].w;
+          // Room for all of it at once: nothing reads it before the tree is back.
+          if (in_it > 65536) ::fcntl(w, F_SETPIPE_SZ, static_cast<int>(in_it));
+          char chunk[1 << 14];
+          for (int64_t done = 0; done < in_it;) {
+            size_t n = static_cast<size_t>(in_it - done) < sizeof chunk
+                           ? static_cast<size_t>(in_it - done)
+                           : sizeof chunk;
+            if (!PreadAll(fd, chunk, n, bytes_at + static_cast<uint64_t>(done)) ||
+                !WriteAll(w, chunk, n))
+              return "cannot fill a pipe again with what waited in it";
+            done += static_cast<int64_t>(n);
+          }
+        }
+        bytes_at += static_cast<uint64_t>(in_it);
+      }
+    }
+  }
+  return nullptr;
+}
+
+// A restore of a tree (KITE_CKPT_TREE), in the process the starter launched (the tree's first
+// process) or in one that process started for a child (KITE_CKPT_ENTRY): the first process starts
+// each child again — the child's executable, which restores the child's image, its parent being
+// this process as before — waits until each says it is back, then restores itself. A child that
+// cannot be restored fails the whole restore (the others are killed), so that no script goes on
+// without the program it was waiting for.
+[[noreturn]] void RestoreTree(const char* image, const char* entry) {
+  int fd = ::open(image, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) Fail(nullptr, "cannot open the image");
+  TreeHeader t;
+  TreeEntry e[kMaxTree];
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !PreadAll(fd, &t, sizeof t, 0))
+    Fail(nullptr, "the image is too short");
+  if (t.count > kMaxTree) Fail(nullptr, "the checkpoint is damaged (its number of processes)");
+  if (!PreadAll(fd, e, t.count * sizeof(TreeEntry), sizeof t))
+    Fail(nullptr, "the image is too short");
+  if (const char* bad = CheckTree(t, e, static_cast<uint64_t>(st.st_size))) Fail(nullptr, bad);
+  size_t root = 0;
+  for (size_t i = 0; i < t.count; ++i) {
+    bool parent_here = false;
+    for (size_t j = 0; j < t.count; ++j) parent_here = parent_here || e[j].pid == e[i].ppid;
+    if (!parent_here) root = i;
+  }
+  if (entry) {
+    // A child, started by the first process: KITE_CKPT_PIDS is "PARENT_KNOWN:PARENT_REAL".
+    size_t k = static_cast<size_t>(::atol(entry));
+    if (k >= t.count || k == root) Fail(nullptr, "KITE_CKPT_ENTRY names no child of the tree");
+    const char* parent = EnvVar("KITE_CKPT_PIDS");
+    const char* ready = EnvVar("KITE_CKPT_READY");
+    g_next_pids[0] = {e[root].pid, parent ? ::atol(parent) : 0};
+    if (parent && ::strchr(parent, ':')) g_next_pids[0].real = ::atol(::strchr(parent, ':') + 1);
+    g_next_pids[1] = {e[k].pid, Sys(SYS_getpid)};
+    g_next_npids = 2;
+    // KITE_CKPT_PIPES: "INODE:READ:WRITE,..." — the tree's pipes, as inherited.
+    g_next_npipes = 0;
+    for (const char* p = EnvVar("KITE_CKPT_PIPES"); p && *p && g_next_npipes < int(kMaxPipes);) {
+      PipeEnds& ends = g_next_pipes[g_next_npipes++];
+      ends.inode = ::strtoull(p, const_cast<char**>(&p), 10);
+      ends.r = *p == ':' ? static_cast<int32_t>(::strtol(p + 1, const_cast<char**>(&p), 10)) : -1;
+      ends.w = *p == ':' ? static_cast<int32_t>(::strtol(p + 1, const_cast<char**>(&p), 10)) : -1;
+      if (*p == ',')
+        ++p;
+      else if (*p)
+        Fail(nullptr, "KITE_CKPT_PIPES is not INODE:READ:WRITE,...");
+    }
+    ::close(fd);
+    Restore(image, e[k].offset, e[k].length, ready ? ::atoi(ready) : -1);
+  }
+  // The first process: its children first.
+  g_next_npids = 0;
+  g_next_pids[g_next_npids++] = {e[root].pid, Sys(SYS_getpid)};
+  pid_t started[kMaxTree];
+  int nstarted = 0;
+  int ready[2];
+  if (::pipe2(ready, O_CLOEXEC) != 0) Fail(nullptr, "cannot make a pipe to its children");
+  if (const char* bad = MakePipes(fd, t, e)) Fail(nullptr, bad);
+  char pipes_var[64 + kMaxPipes * 48] = "KITE_CKPT_PIPES=";
+  for (int p = 0; p < g_next_npipes; ++p) {
+    if (p) Append(pipes_var, ",", sizeof pipes_var);
+    AppendNumber(pipes_var, g_next_pipes[p].inode, sizeof pipes_var);
+    Append(pipes_var, ":", sizeof pipes_var);
+    AppendNumber(pipes_var, static_cast<uint64_t>(g_next_pipes[p].r), sizeof pipes_var);
+    Append(pipes_var, ":", sizeof pipes_var);
+    AppendNumber(pipes_var, static_cast<uint64_t>(g_next_pipes[p].w), sizeof pipes_var);
+  }
+  auto give_up = [&](const char* why) {
+    for (int i = 0; i < nstarted; ++i) ::kill(started[i], SIGKILL);
+    char failed[kPath];
+    Copy(failed, image, sizeof failed);
+    Append(failed, ".failed", sizeof failed);
+    struct stat was;
+    if (::stat(failed, &was) == 0) {  // a child said why already: that reason stays
+      Say("cannot restore the checkpoint", why);
+      Sys(SYS_exit_group, 1);
+    }
+    Fail(nullptr, why);
+  };
+  for (size_t k = 0; k < t.count; ++k) {
+    if (k == root) continue;
+    Header h;
+    if (!PreadAll(fd, &h, sizeof h, e[k].offset) || !Terminated(h.exe, sizeof h.exe) ||
+        !Terminated(h.sandbox, sizeof h.sandbox))
+      give_up("the checkpoint is damaged (a child's image)");
+    char exe[kPath];
+    InSandbox(h.exe, h.sandbox, g_sandbox, exe);
+    char known[64] = "", number[24] = "";
+    AppendNumber(known, static_cast<uint64_t>(e[root].pid), sizeof known);
+    Append(known, ":", sizeof known);
+    AppendNumber(known, static_cast<uint64_t>(Sys(SYS_getpid)), sizeof known);
+    AppendNumber(number, k, sizeof number);
+    pid_t child = ::fork();
+    if (child < 0) give_up("cannot start a child process again");
+    if (child == 0) {
+      int w = ::fcntl(ready[1], F_DUPFD, 512);  // out of the way of the child's own
+      if (w < 0) ::_exit(127);
+      // Its own array, not setenv: a shell (bash) has setenv and getenv of its own, for its
+      // variables, which do not exist yet.
+      char entry_var[64] = "KITE_CKPT_ENTRY=", pids_var[96] = "KITE_CKPT_PIDS=",
+           ready_var[64] = "KITE_CKPT_READY=";
+      Append(entry_var, number, sizeof entry_var);
+      Append(pids_var, known, sizeof pids_var);
+      AppendNumber(ready_var, static_cast<uint64_t>(w), sizeof ready_var);
+      char* env[512];
+      size_t n = 0;
+      for (char** v = environ; *v && n + 5 < 512; ++v)
+        if (!StartsWith(*v, "KITE_CKPT_ENTRY=") && !StartsWith(*v, "KITE_CKPT_PIDS=") &&
+            !StartsWith(*v, "KITE_CKPT_READY=") && !StartsWith(*v, "KITE_CKPT_PIPES="))
+          env[n++] = *v;
+      env[n++] = pipes_var;
+      env[n++] = entry_var;
+      env[n++] = pids_var;
+      env[n++] = ready_var;
+      env[n] = nullptr;
+      char* argv[] = {exe, nullptr};
+      ::execve(exe, argv, env);
+      char why[kPath + 64] = "cannot start again the program of a child process: ";
+      Append(why, exe, sizeof why);
+      Note(image, ".failed", why);
+      ::_exit(127);
+    }
+    started[nstarted++] = child;
+    g_next_pids[g_next_npids++] = {e[k].pid, child};
+  }
+  ::close(ready[1]);
+  for (int i = 0; i < nstarted; ++i) {
+    char c;
+    long n;
+    do {
+      n = Sys(SYS_read, ready[0], reinterpret_cast<long>(&c), 1);
+    } while (n == -EINTR);
+    if (n != 1) give_up("a child process of the tree could not be restored (its reason is above)");
+  }
+  ::close(ready[0]);
+  ::close(fd);
+  Restore(image, e[root].offset, e[root].length);
+}
+
 void AfterRestoreHere() {
   Scratch* sc = g_scratch;
   g_scratch = nullptr;
@@ -956,6 +1351,9 @@ void AfterRestoreHere() {
   g_in_call = 0;
   g_pending = 0;
   g_socket_fd = -1;
+  for (int i = 0; i < sc->npids; ++i) g_pids[i] = sc->pids[i];
+  g_npids = sc->npids;
+  for (size_t i = 0; i < sizeof g_launch_env; ++i) g_launch_env[i] = sc->env[i];
   kite::rsc::AfterRestore(sc->socket, sc->state, sc->sandbox);
   Sys(SYS_munmap, reinterpret_cast<long>(sc), kScratchBytes);
 }
@@ -963,30 +1361,94 @@ void AfterRestoreHere() {
 }  // namespace
 
 void Init() {
-  const char* image = ::getenv("KITE_CKPT_IMAGE");
+  const char* image = EnvVar("KITE_CKPT_IMAGE");
   if (!image || image[0] != '/') return;
-  // Only the job's program: not the wrapper that starts it, nor programs it starts.
-  const char* program = ::getenv("KITE_CKPT_PROGRAM");
+  // Only the job's program: not the wrapper that starts it, nor programs it starts. A script's
+  // job (KITE_CKPT_TREE): every process of it.
+  bool tree = EnvVar("KITE_CKPT_TREE") != nullptr;
+  const char* program = EnvVar("KITE_CKPT_PROGRAM");
   char exe[kPath];
   long n = Sys(SYS_readlink, reinterpret_cast<long>("/proc/self/exe"), reinterpret_cast<long>(exe),
                sizeof exe - 1);
-  if (!program || n <= 0) return;
-  exe[n] = '\0';
-  if (!Same(exe, program)) return;
+  if (!tree) {
+    if (!program || n <= 0) return;
+    exe[n] = '\0';
+    if (!Same(exe, program)) return;
+  }
   Copy(g_image, image, sizeof g_image);
-  const char* box = ::getenv("KITE_RSC_SANDBOX");
+  const char* box = EnvVar("KITE_RSC_SANDBOX");
   Copy(g_sandbox, box ? box : "", sizeof g_sandbox);
-  const char* state = ::getenv("KITE_RSC_STATE");
+  const char* state = EnvVar("KITE_RSC_STATE");
   Copy(g_state, state ? state : g_sandbox, sizeof g_state);
-  if (const char* code = ::getenv("KITE_CKPT_EXIT")) g_exit_code = ::atoi(code);
-  if (!ClaimProgram()) return;
+  if (const char* code = EnvVar("KITE_CKPT_EXIT")) g_exit_code = ::atoi(code);
   struct stat st;
-  if (::stat(image, &st) == 0) Restore(image);
+  if (tree) {
+    g_tree = true;
+    Copy(g_first_sandbox, g_sandbox, sizeof g_first_sandbox);
+    // The process the starter launched restores the tree — the child of the job's wrapper, the
+    // leader of the job's process group (or that leader itself, started without a wrapper) —
+    // unless one of the run's did already; a child it starts again restores what
+    // KITE_CKPT_ENTRY names.
+    const char* entry = EnvVar("KITE_CKPT_ENTRY");
+    long group = Sys(SYS_getpgid, 0);
+    bool first =
+        !entry && (Sys(SYS_getppid) == group || Sys(SYS_getpid) == group) && ClaimProgram();
+    if ((first || entry) && ::stat(image, &st) == 0) RestoreTree(image, entry);
+  } else {
+    if (!ClaimProgram()) return;
+    if (::stat(image, &st) == 0) Restore(image);
+  }
   struct sigaction sa {};
   sa.sa_sigaction = OnCheckpointSignal;
   sa.sa_flags = SA_SIGINFO | SA_RESTART;
   ::sigfillset(&sa.sa_mask);
   ::sigaction(g_signal, &sa, nullptr);
+}
+
+bool Renamed() {
+  return g_npids > 0;
+}
+long KnownPid(long real) {
+  return KnownOf(real);
+}
+long RealPid(long known) {
+  return RealOf(known);
+}
+
+// Kite's own variables from the launch, anything else from the program; the first run's sandbox
+// in a value (its start, or after a ':') becomes this run's.
+std::vector<std::string> EnvironmentFor(char* const* envp) {
+  auto ours = [](const char* kv) {
+    return StartsWith(kv, "KITE_") || StartsWith(kv, "LD_PRELOAD=");
+  };
+  auto per_restore = [](const char* kv) {
+    return StartsWith(kv, "KITE_CKPT_ENTRY=") || StartsWith(kv, "KITE_CKPT_PIDS=") ||
+           StartsWith(kv, "KITE_CKPT_READY=") || StartsWith(kv, "KITE_CKPT_PIPES=");
+  };
+  std::vector<std::string> out;
+  for (const char* kv = g_launch_env; *kv; kv += Len(kv) + 1)
+    if (ours(kv) && !per_restore(kv)) out.emplace_back(kv);
+  std::string old_box = g_first_sandbox, new_box = g_sandbox;
+  for (char* const* e = envp; e && *e; ++e) {
+    if (ours(*e)) continue;
+    std::string kv = *e;
+    size_t eq = kv.find('=');
+    if (!old_box.empty() && old_box != new_box && eq != std::string::npos) {
+      for (size_t at = eq + 1; at < kv.size();) {
+        size_t end = at + old_box.size();
+        if (kv.compare(at, old_box.size(), old_box) == 0 &&
+            (end == kv.size() || kv[end] == '/' || kv[end] == ':')) {
+          kv.replace(at, old_box.size(), new_box);
+          at += new_box.size();
+        }
+        size_t colon = kv.find(':', at);
+        if (colon == std::string::npos) break;
+        at = colon + 1;
+      }
+    }
+    out.push_back(std::move(kv));
+  }
+  return out;
 }
 
 void EnterCall() {

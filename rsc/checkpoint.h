@@ -2,6 +2,9 @@
 // checkpoint code (checkpoint.cpp) and the remote-call code (preload.cpp) of the one library.
 #pragma once
 
+#include <string>
+#include <vector>
+
 namespace kite::rsc::ckpt {
 
 // Called first by the library's constructor. With KITE_CKPT_IMAGE set: when that image exists,
@@ -14,6 +17,17 @@ void Init();
 // that no image holds a call half made on a connection the restored program will not have.
 void EnterCall();
 void LeaveCall();
+
+// After a restore of a process tree the processes have new ids; the programs keep seeing the ones
+// they knew (getpid, getppid, the wait calls, kill). Renamed(): whether this process is such a
+// one; KnownPid and RealPid translate an id either way (an id of no restored process is itself).
+bool Renamed();
+long KnownPid(long real);
+long RealPid(long known);
+// The environment for a program a restored process of a tree starts (execve's `envp`): Kite's
+// variables as this run launched it, the program's own with the first run's sandbox made this
+// run's.
+std::vector<std::string> EnvironmentFor(char* const* envp);
 
 // The library's own connection to the starter: not one of the program's descriptors.
 extern int g_socket_fd;

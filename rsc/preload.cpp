@@ -39,6 +39,7 @@
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 #include <utime.h>
@@ -2113,6 +2114,70 @@ void rewinddir(DIR* dir) {
   }
   REAL(rewinddir);
   real(dir);
+}
+
+// ---- process ids after a restore of a process tree (docs/checkpoints.md) ----
+// The ids the programs knew before the restore stay theirs: a shell's table of its children, $$.
+
+pid_t getpid(void) {
+  long real = ::syscall(SYS_getpid);
+  return static_cast<pid_t>(kite::rsc::ckpt::Renamed() ? kite::rsc::ckpt::KnownPid(real) : real);
+}
+pid_t getppid(void) {
+  long real = ::syscall(SYS_getppid);
+  return static_cast<pid_t>(kite::rsc::ckpt::Renamed() ? kite::rsc::ckpt::KnownPid(real) : real);
+}
+}  // extern "C"
+
+namespace {
+// A process or group id from the programs' names to this run's.
+pid_t ToReal(pid_t pid) {
+  if (!kite::rsc::ckpt::Renamed()) return pid;
+  if (pid > 0) return static_cast<pid_t>(kite::rsc::ckpt::RealPid(pid));
+  if (pid < -1) return static_cast<pid_t>(-kite::rsc::ckpt::RealPid(-pid));
+  return pid;
+}
+pid_t ToKnown(pid_t pid) {
+  return pid > 0 && kite::rsc::ckpt::Renamed() ? static_cast<pid_t>(kite::rsc::ckpt::KnownPid(pid))
+                                               : pid;
+}
+}  // namespace
+
+extern "C" {
+
+pid_t wait4(pid_t pid, int* status, int options, struct rusage* usage) {
+  REAL(wait4);
+  return ToKnown(real(ToReal(pid), status, options, usage));
+}
+pid_t wait3(int* status, int options, struct rusage* usage) {
+  return wait4(-1, status, options, usage);
+}
+pid_t waitpid(pid_t pid, int* status, int options) {
+  REAL(waitpid);
+  return ToKnown(real(ToReal(pid), status, options));
+}
+pid_t wait(int* status) {
+  return waitpid(-1, status, 0);
+}
+int waitid(idtype_t type, id_t id, siginfo_t* info, int options) {
+  REAL(waitid);
+  if (type == P_PID || type == P_PGID) id = static_cast<id_t>(ToReal(static_cast<pid_t>(id)));
+  int rc = real(type, id, info, options);
+  if (rc == 0 && info) info->si_pid = ToKnown(info->si_pid);
+  return rc;
+}
+int kill(pid_t pid, int sig) {
+  REAL(kill);
+  return real(ToReal(pid), sig);
+}
+int execve(const char* path, char* const argv[], char* const envp[]) {
+  REAL(execve);
+  if (!kite::rsc::ckpt::Renamed()) return real(path, argv, envp);
+  std::vector<std::string> env = kite::rsc::ckpt::EnvironmentFor(envp);
+  std::vector<char*> ptrs;
+  for (auto& e : env) ptrs.push_back(e.data());
+  ptrs.push_back(nullptr);
+  return real(path, argv, ptrs.data());
 }
 
 }  // extern "C"

@@ -1994,17 +1994,111 @@ TEST_F(Pool, ATransparentCheckpointOfAPerlProgramRestoresOnStartdsInstalledElsew
       24, reference.out);
 }
 
+// A bash script that prepares, runs a C program for most of its time, and reports (the issue's
+// "executable = run.sh"): the shell waiting for its child and the child are checkpointed
+// together, and restored together on startds installed elsewhere — the child started again as
+// the shell's child, its output file (the shell's `>`) put back, and the ids the shell knows
+// ($$, its child's) kept, and the programs it starts after the restore given this run's
+// sandbox in their environment. The script's lines after the program see what an uninterrupted
+// run sees.
+TEST_F(Pool,
+       ATransparentCheckpointOfABashScriptRunningACProgramRestoresOnStartdsInstalledElsewhere) {
+  Start("[pool]\nlocal_slots = 0\n");
+  const std::string d = env_->dir();
+  ASSERT_TRUE(BuildSimulation(*env_, "/usr/bin/cc", "sim.c", kSimulation));
+  auto reference = RunCommand({d + "/sim", d + "/reference", "24", "0"});
+  ASSERT_EQ(reference.exit_code, 0) << reference.err;
+  env_->Write(
+      "run.sh",
+      "#!/bin/bash\n"
+      "echo \"$$\" > shell.pid\n"
+      "./sim \"$1\" 24 150000 > sim.out\n"
+      "echo \"sim said $?\"\n"
+      "cat sim.out\n"
+      "[ \"$(cat shell.pid)\" = \"$$\" ] && echo \"the same shell\"\n"
+      "[ \"$(/bin/pwd)\" = \"$(printenv _CONDOR_SCRATCH_DIR)\" ] && echo \"scratch here\"\n",
+      0755);
+  HopThroughThreeInstalls("universe = standard\nexecutable = run.sh\narguments = " + d +
+                              "/progress\ntransfer_input_files = sim\noutput = out\nerror = err\n"
+                              "queue\n",
+                          24, "sim said 0\n" + reference.out + "the same shell\nscratch here\n");
+}
+
+// A pipeline in a script: a generator writes lines faster than a reader (which reads a few
+// bytes at a time with read(2)) takes them, so lines wait in the pipe at each checkpoint (some
+// KiB on this machine). Both programs, the pipe and what waits in it are checkpointed with the
+// shell and made again on startds installed elsewhere; the reader sees every line, once, in order.
+const char* kLineGenerator = R"(#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char** argv) {
+  int n = atoi(argv[1]);
+  FILE* progress = fopen(argv[2], "a");
+  long* a = calloc(1 << 20, sizeof(long));
+  for (int i = 1; i <= n; ++i) {
+    for (int j = 0; j < (1 << 20); ++j) a[j] += j ^ i;
+    printf("line %d value %ld %0900d\n", i, a[i * 1000], i);
+    fflush(stdout);
+    fprintf(progress, "pass %d\n", i);
+    fflush(progress);
+    usleep(60000);
+  }
+  return 0;
+}
+)";
+const char* kSlowReader = R"(#include <stdio.h>
+#include <unistd.h>
+int main(void) {
+  char buf[64];
+  unsigned long h = 5381, bytes = 0, lines = 0;
+  ssize_t n;
+  while ((n = read(0, buf, sizeof buf)) > 0) {
+    for (ssize_t i = 0; i < n; ++i) {
+      h = h * 33 + (unsigned char)buf[i];
+      lines += buf[i] == '\n';
+    }
+    bytes += n;
+    usleep(5000);
+  }
+  printf("lines %lu bytes %lu hash %lu\n", lines, bytes, h);
+  return 0;
+}
+)";
+
+TEST_F(Pool, ATransparentCheckpointOfAPipelineInAScriptRestoresItsPipeOnStartdsInstalledElsewhere) {
+  Start("[pool]\nlocal_slots = 0\n");
+  const std::string d = env_->dir();
+  env_->Write("gen.c", kLineGenerator);
+  env_->Write("reader.c", kSlowReader);
+  for (const char* p : {"gen", "reader"}) {
+    auto cc = RunCommand({"/usr/bin/cc", "-O1", "-o", d + "/" + p, d + "/" + p + ".c"});
+    ASSERT_EQ(cc.exit_code, 0) << cc.err;
+  }
+  auto reference = RunCommand({"/bin/bash", "-c", "./gen 30 /dev/null | ./reader"}, {}, d);
+  ASSERT_EQ(reference.exit_code, 0) << reference.err;
+  env_->Write("run.sh",
+              "#!/bin/bash\n"
+              "./gen 30 \"$1\" | ./reader > sum.out\n"
+              "echo \"pipeline said ${PIPESTATUS[*]}\"\n"
+              "cat sum.out\n",
+              0755);
+  HopThroughThreeInstalls("universe = standard\nexecutable = run.sh\narguments = " + d +
+                              "/progress\ntransfer_input_files = gen,reader\noutput = out\n"
+                              "error = err\nqueue\n",
+                          30, "pipeline said 0 0\n" + reference.out);
+}
+
 // `kite checkpoint` of jobs whose processes cannot all be checkpointed harms none of them: a
-// bash script that runs the program (the script's own process is not the executable, and bash
-// died of the checkpoint signal), and a python program talking through pipes to a child python
-// (the child, the same executable, took a checkpoint of its own and left; the parent got
-// BrokenPipeError). Each goes on and ends as if never asked; why nothing was taken is in the
+// bash script that runs a statically linked program (which the checkpoint library cannot be in;
+// bash once died of the checkpoint signal), and a python program talking through pipes to a
+// child python (the child, the same executable, took a checkpoint of its own and left; the parent
+// got BrokenPipeError). Each goes on and ends as if never asked; why nothing was taken is in the
 // job's ad, its user log and `kite q -analyze`.
 TEST_F(Pool, ACheckpointThatCannotBeTakenLeavesEveryProcessOfTheJobRunningAndSaysWhy) {
   Start();
   ASSERT_TRUE(WaitSlots(2));
   const std::string d = env_->dir();
-  ASSERT_TRUE(BuildCounter(*env_));
+  ASSERT_TRUE(BuildCounter(*env_, kMemoryCounter, "-static"));
   env_->Write("run.sh", "#!/bin/bash\n./counter \"$1\" 30\necho \"script saw $?\"\n", 0755);
   env_->Write("talk.py",
               "import subprocess, sys, time\n"
@@ -2042,7 +2136,7 @@ TEST_F(Pool, ACheckpointThatCannotBeTakenLeavesEveryProcessOfTheJobRunningAndSay
   };
   ASSERT_TRUE(WaitUntil([&] { return refused(sid) && refused(tid); }, 30))
       << ReadFileOr(env_->home() + "/agent.log");
-  EXPECT_NE(Q(sid, "LastCheckpointRefusal").find("no process of the job is its executable"),
+  EXPECT_NE(Q(sid, "LastCheckpointRefusal").find("(counter) is not under the checkpoint library"),
             std::string::npos)
       << Q(sid, "LastCheckpointRefusal");
   EXPECT_NE(Q(tid, "LastCheckpointRefusal").find("the program has a child process"),

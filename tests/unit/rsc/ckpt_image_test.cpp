@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -98,7 +99,7 @@ TEST(CkptImage, EachDamageIsNamed) {
   }
   {
     Image i;
-    i.fds[0].fd = 1;
+    i.fds[0].fd = -1;
     EXPECT_NE(i.Check().find("a descriptor's number or kind"), std::string::npos);
   }
   {
@@ -116,6 +117,51 @@ TEST(CkptImage, EachDamageIsNamed) {
     i.h->fds = kMaxFds + 1;
     EXPECT_NE(i.Check().find("too long"), std::string::npos);
   }
+}
+
+// A tree of three processes: a shell (100) and two children, their images one after another.
+struct Tree {
+  TreeHeader t{};
+  std::vector<TreeEntry> e;
+  uint64_t bytes = 0;
+  Tree() {
+    std::memcpy(t.magic, kTreeMagic, 8);
+    uint64_t at = sizeof(TreeHeader) + 3 * sizeof(TreeEntry);
+    for (int64_t pid : {100, 101, 102}) {
+      e.push_back({pid, pid == 100 ? 1 : 100, at, sizeof(Header) + 4096});
+      at += sizeof(Header) + 4096;
+    }
+    t.count = e.size();
+    bytes = at;
+  }
+  std::string Check() const {
+    const char* bad = CheckTree(t, e.data(), bytes);
+    return bad ? bad : "";
+  }
+};
+
+TEST(CkptTree, AShellAndItsChildrenPass) {
+  Tree tree;
+  EXPECT_EQ(tree.Check(), "");
+}
+
+TEST(CkptTree, EachDamageIsNamed) {
+  auto named = [](const std::function<void(Tree&)>& damage, const std::string& what) {
+    Tree tree;
+    damage(tree);
+    EXPECT_NE(tree.Check().find(what), std::string::npos) << what << ": " << tree.Check();
+  };
+  named([](Tree& t) { t.t.magic[4] = 'X'; }, "not a Kite checkpoint of a process tree");
+  named([](Tree& t) { t.t.count = 0; }, "its number of processes");
+  named([](Tree& t) { t.t.count = kMaxTree + 1; }, "its number of processes");
+  named([](Tree& t) { t.e[2].pid = 101; }, "a process twice");
+  named([](Tree& t) { t.e[1].pid = 0; }, "a process id");
+  named([](Tree& t) { t.e[1].offset += 8; }, "not where its table says");
+  named([](Tree& t) { t.e[2].length = t.bytes; }, "not where its table says");
+  named([](Tree& t) { t.bytes += 1; }, "not as long as its table says");
+  named([](Tree& t) { t.e[2].ppid = 7; }, "not one process tree");
+  named([](Tree& t) { t.e[2].ppid = 101; }, "not the first one's child");
+  named([](Tree& t) { t.e[0].ppid = 102; }, "not one process tree");
 }
 
 }  // namespace
