@@ -815,6 +815,7 @@ void Pool::OnCheckpointed(const std::shared_ptr<Startd>& sd, const Message& m) {
     queue_.SetAttr(*j, "LastCheckpointTime", classad::MakeInteger(static_cast<int64_t>(now)));
     queue_.SetAttr(*j, "CheckpointBytes",
                    classad::MakeInteger(static_cast<int64_t>(TreeBytes(committed))));
+    if (m.took > 0) queue_.SetAttr(*j, "LastCheckpointDuration", classad::MakeReal(m.took));
     queue_.SetAttr(
         *j, "CommittedTime",
         classad::MakeReal(j->ad.EvaluateReal("RemoteWallClockTime").value_or(0) + run_time));

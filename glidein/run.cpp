@@ -124,7 +124,8 @@ std::optional<std::pair<pool::Message, std::string>> NextOutputFrame(
                   .job = run.ref.job,
                   .run = run.ref.run,
                   .exit = run.exit,
-                  .usage = run.usage};
+                  .usage = run.usage,
+                  .took = run.phase == RunPhase::kCheckpointing ? run.checkpoint_took : 0};
   return std::pair{std::move(m), std::string()};
 }
 

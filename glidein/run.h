@@ -79,6 +79,7 @@ struct Run {
   bool tree = false;
   std::vector<rsc::ckpt::TreeProcess> tree_asked;
   bool tree_taken = false;
+  double checkpoint_took = 0;  // seconds from asking to the image being whole (the last one)
   pool::RunExit exit;
   pool::RunUsage usage;
   // Ended: the output to send, and how far the sending is (reset on a new connection).

@@ -458,6 +458,8 @@ void Starter::Checkpoint() {
   for (const auto& s : skipped) spdlog::warn("starter: run {}: checkpoint: {}", r.ref.run, s);
   r.earlier = r.usage;
   ++r.checkpoints;
+  // A transparent one's image was whole when its program exited (a tree's: when put together).
+  if (IsTransparent(r.job) && !r.tree_taken) r.checkpoint_took = WallNow() - r.checkpoint_asked;
   r.phase = RunPhase::kCheckpointing;
   RewindOutput(r);
   spdlog::info("starter: job {} run {} checkpointed ({} file(s))", r.ref.job, r.ref.run,
@@ -554,7 +556,11 @@ void Starter::AskCheckpoint(const std::string& why) {
   // process of the job — a script that runs it, a child — goes on as it was.
   std::string pid_text = TextOf(r.box.control_dir() + "/" + rsc::ckpt::kProgramPidName);
   pid_t pid = static_cast<pid_t>(std::atol(pid_text.c_str()));
-  if (pid <= 0 || ::getpgid(pid) != r.pid || ::kill(pid, SIGUSR2) != 0) {
+  if (pid > 0 && ::getpgid(pid) == r.pid) {
+    std::string not_ready = rsc::ckpt::SignalRefusal({.pid = pid, .name = "the program"});
+    if (!not_ready.empty()) return CheckpointNotTaken(not_ready);
+  }
+  if (pid <= 0 || ::getpgid(pid) != r.pid || ::kill(pid, rsc::ckpt::kSignal) != 0) {
     CheckpointNotTaken("no process of the job is its executable (" +
                        r.job.EvaluateString("Cmd").value_or("?") +
                        ") under the checkpoint library: a script, or a program that ran "
@@ -587,7 +593,7 @@ void Starter::AskTreeCheckpoint() {
     std::string part = image + "." + std::to_string(p.pid);
     ::unlink(part.c_str());
     ::unlink((part + ".refused").c_str());
-    ::kill(p.pid, SIGUSR2);
+    ::kill(p.pid, rsc::ckpt::kSignal);
   }
   r.tree_asked = procs;
   ::kill(-r.pid, SIGCONT);
@@ -624,6 +630,7 @@ void Starter::PollTreeCheckpoint() {
     spdlog::info("starter: job {} run {}: the images of its {} processes put together", r.ref.job,
                  r.ref.run, r.tree_asked.size());
     r.tree_taken = true;
+    r.checkpoint_took = WallNow() - r.checkpoint_asked;
     // Each process, not the group: the job's wrapper lives on to record the end.
     for (const auto& p : r.tree_asked) ::kill(p.pid, SIGKILL);
     return;

@@ -315,6 +315,7 @@ std::string ToJson(const Message& m) {
   }
   if (m.type == MsgType::kEnded || m.type == MsgType::kVacated ||
       m.type == MsgType::kCheckpointed) {
+    if (m.type == MsgType::kCheckpointed && m.took > 0) o["took"] = m.took;
     o["usage"] = json::object{{"user_cpu", m.usage.user_cpu},
                               {"sys_cpu", m.usage.sys_cpu},
                               {"rss_kb", m.usage.rss_kb},
@@ -365,6 +366,10 @@ Result<Message> ParseMessage(std::string_view text) {
   KITE_TRY(mode, Int(o, "mode", 0, 07777, 0644));
   KITE_TRY(pid, Int(o, "pid", 0, std::numeric_limits<int32_t>::max(), 0));
   m.pid = pid;
+  KITE_TRY(took, Num(o, "took"));
+  if (!(took >= 0 && took < 1e9) || (took > 0 && m.type != MsgType::kCheckpointed))
+    return Bad("took must be seconds, and only in checkpointed");
+  m.took = took;
   KITE_TRY(chan, Int(o, "chan", 0, std::numeric_limits<int32_t>::max(), 0));
   m.chan = chan;
   m.name = std::move(name);

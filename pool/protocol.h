@@ -124,8 +124,10 @@ struct Message {
   // agent shares, with no input sent and no output sent back; the agent asks it only of its own
   // slots (docs/pool.md, "A shared file system").
   std::string in_place;
-  RunExit exit;     // ended
-  RunUsage usage;   // ended, vacated
+  RunExit exit;    // ended
+  RunUsage usage;  // ended, vacated, checkpointed
+  // checkpointed, a transparent one: seconds from asking for it to its image being whole
+  double took = 0;
   int64_t pid = 0;  // started, from a starter: the job's process group (0: none)
   // started: how the program reaches its remote paths, "fuse" or "preload" ("": no remote I/O)
   std::string remote_io;

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -79,6 +80,23 @@ std::string Describe(const TreeProcess& p) {
   return std::to_string(p.pid) + " (" + p.name + ")";
 }
 
+std::string SignalRefusal(const TreeProcess& p) {
+  // The signal's default would end it: a process still starting (or restoring) has no handler
+  // yet, and one that blocks it would keep every other stopped until the grace is over.
+  std::string status = Slurp("/proc/" + std::to_string(p.pid) + "/status");
+  auto mask = [&](const char* field) {
+    size_t at = status.find(field);
+    return at == std::string::npos
+               ? 0ULL
+               : std::strtoull(status.c_str() + at + std::strlen(field), nullptr, 16);
+  };
+  uint64_t bit = uint64_t{1} << (kSignal - 1);
+  if (!(mask("SigCgt:") & bit))
+    return "process " + Describe(p) + " does not take the checkpoint signal (yet: is it starting?)";
+  if (mask("SigBlk:") & bit) return "process " + Describe(p) + " blocks the checkpoint signal";
+  return "";
+}
+
 std::string TreeRefusal(pid_t leader, const std::vector<TreeProcess>& procs,
                         const std::string& library) {
   pid_t first = 0;
@@ -98,6 +116,7 @@ std::string TreeRefusal(pid_t leader, const std::vector<TreeProcess>& procs,
     if (maps.find("/" + library + "\n") == std::string::npos)
       return "process " + Describe(p) + " is not under the checkpoint library " +
              "(a statically linked or set-user-ID program?)";
+    if (std::string why = SignalRefusal(p); !why.empty()) return why;
   }
   return "";
 }

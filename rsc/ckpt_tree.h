@@ -5,6 +5,7 @@
 // into one file, IMAGE, in the tree layout of rsc/ckpt_image.h.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <string>
@@ -21,11 +22,18 @@ struct TreeProcess {
 // The processes of process group `group` but its leader (the job's wrapper), from /proc.
 std::vector<TreeProcess> GroupProcesses(pid_t group);
 
+// The checkpoint signal, which the library's handler takes.
+constexpr int kSignal = SIGUSR2;
+
 // Why the tree `procs` (the processes under `leader`) cannot be checkpointed; "" when it can: one
 // first process (the leader's child) and its children, no deeper, each with `library` (the
-// preloaded library's file name) mapped.
+// preloaded library's file name) mapped and the checkpoint signal caught, not blocked.
 std::string TreeRefusal(pid_t leader, const std::vector<TreeProcess>& procs,
                         const std::string& library);
+
+// Why the checkpoint signal must not be sent to `p`; "" when it may: its handler is there (not
+// while the process starts or restores) and the signal is not blocked.
+std::string SignalRefusal(const TreeProcess& p);
 
 // IMAGE.PID of each process of `procs` put together into `image` (written beside it and renamed
 // over it, synced); "" or why not.

@@ -2022,6 +2022,10 @@ TEST_F(Pool,
                               "/progress\ntransfer_input_files = sim\noutput = out\nerror = err\n"
                               "queue\n",
                           24, "sim said 0\n" + reference.out + "the same shell\nscratch here\n");
+  // How long the last one took on its startd: a fraction of a second here.
+  double took = std::atof(History("1.0", "LastCheckpointDuration").c_str());
+  EXPECT_GT(took, 0);
+  EXPECT_LT(took, 30);
 }
 
 // A pipeline in a script: a generator writes lines faster than a reader (which reads a few

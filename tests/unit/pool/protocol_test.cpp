@@ -100,6 +100,17 @@ TEST(PoolProtocol, EveryKindRoundTripsThroughAFrame) {
 TEST(PoolProtocol, ACheckpointNamesItsRunAndFlagsAreBooleans) {
   EXPECT_FALSE(ParseMessage(R"({"type":"checkpointed","job":"1.0","run":"r"})"));  // no slot
   EXPECT_TRUE(ParseMessage(R"({"type":"checkpointed","slot":"s","job":"1.0","run":"r"})"));
+  // How long a transparent checkpoint took: seconds, only in checkpointed, and said back.
+  auto took =
+      ParseMessage(R"({"type":"checkpointed","slot":"s","job":"1.0","run":"r","took":0.5})");
+  ASSERT_TRUE(took);
+  EXPECT_EQ(took->took, 0.5);
+  EXPECT_EQ(ParseMessage(ToJson(*took))->took, 0.5);
+  EXPECT_FALSE(
+      ParseMessage(R"({"type":"checkpointed","slot":"s","job":"1.0","run":"r","took":-1})"));
+  EXPECT_FALSE(
+      ParseMessage(R"({"type":"checkpointed","slot":"s","job":"1.0","run":"r","took":"x"})"));
+  EXPECT_FALSE(ParseMessage(R"({"type":"ended","slot":"s","job":"1.0","run":"r","took":1})"));
   EXPECT_FALSE(ParseMessage(R"({"type":"ack","job":"1.0","run":"r","checkpoint":1})"));
   EXPECT_FALSE(ParseMessage(R"({"type":"not_checkpointed","slot":"s","job":"1.0"})"));  // no run
   EXPECT_TRUE(

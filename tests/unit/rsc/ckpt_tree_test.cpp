@@ -68,8 +68,22 @@ std::string Library() {
   return std::string(KITE_BIN_DIR) + "/libkite_rsc.so";
 }
 
+// The environment a starter gives a script's processes: the library, armed for a tree.
+std::vector<std::string> TreeEnv(const std::string& dir) {
+  return {"LD_PRELOAD=" + Library(), "PATH=/usr/bin:/bin",
+          "KITE_CKPT_TREE=1",        "KITE_CKPT_IMAGE=" + dir + "/kite_ckpt.img",
+          "KITE_RSC_SANDBOX=" + dir, "KITE_RSC_STATE=" + dir};
+}
+
+std::string TempDir(const std::string& tag) {
+  std::string dir = fs::temp_directory_path() / (tag + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
 TEST(CkptTree, AScriptWithTwoChildrenUnderTheLibraryCanBeTaken) {
-  Group g("sleep 30 & sleep 30 & wait", {"LD_PRELOAD=" + Library(), "PATH=/usr/bin:/bin"});
+  std::string dir = TempDir("kite-ckpt-tree-ok-");
+  Group g("sleep 30 & sleep 30 & wait", TreeEnv(dir));
   auto procs = g.Processes(3);
   ASSERT_EQ(procs.size(), 3u);
   // Once the sleeps have mapped the library too.
@@ -80,6 +94,21 @@ TEST(CkptTree, AScriptWithTwoChildrenUnderTheLibraryCanBeTaken) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   EXPECT_EQ(why, "");
+  fs::remove_all(dir);
+}
+
+TEST(CkptTree, AProcessThatDoesNotTakeTheSignalIsNamed) {
+  // The library without a checkpoint's environment: loaded, but no handler.
+  Group g("sleep 30 & wait", {"LD_PRELOAD=" + Library(), "PATH=/usr/bin:/bin"});
+  auto procs = g.Processes(2);
+  ASSERT_EQ(procs.size(), 2u);
+  std::string why;
+  for (int i = 0; i < 300; ++i) {
+    why = TreeRefusal(g.leader(), procs, "libkite_rsc.so");
+    if (why.find("does not take the checkpoint signal") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_NE(why.find("(bash) does not take the checkpoint signal"), std::string::npos) << why;
 }
 
 TEST(CkptTree, AProcessWithoutTheLibraryIsNamed) {
@@ -92,12 +121,14 @@ TEST(CkptTree, AProcessWithoutTheLibraryIsNamed) {
 }
 
 TEST(CkptTree, AGrandchildIsRefused) {
-  Group g("bash -c 'sleep 30; true' & wait", {"LD_PRELOAD=" + Library(), "PATH=/usr/bin:/bin"});
+  std::string dir = TempDir("kite-ckpt-tree-deep-");
+  Group g("bash -c 'sleep 30; true' & wait", TreeEnv(dir));
   auto procs = g.Processes(3);
   ASSERT_EQ(procs.size(), 3u);
   std::string why = TreeRefusal(g.leader(), procs, "libkite_rsc.so");
   EXPECT_NE(why.find("(sleep) is not the script's child but a grandchild"), std::string::npos)
       << why;
+  fs::remove_all(dir);
 }
 
 TEST(CkptTree, NoProcessLeftIsSaid) {
