@@ -2092,6 +2092,43 @@ TEST_F(Pool, ATransparentCheckpointOfAPipelineInAScriptRestoresItsPipeOnStartdsI
                           30, "pipeline said 0 0\n" + reference.out);
 }
 
+// A Python script talking to a child Python through two pipes (subprocess.Popen with stdin and
+// stdout piped), the job that once died of BrokenPipeError at a checkpoint: both processes, both
+// pipes and the child's id as the parent knows it (its wait) come back on startds installed
+// elsewhere, and the conversation goes on where it was.
+TEST_F(Pool,
+       ATransparentCheckpointOfAPythonScriptTalkingToItsChildRestoresOnStartdsInstalledElsewhere) {
+  Start("[pool]\nlocal_slots = 0\n");
+  const std::string d = env_->dir();
+  env_->Write("talk.py",
+              "#!/usr/bin/python3\n"
+              "import os, subprocess, sys, time\n"
+              "child = subprocess.Popen([sys.executable, '-c', 'import sys\\nfor l in sys.stdin: "
+              "print(l.strip()[::-1], flush=True)'], stdin=subprocess.PIPE, "
+              "stdout=subprocess.PIPE, text=True)\n"
+              "me, heard = os.getpid(), []\n"
+              "with open(sys.argv[1], 'a') as progress:\n"
+              "    for i in range(1, 25):\n"
+              "        child.stdin.write('line %d\\n' % i)\n"
+              "        child.stdin.flush()\n"
+              "        heard.append(child.stdout.readline().strip())\n"
+              "        progress.write('pass %d\\n' % i)\n"
+              "        progress.flush()\n"
+              "        time.sleep(0.15)\n"
+              "child.stdin.close()\n"
+              "print(' '.join(heard))\n"
+              "print('child', child.wait(), 'same pid', os.getpid() == me)\n",
+              0755);
+  std::string heard;
+  for (int i = 1; i <= 24; ++i) {
+    std::string l = "line " + std::to_string(i);
+    heard += (i > 1 ? " " : "") + std::string(l.rbegin(), l.rend());
+  }
+  HopThroughThreeInstalls("universe = standard\nexecutable = talk.py\narguments = " + d +
+                              "/progress\noutput = out\nerror = err\nqueue\n",
+                          24, heard + "\nchild 0 same pid True\n");
+}
+
 // `kite checkpoint` of jobs whose processes cannot all be checkpointed harms none of them: a
 // bash script that runs a statically linked program (which the checkpoint library cannot be in;
 // bash once died of the checkpoint signal), and a python program talking through pipes to a
