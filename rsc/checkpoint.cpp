@@ -1157,7 +1157,9 @@ const char* MakePipes(int fd, const TreeHeader& t, const TreeEntry* e) {
       for (uint64_t i = 0; i < h.fds; ++i) {
         if (!PreadAll(fd, &fe, sizeof fe, entry_at(k, i))) return "the image is too short";
         if (fe.fd >= base) base = fe.fd + 1;
-        if (fe.kind == kPipe && fe.offset > 0) waiting += fe.offset;
+        if (fe.kind == kPipe && (fe.offset < 0 || fe.offset > kMaxPipeBytes - waiting))
+          return "the checkpoint is damaged (what waited in a pipe)";
+        if (fe.kind == kPipe) waiting += fe.offset;
       }
       if (pass == 0) continue;
       if (waiting < 0 || static_cast<uint64_t>(waiting) > e[k].length)
@@ -1166,7 +1168,7 @@ const char* MakePipes(int fd, const TreeHeader& t, const TreeEntry* e) {
       for (uint64_t i = 0; i < h.fds; ++i) {
         if (!PreadAll(fd, &fe, sizeof fe, entry_at(k, i))) return "the image is too short";
         if (fe.kind != kPipe) continue;
-        int64_t in_it = fe.offset > 0 ? fe.offset : 0;
+        int64_t in_it = fe.offset;
         int p = 0;
         while (p < g_next_npipes && g_next_pipes[p].inode != static_cast<uint64_t>(fe.size)) ++p;
         if (p == g_next_npipes) {
@@ -1184,8 +1186,10 @@ const char* MakePipes(int fd, const TreeHeader& t, const TreeEntry* e) {
         if (in_it > 0 && !filled[p]) {
           filled[p] = true;
           int w = g_next_pipes[p].w;
-          // Room for all of it at once: nothing reads it before the tree is back.
+          // Room for all of it at once: nothing reads it before the tree is back. Written
+          // without waiting: a pipe that cannot be made that large fails the restore.
           if (in_it > 65536) ::fcntl(w, F_SETPIPE_SZ, static_cast<int>(in_it));
+          ::fcntl(w, F_SETFL, O_NONBLOCK);
           char chunk[1 << 14];
           for (int64_t done = 0; done < in_it;) {
             size_t n = static_cast<size_t>(in_it - done) < sizeof chunk
