@@ -556,11 +556,12 @@ void Starter::AskCheckpoint(const std::string& why) {
   // process of the job — a script that runs it, a child — goes on as it was.
   std::string pid_text = TextOf(r.box.control_dir() + "/" + rsc::ckpt::kProgramPidName);
   pid_t pid = static_cast<pid_t>(std::atol(pid_text.c_str()));
-  if (pid > 0 && ::getpgid(pid) == r.pid) {
+  bool ours = pid > 0 && ::getpgid(pid) == r.pid;
+  if (ours) {
     std::string not_ready = rsc::ckpt::SignalRefusal({.pid = pid, .name = "the program"});
     if (!not_ready.empty()) return CheckpointNotTaken(not_ready);
   }
-  if (pid <= 0 || ::getpgid(pid) != r.pid || ::kill(pid, rsc::ckpt::kSignal) != 0) {
+  if (!ours || ::kill(pid, rsc::ckpt::kSignal) != 0) {
     CheckpointNotTaken("no process of the job is its executable (" +
                        r.job.EvaluateString("Cmd").value_or("?") +
                        ") under the checkpoint library: a script, or a program that ran "
@@ -589,12 +590,8 @@ void Starter::AskTreeCheckpoint() {
     ::kill(-r.pid, SIGCONT);
     return CheckpointNotTaken(refusal);
   }
-  for (const auto& p : procs) {
-    std::string part = image + "." + std::to_string(p.pid);
-    ::unlink(part.c_str());
-    ::unlink((part + ".refused").c_str());
-    ::kill(p.pid, rsc::ckpt::kSignal);
-  }
+  rsc::ckpt::RemoveParts(image, procs);
+  for (const auto& p : procs) ::kill(p.pid, rsc::ckpt::kSignal);
   r.tree_asked = procs;
   ::kill(-r.pid, SIGCONT);
 }
@@ -610,7 +607,7 @@ void Starter::PollTreeCheckpoint() {
   bool settled = true;
   auto now = rsc::ckpt::GroupProcesses(r.pid);
   for (const auto& p : r.tree_asked) {
-    std::string part = image + "." + std::to_string(p.pid);
+    std::string part = rsc::ckpt::PartOf(image, p.pid);
     auto it = std::find_if(now.begin(), now.end(), [&](const auto& q) { return q.pid == p.pid; });
     if (it == now.end()) {
       if (refusal.empty()) refusal = "process " + rsc::ckpt::Describe(p) + " ended meanwhile";
@@ -635,11 +632,7 @@ void Starter::PollTreeCheckpoint() {
     for (const auto& p : r.tree_asked) ::kill(p.pid, SIGKILL);
     return;
   }
-  for (const auto& p : r.tree_asked) {
-    std::string part = image + "." + std::to_string(p.pid);
-    ::unlink(part.c_str());
-    ::unlink((part + ".refused").c_str());
-  }
+  rsc::ckpt::RemoveParts(image, r.tree_asked);
   r.tree_asked.clear();
   ::kill(-r.pid, SIGCONT);
   CheckpointNotTaken(refusal);

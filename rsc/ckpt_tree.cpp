@@ -76,6 +76,17 @@ std::vector<TreeProcess> GroupProcesses(pid_t group) {
   return out;
 }
 
+std::string PartOf(const std::string& image, pid_t pid) {
+  return image + "." + std::to_string(pid);
+}
+
+void RemoveParts(const std::string& image, const std::vector<TreeProcess>& procs) {
+  for (const auto& p : procs) {
+    ::unlink(PartOf(image, p.pid).c_str());
+    ::unlink((PartOf(image, p.pid) + ".refused").c_str());
+  }
+}
+
 std::string Describe(const TreeProcess& p) {
   return std::to_string(p.pid) + " (" + p.name + ")";
 }
@@ -140,7 +151,7 @@ std::string ComposeTree(const std::string& image, const std::vector<TreeProcess>
   };
   uint64_t at = sizeof t + order.size() * sizeof(TreeEntry);
   for (size_t i = 0; i < order.size(); ++i) {
-    std::string part = image + "." + std::to_string(order[i].pid);
+    std::string part = PartOf(image, order[i].pid);
     int fd = ::open(part.c_str(), O_RDONLY | O_CLOEXEC);
     struct stat st {};
     Header h;
@@ -195,7 +206,7 @@ std::string ComposeTree(const std::string& image, const std::vector<TreeProcess>
     ::fsync(dir);
     ::close(dir);
   }
-  for (const auto& p : order) ::unlink((image + "." + std::to_string(p.pid)).c_str());
+  RemoveParts(image, order);
   return "";
 }
 

@@ -39,6 +39,11 @@ std::string SignalRefusal(const TreeProcess& p);
 // over it, synced); "" or why not.
 std::string ComposeTree(const std::string& image, const std::vector<TreeProcess>& procs);
 
+// Where process `pid` writes its image (IMAGE.PID), and the note of its refusal (+ ".refused").
+std::string PartOf(const std::string& image, pid_t pid);
+// Removes each process's image and refusal, if there.
+void RemoveParts(const std::string& image, const std::vector<TreeProcess>& procs);
+
 // "PID (NAME)" of a process, for messages.
 std::string Describe(const TreeProcess& p);
 
