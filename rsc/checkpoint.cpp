@@ -383,6 +383,13 @@ const char* EnvVar(const char* name) {
   return nullptr;
 }
 
+// What a tree's first process tells a child it starts again (NAME=VALUE): for that restore only,
+// never passed on.
+bool PerRestore(const char* kv) {
+  return StartsWith(kv, "KITE_CKPT_ENTRY=") || StartsWith(kv, "KITE_CKPT_PIDS=") ||
+         StartsWith(kv, "KITE_CKPT_READY=") || StartsWith(kv, "KITE_CKPT_PIPES=");
+}
+
 // The id the programs know for the process `real` is in this run, and the other way round.
 int64_t KnownOf(int64_t real) {
   for (int i = 0; i < g_npids; ++i)
@@ -1227,11 +1234,8 @@ const char* MakePipes(int fd, const TreeHeader& t, const TreeEntry* e) {
     Fail(nullptr, "the image is too short");
   if (const char* bad = CheckTree(t, e, static_cast<uint64_t>(st.st_size))) Fail(nullptr, bad);
   size_t root = 0;
-  for (size_t i = 0; i < t.count; ++i) {
-    bool parent_here = false;
-    for (size_t j = 0; j < t.count; ++j) parent_here = parent_here || e[j].pid == e[i].ppid;
-    if (!parent_here) root = i;
-  }
+  for (size_t i = 0; i < t.count; ++i)
+    if (!ParentInTree(e, t.count, i)) root = i;
   if (entry) {
     // A child, started by the first process: KITE_CKPT_PIDS is "PARENT_KNOWN:PARENT_REAL".
     size_t k = static_cast<size_t>(::atol(entry));
@@ -1314,9 +1318,7 @@ const char* MakePipes(int fd, const TreeHeader& t, const TreeEntry* e) {
       char* env[512];
       size_t n = 0;
       for (char** v = environ; *v && n + 5 < 512; ++v)
-        if (!StartsWith(*v, "KITE_CKPT_ENTRY=") && !StartsWith(*v, "KITE_CKPT_PIDS=") &&
-            !StartsWith(*v, "KITE_CKPT_READY=") && !StartsWith(*v, "KITE_CKPT_PIPES="))
-          env[n++] = *v;
+        if (!PerRestore(*v)) env[n++] = *v;
       env[n++] = pipes_var;
       env[n++] = entry_var;
       env[n++] = pids_var;
@@ -1425,13 +1427,9 @@ std::vector<std::string> EnvironmentFor(char* const* envp) {
   auto ours = [](const char* kv) {
     return StartsWith(kv, "KITE_") || StartsWith(kv, "LD_PRELOAD=");
   };
-  auto per_restore = [](const char* kv) {
-    return StartsWith(kv, "KITE_CKPT_ENTRY=") || StartsWith(kv, "KITE_CKPT_PIDS=") ||
-           StartsWith(kv, "KITE_CKPT_READY=") || StartsWith(kv, "KITE_CKPT_PIPES=");
-  };
   std::vector<std::string> out;
   for (const char* kv = g_launch_env; *kv; kv += Len(kv) + 1)
-    if (ours(kv) && !per_restore(kv)) out.emplace_back(kv);
+    if (ours(kv) && !PerRestore(kv)) out.emplace_back(kv);
   std::string old_box = g_first_sandbox, new_box = g_sandbox;
   for (char* const* e = envp; e && *e; ++e) {
     if (ours(*e)) continue;

@@ -154,6 +154,13 @@ inline const char* CheckTables(const Header& h, const Region* regions, const FdE
   return nullptr;
 }
 
+// Whether entry `i`'s parent is one of the tree's `count` entries (else it is the first process).
+inline bool ParentInTree(const TreeEntry* e, uint64_t count, uint64_t i) {
+  for (uint64_t j = 0; j < count; ++j)
+    if (e[j].pid == e[i].ppid) return true;
+  return false;
+}
+
 // The first thing wrong with a tree's table (nullptr: nothing), given the file's size: entries
 // inside the file and apart, distinct process ids, and one root (the only process whose parent
 // is not in the tree) with every other process its child.
@@ -173,9 +180,7 @@ inline const char* CheckTree(const TreeHeader& t, const TreeEntry* e, uint64_t f
         e[i].offset > file_bytes - e[i].length)
       return "the checkpoint is damaged (a process's image is not where its table says)";
     end = e[i].offset + e[i].length;
-    bool parent_here = false;
-    for (uint64_t j = 0; j < t.count; ++j) parent_here = parent_here || e[j].pid == e[i].ppid;
-    if (!parent_here) {
+    if (!ParentInTree(e, t.count, i)) {
       ++roots;
       root = e[i].pid;
     }

@@ -28,6 +28,17 @@ RUNS = 2 if QUICK else 5
 BURSTS = 2 if QUICK else 8  # bursts of 1,000 local jobs with the CLI timed during each
 
 
+def load_bench(folder):
+    """Another bench's run.py (bench/FOLDER/run.py) as a module: by path, since every bench's
+    module is named `run`."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        folder + "_bench", os.path.join(ROOT, "bench", folder, "run.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def run(args, env, cwd=None, check=True):
     p = subprocess.run(args, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if check and p.returncode != 0:

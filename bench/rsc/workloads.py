@@ -27,12 +27,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "agent"))
 import run as agent_bench  # noqa: E402
-import importlib.util  # noqa: E402
 
-_spec = importlib.util.spec_from_file_location(
-    "pool_bench", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pool", "run.py"))
-pool_bench = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(pool_bench)
+pool_bench = agent_bench.load_bench("pool")
 
 ROOT = agent_bench.ROOT
 QUICK = agent_bench.QUICK
