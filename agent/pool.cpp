@@ -1,41 +1,25 @@
-// The agent's side of the personal pool: connections, collector, negotiation, shadows.
+// The agent's side of the personal pool: connections, collector, negotiation, runs.
 #include "agent/pool.h"
 
 #include <fcntl.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <boost/asio/post.hpp>
 #include <deque>
 #include <filesystem>
 
-#include "agent/checkpoint_store.h"
 #include "agent/policy.h"
 #include "agent/userlog.h"
-#include "classad/expr.h"
 #include "classad/io.h"
-#include "classad/match.h"
 #include "common/clock.h"
-#include "common/files.h"
 #include "common/strings.h"
 #include "common/unix_socket_path.h"
 #include "pool/link.h"
-#include "rsc/roots.h"
-#include "rsc/shadow_io.h"
 
 namespace kite::agent {
-
-// One input file of a run.
-struct PoolInputFile {
-  std::string local;   // path on this machine
-  std::string remote;  // path in the sandbox
-  uint32_t mode = 0644;
-  uint64_t size = 0, sent = 0;
-  bool checkpoint = false;  // a file of the job's stored checkpoint (read without following links)
-};
 
 namespace {
 
@@ -62,58 +46,18 @@ constexpr double kDefaultLease = 2400;
 // Runs lost one after another before their program started: the job is held at this many.
 constexpr int64_t kMaxStartFailures = 5;
 constexpr const char* kStartFailures = "NumStartFailures";
-// The names under which the startd sends the program's standard output and error.
-constexpr std::string_view kStdoutName = "_kite_stdout";
-constexpr std::string_view kStderrName = "_kite_stderr";
-
 double LeaseOf(const Job& j) {
   return j.ad.EvaluateReal("JobLeaseDuration").value_or(kDefaultLease);
 }
 
-// The file's bytes [offset, offset + body) land in `path`, created with `mode`; offset 0 starts
-// the file afresh and the last piece sets its length, so a resent piece changes nothing.
-Status WriteAt(const std::string& path, uint64_t offset, const std::string& body, bool last,
-               uint32_t mode) {
-  int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (offset == 0 ? O_TRUNC : 0);
-  int fd = ::open(path.c_str(), flags, mode & 0777);
-  if (fd < 0) return FailErrno("open " + path);
-  Status st;
-  size_t done = 0;
-  while (st && done < body.size()) {
-    ssize_t n =
-        ::pwrite(fd, body.data() + done, body.size() - done, static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno != EINTR) st = FailErrno("write " + path);
-      continue;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (st && last && ::ftruncate(fd, static_cast<off_t>(offset + body.size())) != 0)
-    st = FailErrno("truncate " + path);
-  ::close(fd);
-  return st;
-}
-
-// transfer_output_remaps: "name = newname; name2 = newname2".
-std::string Remapped(const Job& j, const std::string& name) {
-  auto remaps = j.ad.EvaluateString("TransferOutputRemaps");
-  if (!remaps) return name;
-  for (const auto& item : Split(*remaps, ';')) {
-    auto eq = item.find('=');
-    if (eq == std::string::npos) continue;
-    if (Trim(item.substr(0, eq)) == name) return std::string(Trim(item.substr(eq + 1)));
-  }
-  return name;
-}
-
-using InputFile = PoolInputFile;
-// The job's input files (defined with the shadow's sending, below).
-Result<std::vector<InputFile>> InputsOf(const Job& j, classad::ClassAd* ad);
-
 }  // namespace
 
-struct Pool::Startd {
+struct Pool::Startd : RunLink {
   Startd(PoolPeer p, boost::asio::io_context& io) : peer(std::move(p)), hello_timer(io) {}
+  void Send(const Message& m, std::string_view body) override {
+    if (!closed) link->Send(m, body);
+  }
+  size_t queued_bytes() const override { return link->queued_bytes(); }
   std::shared_ptr<pool::Link> link;                  // its connection, as frames
   PoolPeer peer;                                     // who is at the other end, through which door
   std::optional<pool::CredentialClaims> credential;  // what let it in (set at its hello)
@@ -137,35 +81,17 @@ struct Pool::Slot {
 };
 
 struct Pool::Run {
-  using Input = InputFile;
+  Run(ShadowShared& shared, const std::string& run, JobKey key)
+      : id(run), job(key), shadow(shared, run, key) {}
   std::string id;
   JobKey job;
   std::string slot;
   std::weak_ptr<Startd> startd;
   enum class State { kCommitting, kSending, kRunning } state = State::kCommitting;
-  std::vector<Input> inputs;
-  size_t next_input = 0;
-  int fd = -1;             // the input file being sent
   double lease_until = 0;  // 0: its startd is connected
   bool vacating = false;
-  bool started = false;          // the startd said the program runs (or it ran before a restart)
-  std::string output_error;      // an output file that could not be written
-  std::string checkpoint_error;  // why the checkpoint being received cannot be stored
-  // What its job's checkpoint may hold (from the job and its input files), made when first needed.
-  std::optional<CheckpointPolicy> policy;
-  std::map<std::string, StreamHash> receiving;  // the checkpoint arriving: each file's hash
-  // The stored checkpoint going back with the input: the digest it must have, and the sums of
-  // its files as they are sent (each file's hash in `sending` while it goes).
-  std::string expected_digest;
-  std::vector<CheckpointFileSum> restored;
-  StreamHash sending;
-  // Remote system calls of the run's program (want_remote_io): the shadow's side, made at the
-  // first call, and its counts already in the job's ad.
-  std::unique_ptr<rsc::ShadowIo> io;
-  rsc::ShadowIo::Counts io_recorded;
-  ~Run() {
-    if (fd >= 0) ::close(fd);
-  }
+  bool started = false;  // the startd said the program runs (or it ran before a restart)
+  Shadow shadow;         // its input, output, checkpoints and remote I/O
 };
 
 // The pool's own collector as a slot source: its free slots of startds that may still be trusted.
@@ -209,7 +135,9 @@ Pool::Pool(boost::asio::io_context& io, JobQueue& queue, const PoolSettings& set
     : io_(io),
       queue_(queue),
       settings_(settings),
-      spool_(std::move(spool)),
+      shadows_{.queue = queue,
+               .checkpoints = spool + "/checkpoints",
+               .local_restore_site_checkpoints = settings.local_restore_site_checkpoints},
       authority_(authority),
       hooks_(std::move(hooks)),
       acceptor_(io),
@@ -222,7 +150,7 @@ Pool::Pool(boost::asio::io_context& io, JobQueue& queue, const PoolSettings& set
   size_t limit = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY
                      ? static_cast<size_t>(lim.rlim_cur)
                      : 65536;
-  remote_open_max_ = std::max<size_t>(64, limit / 2);
+  shadows_.remote_open_max = std::max<size_t>(64, limit / 2);
 }
 
 Pool::~Pool() = default;
@@ -318,7 +246,7 @@ void Pool::WatchSilence(const std::shared_ptr<Startd>& sd) {
 }
 
 void Pool::Send(const std::shared_ptr<Startd>& sd, const Message& m, std::string_view body) {
-  if (!sd->closed) sd->link->Send(m, body);
+  sd->Send(m, body);
 }
 
 void Pool::OnFrame(const std::shared_ptr<Startd>& sd, pool::Frame f) {
@@ -600,61 +528,17 @@ void Pool::OnRsc(const std::shared_ptr<Startd>& sd, const Message& m, const std:
   Run* run = FindRun(sd, m);
   Job* j = run && IsCurrent(*run) ? queue_.Find(run->job) : nullptr;
   std::string reply;
-  if (!j || !j->ad.EvaluateBool("WantRemoteIO").value_or(false)) {
-    // Not a run of a job that asked for remote I/O: answered, never done.
-    rsc::Reply no{.result = -1, .error = EACCES};
-    if (body.size() >= 8) no.seq = rsc::wire::Get(body, 0, 8);
-    reply = rsc::Encode(no);
-    spdlog::warn("agent: pool: job {} run {}: a remote system call refused: {}", m.job, m.run,
-                 j ? "the job did not ask for remote I/O (want_remote_io)" : "no such run");
+  if (run) {
+    int status = j ? j->status : 0;
+    reply = run->shadow.RemoteCall(j, body);
+    // Held: the program wrote where remote I/O cannot follow.
+    if (j && j->status != status) hooks_.commit_soon();
   } else {
-    if (!run->io) {
-      std::vector<std::string> roots;
-      for (auto& r : rsc::RemoteRoots(j->ad)) {
-        struct stat st {};
-        bool folder = ::stat(r.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-        roots.push_back(folder ? r + "/" : r);
-      }
-      run->io = std::make_unique<rsc::ShadowIo>(
-          std::move(roots),
-          rsc::ShadowIo::Limits{.shared_open = remote_open_, .max_shared = remote_open_max_});
-    }
-    reply = run->io->Handle(body);
-    for (const auto& why : run->io->TakeRefusals())
-      spdlog::warn("agent: pool: job {}: remote I/O refused: {}", m.job, why);
-    // Bytes the program wrote that its library could not send: never taken for a good run.
-    for (const auto& path : run->io->TakeUnseen()) {
-      spdlog::warn("agent: pool: job {}: wrote to {} through calls remote I/O cannot follow", m.job,
-                   path);
-      if (j->status != kRunning) continue;
-      (void)queue_.Hold(*j,
-                        "Remote I/O: the job wrote to " + path +
-                            " through calls remote I/O cannot follow (a bash builtin's "
-                            "redirection, such as echo > FILE?); those bytes never reached this "
-                            "machine",
-                        kHoldTransferOutputError);
-      hooks_.commit_soon();
-    }
+    spdlog::warn("agent: pool: job {} run {}: a remote system call refused: no such run",
+                 ForLog(m.job, 40), ForLog(m.run, 80));
+    reply = RefusedRemoteCall(body);
   }
   Send(sd, Message{.type = MsgType::kRscReply, .job = m.job, .run = m.run, .chan = m.chan}, reply);
-}
-
-// The remote I/O a run did, into its job's ad: this run's bytes (for its terminated event) and
-// the job's totals, as HTCondor's BytesSent/BytesRecvd are kept.
-void Pool::RecordIo(Run& run, Job& j) {
-  if (!run.io) return;
-  const auto& now = run.io->counts();
-  auto add = [&](const char* name, uint64_t v) {
-    int64_t before = j.ad.EvaluateInt(name).value_or(0);
-    queue_.SetAttr(j, name, classad::MakeInteger(before + static_cast<int64_t>(v)));
-  };
-  add("BytesRead", now.bytes_read - run.io_recorded.bytes_read);
-  add("BytesWritten", now.bytes_written - run.io_recorded.bytes_written);
-  add("RemoteIOCalls", now.calls - run.io_recorded.calls);
-  queue_.SetAttr(j, "RunBytesRead", classad::MakeInteger(static_cast<int64_t>(now.bytes_read)));
-  queue_.SetAttr(j, "RunBytesWritten",
-                 classad::MakeInteger(static_cast<int64_t>(now.bytes_written)));
-  run.io_recorded = now;
 }
 
 Pool::Run* Pool::FindRun(const std::shared_ptr<Startd>& sd, const Message& m, bool* foreign) {
@@ -673,160 +557,41 @@ Pool::Run* Pool::FindRun(const std::shared_ptr<Startd>& sd, const Message& m, bo
 void Pool::OnOutput(const std::shared_ptr<Startd>& sd, const Message& m, const std::string& body) {
   Run* run = FindRun(sd, m);
   Job* j = run ? queue_.Find(run->job) : nullptr;
-  if (j && m.checkpoint) return OnCheckpointPiece(sd, *run, *j, m, body);
-  if (!j || !run->output_error.empty()) return;
+  if (!j) return;
+  if (m.checkpoint) {
+    if (auto why = run->shadow.CheckpointPiece(*j, m, body); !why.empty()) Refused(sd, m, why);
+    return;
+  }
   // A run in place wrote its files where they belong: nothing may be written over them.
   if (!InPlaceDir(*j, *sd, run->slot).empty()) return;
-  std::string iwd = j->ad.EvaluateString("Iwd").value_or("/");
-  std::string target;
-  if (m.path == kStdoutName || m.path == kStderrName) {
-    auto name = j->ad.EvaluateString(m.path == kStdoutName ? "Out" : "Err").value_or("");
-    if (name.empty() || name == "/dev/null") return;
-    target = JoinPath(iwd, name);
-  } else {
-    target = JoinPath(iwd, Remapped(*j, m.path));
-  }
-  if (m.offset == 0) {
-    if (auto st = MakeDirs(fs::path(target).parent_path().string(), 0755); !st) {
-      run->output_error = st.error().message();
-      return;
-    }
-  }
-  if (auto st = WriteAt(target, m.offset, body, m.last, m.mode); !st)
-    run->output_error = st.error().message();
+  run->shadow.Output(*j, m, body);
 }
 
-// ---- checkpoints (docs/pool.md, "Checkpoints") ----
-//
-// A job's checkpoints live in spool/checkpoints/C.P/: the pieces of one arrive in
-// incoming.RUN/, which becomes ckpt.N once whole and synced; NumCheckpoints = N is then
-// committed, and only after that commit do older ones go and is the startd told to go on. So a
-// crash or a cut connection at any point leaves the last committed checkpoint whole.
-
-std::string Pool::CheckpointDir(JobKey key) const {
-  return spool_ + "/checkpoints/" + JobIdString(key);
-}
-
-const CheckpointPolicy& Pool::PolicyOf(Run& run, const Job& j) {
-  if (!run.policy) {
-    std::vector<std::string> names;
-    classad::ClassAd scratch;
-    if (auto inputs = InputsOf(j, &scratch)) {
-      for (const auto& i : *inputs) names.push_back(i.remote);
-      run.policy = CheckpointPolicyOf(j.ad, std::move(names));
-    } else {
-      // Its inputs cannot be told apart: nothing may be taken as its checkpoint.
-      run.policy = CheckpointPolicy{};
-    }
-  }
-  return *run.policy;
-}
-
-void Pool::OnCheckpointPiece(const std::shared_ptr<Startd>& sd, Run& run, const Job& j,
-                             const Message& m, const std::string& body) {
-  if (!run.checkpoint_error.empty()) return;
-  if (std::string why = CheckpointFileRefusal(PolicyOf(run, j), m.path); !why.empty()) {
-    Refused(sd, m, "checkpoint file refused: " + why);
-    run.checkpoint_error = why;
-    return;
-  }
-  if (!run.receiving[m.path].Update(m.offset, body)) {
-    run.checkpoint_error = "'" + ForLog(m.path) + "' arrived out of order";
-    return;
-  }
-  std::string target = CheckpointDir(run.job) + "/incoming." + run.id + "/" + m.path;
-  Status st;
-  if (m.offset == 0) st = MakeDirs(fs::path(target).parent_path().string(), 0700);
-  if (st) st = WriteAt(target, m.offset, body, m.last, m.mode);
-  if (!st) run.checkpoint_error = "cannot write a checkpoint file: " + st.error().message();
-}
-
-namespace {
-
-// The digest of the checkpoint received in `dir`, from the hashes taken as its pieces came; the
-// files there must be exactly those, of those sizes.
-Result<std::string> ReceivedDigest(const std::string& dir,
-                                   const std::map<std::string, StreamHash>& hashes) {
-  auto files = StoredCheckpointFiles(dir);
-  if (!files) return Fail(files.error());
-  if (files->size() != hashes.size())
-    return Fail(ErrorCode::kInvalidInput, "its files are not the ones that were sent");
-  std::vector<CheckpointFileSum> sums;
-  for (const auto& f : *files) {
-    auto h = hashes.find(f.path);
-    if (h == hashes.end() || h->second.size() != f.size)
-      return Fail(ErrorCode::kInvalidInput, "'" + ForLog(f.path) + "' is not as it was sent");
-    sums.push_back({f.path, f.size, h->second.Hex()});
-  }
-  return CheckpointDigest(std::move(sums));
-}
-
-}  // namespace
+// ---- checkpoints (docs/pool.md, "Checkpoints"; stored by the run's shadow) ----
 
 void Pool::OnCheckpointed(const std::shared_ptr<Startd>& sd, const Message& m) {
   Run* run = FindRun(sd, m);
   if (!run || !IsCurrent(*run)) return;
   Job* j = queue_.Find(run->job);
-  std::string dir = CheckpointDir(run->job), incoming = dir + "/incoming." + run->id;
-  std::error_code ec;
-  auto received = std::exchange(run->receiving, {});
   if (!j || (!RunUnderWay(j->status) && j->status != kHeld)) {
     // Removed meanwhile: nobody needs it, but the starter hears back so that it can end the run
     // (a transparent checkpoint taken for a vacate waits for this answer). A held job keeps it:
     // its release goes on from it.
     // Nothing is stored, so nothing waits for a commit (and none may come): answered now.
-    fs::remove_all(incoming, ec);
+    run->shadow.DropIncomingCheckpoint();
     Send(sd, Message{.type = MsgType::kAck, .job = m.job, .run = m.run, .checkpoint = true});
     return;
   }
-  if (!PolicyOf(*run, *j).checkpoints) {
+  if (!run->shadow.Policy(*j).checkpoints) {
     // Only the desktop decides which jobs have checkpoints: nothing is stored, and the run
     // (whose startd does what no Kite startd does) is stopped; the job matches again.
     Refused(sd, m, "the job takes no checkpoints");
-    fs::remove_all(incoming, ec);
-    run->checkpoint_error.clear();
+    run->shadow.DropIncomingCheckpoint();
     Vacate(*run, "its startd sent a checkpoint for a job that takes none");
     return;
   }
-  int n = static_cast<int>(j->ad.EvaluateInt("NumCheckpoints").value_or(0)) + 1;
-  std::string committed = dir + "/ckpt." + std::to_string(n);
-  Status st = run->checkpoint_error.empty() ? MakeDirs(incoming, 0700)
-                                            : Fail(ErrorCode::kIo, run->checkpoint_error);
-  Result<std::string> digest = st ? ReceivedDigest(incoming, received) : Fail(st.error());
-  if (!digest) st = Fail(digest.error());
-  if (st) st = SyncTree(incoming);
-  if (st) {
-    fs::remove_all(committed, ec);  // left by a crash before its commit
-    if (::rename(incoming.c_str(), committed.c_str()) != 0) st = FailErrno("rename " + incoming);
-  }
-  if (st) st = SyncPath(dir);
-  if (!st) {
-    // The job goes on from where it is; its last committed checkpoint stays the one to resume.
-    spdlog::warn("agent: pool: job {}: checkpoint not stored: {}", m.job, st.error().message());
-    queue_.AddEvent(*j, kEventGeneric,
-                    "The job's checkpoint could not be stored: " + st.error().message());
-    fs::remove_all(incoming, ec);
-    run->checkpoint_error.clear();
-    checkpoint_acks_.push_back({run->startd, m.job, m.run, run->job, n - 1});
-  } else {
-    double now = queue_.Now(),
-           run_time = m.usage.end > m.usage.start ? m.usage.end - m.usage.start : 0;
-    queue_.SetAttr(*j, "NumCheckpoints", classad::MakeInteger(n));
-    queue_.SetAttr(*j, "LastCheckpointTime", classad::MakeInteger(static_cast<int64_t>(now)));
-    queue_.SetAttr(*j, "CheckpointBytes",
-                   classad::MakeInteger(static_cast<int64_t>(TreeBytes(committed))));
-    if (m.took > 0) queue_.SetAttr(*j, "LastCheckpointDuration", classad::MakeReal(m.took));
-    queue_.SetAttr(
-        *j, "CommittedTime",
-        classad::MakeReal(j->ad.EvaluateReal("RemoteWallClockTime").value_or(0) + run_time));
-    // What binds the stored files to this job: they go back only while they have this digest.
-    queue_.SetAttr(*j, "CheckpointDigest", classad::MakeString(*digest));
-    queue_.SetAttr(*j, "CheckpointStartd", classad::MakeString(sd->name));
-    queue_.SetAttr(*j, "CheckpointFromSite", classad::MakeBool(sd->peer.door == PoolDoor::kTls));
-    queue_.AddEvent(*j, kEventCheckpointed, EventBody(kEventCheckpointed, ""));
-    spdlog::info("agent: pool: job {} checkpoint {} stored", m.job, n);
-    checkpoint_acks_.push_back({run->startd, m.job, m.run, run->job, n});
-  }
+  int n = run->shadow.StoreCheckpoint(*j, m, sd->name, sd->peer.door == PoolDoor::kTls);
+  checkpoint_acks_.push_back({run->startd, m.job, m.run, run->job, n});
   hooks_.commit_soon();
 }
 
@@ -863,12 +628,7 @@ void Pool::OnNotCheckpointed(const std::shared_ptr<Startd>& sd, const Message& m
 
 // After the commit: checkpoints other than the committed one go, and the startd goes on.
 void Pool::CheckpointCommitted(const CheckpointAck& a) {
-  std::error_code ec;
-  std::string keep = "ckpt." + std::to_string(a.number);
-  for (auto& e : fs::directory_iterator(CheckpointDir(a.key), ec)) {
-    std::string name = e.path().filename().string();
-    if (name.starts_with("ckpt.") && name != keep) fs::remove_all(e.path(), ec);
-  }
+  Shadow::KeepOnlyCheckpoint(shadows_, a.key, a.number);
   if (auto sd = a.startd.lock())
     Send(sd, Message{.type = MsgType::kAck, .job = a.job, .run = a.run, .checkpoint = true});
 }
@@ -887,7 +647,7 @@ void Pool::OnEnded(const std::shared_ptr<Startd>& sd, const Message& m) {
   if (j) {
     // Its `started` may have been lost with an agent that went away meanwhile.
     queue_.RecordProgramStart(*j, run->id);
-    RecordIo(*run, *j);
+    run->shadow.RecordIo(*j);
     const auto& u = m.usage;
     queue_.RecordUsage(*j, Usage{u.user_cpu, u.sys_cpu, u.rss_kb, u.rss_kb});
     EndRemote(*j, u.end > u.start ? u.end - u.start : 0);
@@ -904,10 +664,10 @@ void Pool::OnEnded(const std::shared_ptr<Startd>& sd, const Message& m) {
       hooks_.retire(*j);
     } else if (!RunUnderWay(j->status)) {
       // Held meanwhile: it stays held.
-    } else if (!run->output_error.empty()) {
-      (void)queue_.Hold(*j,
-                        "Error from " + run->slot + ": cannot write output: " + run->output_error,
-                        kHoldTransferOutputError);
+    } else if (!run->shadow.output_error().empty()) {
+      (void)queue_.Hold(
+          *j, "Error from " + run->slot + ": cannot write output: " + run->shadow.output_error(),
+          kHoldTransferOutputError);
     } else if (m.exit.kind == pool::RunExit::Kind::kFailed) {
       (void)queue_.Hold(*j, "Error from " + run->slot + ": " + m.exit.message,
                         kHoldFailedToCreateProcess);
@@ -974,7 +734,7 @@ void Pool::SettleLost(const std::string& id, const std::string& why, double wall
   if (it == runs_.end()) return;
   Job* j = IsCurrent(it->second) ? queue_.Find(it->second.job) : nullptr;
   if (j) {
-    RecordIo(it->second, *j);
+    it->second.shadow.RecordIo(*j);
     EndRemote(*j, wall);
     if (RunUnderWay(j->status)) {
       (void)queue_.SetIdle(*j, why);
@@ -1234,9 +994,7 @@ void Pool::Recover() {
         hooks_.retire(j);
       continue;
     }
-    Run& run = runs_[*id];
-    run.id = *id;
-    run.job = key;
+    Run& run = runs_.try_emplace(*id, shadows_, *id, key).first->second;
     run.slot = *slot;
     run.state = Run::State::kRunning;
     // Its program's start counted before the restart, or not yet (the startd says so again). A
@@ -1260,7 +1018,7 @@ void Pool::OnFlushed() {
   gone_checkpoints_.clear();
   for (JobKey key : gone) {
     std::error_code ec;
-    fs::remove_all(CheckpointDir(key), ec);
+    fs::remove_all(shadows_.CheckpointDir(key), ec);
   }
   auto acks = std::move(acks_);
   acks_.clear();
@@ -1284,7 +1042,8 @@ std::unique_ptr<NegotiationPass> Pool::MakePass() {
             Job* j = queue_.Find(key);
             return j && j->status == kIdle ? &j->ad : nullptr;
           },
-          .may_run_here = [this](const classad::ClassAd& ad) { return LocalRestoreAllowed(ad); }},
+          .may_run_here =
+              [this](const classad::ClassAd& ad) { return shadows_.LocalRestoreAllowed(ad); }},
       SystemClock(), kNegotiationSlice);
 }
 
@@ -1340,140 +1099,13 @@ void Pool::StartRun(Job& j, Slot& slot) {
   // Running from now (the run is placed); its start (NumJobStarts, the execute event) counts
   // once the startd says the program runs: a run lost before that never ran.
   if (!queue_.MarkRunning(j, /*program_started=*/false)) return;
-  Run& run = runs_[id];
-  run.id = id;
-  run.job = j.key;
+  Run& run = runs_.try_emplace(id, shadows_, id, j.key).first->second;
   run.slot = slot.name;
   run.startd = slot.startd;
   slot.run = id;
   run_of_[j.key] = id;
   after_commit_.push_back(id);
   hooks_.commit_soon();
-}
-
-// The job's input as HTCondor sends it: the executable (unless transfer_executable = false), its
-// standard input file, and transfer_input_files (files, and directories with what they hold), each
-// under its base name at the top of the sandbox.
-namespace {
-
-Result<std::vector<InputFile>> InputsOf(const Job& j, classad::ClassAd* ad) {
-  std::vector<InputFile> in;
-  std::string iwd = j.ad.EvaluateString("Iwd").value_or("/");
-  std::error_code ec;
-  auto add = [&](const std::string& local, const std::string& remote, uint32_t mode) -> Status {
-    struct stat sb {};
-    if (::stat(local.c_str(), &sb) != 0) return FailErrno("cannot read input file " + local);
-    if (S_ISDIR(sb.st_mode)) {
-      for (auto& e : fs::recursive_directory_iterator(local, ec)) {
-        if (!e.is_regular_file(ec)) continue;
-        std::string rel = fs::relative(e.path(), local, ec).string();
-        in.push_back({e.path().string(), remote + "/" + rel,
-                      static_cast<uint32_t>(e.status().permissions()) & 0777,
-                      static_cast<uint64_t>(e.file_size(ec)), 0});
-      }
-      if (ec)
-        return Fail(ErrorCode::kIo, "cannot read input directory " + local + ": " + ec.message());
-      return {};
-    }
-    if (!S_ISREG(sb.st_mode)) return Fail(ErrorCode::kInvalidInput, local + " is not a file");
-    in.push_back(
-        {local, remote, mode ? mode : (sb.st_mode & 0777), static_cast<uint64_t>(sb.st_size), 0});
-    return {};
-  };
-  auto cmd = j.ad.EvaluateString("Cmd").value_or("");
-  if (j.ad.EvaluateBool("TransferExecutable").value_or(true) && !cmd.empty()) {
-    std::string base = BaseName(cmd);
-    if (auto st = add(JoinPath(iwd, cmd), base, 0755); !st) return std::unexpected(st.error());
-    ad->Assign("Cmd", base);
-  }
-  auto stdin_file = j.ad.EvaluateString("In").value_or("/dev/null");
-  if (stdin_file != "/dev/null" && !stdin_file.empty() &&
-      j.ad.EvaluateBool("TransferIn").value_or(true)) {
-    std::string base = BaseName(stdin_file);
-    if (auto st = add(JoinPath(iwd, stdin_file), base, 0); !st) return std::unexpected(st.error());
-    ad->Assign("In", base);
-  }
-  for (const auto& item : Split(j.ad.EvaluateString("TransferInput").value_or(""), ',')) {
-    std::string f(Trim(item));
-    if (f.empty()) continue;
-    bool contents = f.size() > 1 && f.back() == '/';
-    while (f.size() > 1 && f.back() == '/') f.pop_back();
-    std::string local = JoinPath(iwd, f);
-    if (contents) {
-      for (auto& e : fs::directory_iterator(local, ec)) {
-        if (auto st = add(e.path().string(), e.path().filename().string(), 0); !st)
-          return std::unexpected(st.error());
-      }
-      if (ec)
-        return Fail(ErrorCode::kIo, "cannot read input directory " + local + ": " + ec.message());
-    } else if (auto st = add(local, BaseName(f), 0); !st) {
-      return std::unexpected(st.error());
-    }
-  }
-  for (const auto& i : in) {
-    if (auto st = pool::CheckRelativePath(i.remote); !st) return std::unexpected(st.error());
-  }
-  return in;
-}
-
-}  // namespace
-
-namespace {
-
-// HTCondor's $$() substitution in the job's strings, done in the copy that goes to the slot.
-Status ExpandMatchReferences(classad::ClassAd& job, const classad::ClassAd& slot) {
-  std::vector<std::pair<std::string, std::string>> changed;
-  for (const auto& a : job) {
-    classad::Value v;
-    if (!classad::IsLiteral(a.expr(), &v) || !v.IsString()) continue;
-    if (v.AsString().find("$$(") == std::string_view::npos) continue;
-    auto text = classad::ExpandMatchReferences(v.AsString(), job, slot);
-    if (!text) return Fail(text.error().Wrap(std::string(a.name())));
-    changed.emplace_back(a.name(), std::move(*text));
-  }
-  for (auto& [name, text] : changed) job.Assign(name, text);
-  return {};
-}
-
-}  // namespace
-
-std::string Pool::RestoreCheckpoint(Run& run, Job& j, PoolDoor door,
-                                    std::vector<PoolInputFile>* inputs) {
-  int n = static_cast<int>(j.ad.EvaluateInt("NumCheckpoints").value_or(0));
-  auto digest = j.ad.EvaluateString("CheckpointDigest");
-  if (!digest) {
-    // Stored by a Kite that kept no digest: nothing binds its files to the job. It starts over.
-    queue_.AddEvent(j, kEventGeneric,
-                    "Checkpoint " + std::to_string(n) +
-                        " has no recorded digest (stored by an earlier Kite); the job starts "
-                        "from its beginning");
-    return "";
-  }
-  if (door == PoolDoor::kLocal && !LocalRestoreAllowed(j.ad)) {
-    // The negotiator keeps such jobs off the local slots; should one get here, it starts over
-    // rather than run what a site wrote.
-    queue_.AddEvent(j, kEventGeneric,
-                    "Checkpoint " + std::to_string(n) + " is an image made at " +
-                        j.ad.EvaluateString("CheckpointStartd").value_or("a site") +
-                        "; it is not restored on this desktop's slots ([pool] "
-                        "local_restore_site_checkpoints); the job starts from its beginning");
-    return "";
-  }
-  auto files = StoredCheckpointFiles(CheckpointDir(j.key) + "/ckpt." + std::to_string(n));
-  if (!files) return files.error().message();
-  for (const auto& f : *files) {
-    if (std::string why = CheckpointFileRefusal(*run.policy, f.path); !why.empty()) return why;
-    inputs->push_back({f.local, f.path, f.mode, f.size, 0, /*checkpoint=*/true});
-  }
-  run.expected_digest = *digest;
-  return "";
-}
-
-bool Pool::LocalRestoreAllowed(const classad::ClassAd& ad) const {
-  return settings_.local_restore_site_checkpoints ||
-         !ad.EvaluateBool("TransparentCheckpoint").value_or(false) ||
-         ad.EvaluateInt("NumCheckpoints").value_or(0) <= 0 ||
-         !ad.EvaluateBool("CheckpointFromSite").value_or(false);
 }
 
 // HTCondor's rule: no transfer when the job does not ask for it (should_transfer_files = NO, or
@@ -1507,122 +1139,41 @@ void Pool::SendActivate(Run& run) {
   if (!j || j->status != kRunning) return DropRun(run.id);
   if (!sd || sd->closed) return;  // its lease decides
   if (!Admitted(sd)) return;      // shown out: its runs, this one included, are settled
-  auto flat = classad::ParseOldAd(queue_.FlatText(*j));
-  if (!flat) return LoseRun(run.id, "its ad does not read back: " + flat.error().message());
-  // The job cannot go as it is: it is held, and its slot goes to another.
-  auto hold_instead = [&](const std::string& reason, int code) {
-    (void)queue_.Hold(*j, reason, code);
+  auto slot = slots_.find(run.slot);
+  auto activate =
+      run.shadow.Activate(*j, RunPlace{.slot = run.slot,
+                                       .slot_ad = slot != slots_.end() ? &slot->second.ad : nullptr,
+                                       .door = sd->peer.door,
+                                       .in_place = InPlaceDir(*j, *sd, run.slot)});
+  if (!activate) {
+    // The job cannot go as it is: it is held, and its slot goes to another.
+    (void)queue_.Hold(*j, activate.error().reason, activate.error().code);
     DropRun(run.id);
     hooks_.commit_soon();
     NegotiateSoon();
-  };
-  if (auto slot = slots_.find(run.slot); slot != slots_.end()) {
-    if (auto st = ExpandMatchReferences(*flat, slot->second.ad); !st)
-      return hold_instead("Cannot expand $$ references at the match: " + st.error().message(),
-                          kHoldQueueDamage);
+    return;
   }
-  std::string in_place = InPlaceDir(*j, *sd, run.slot);
-  auto inputs = in_place.empty() ? InputsOf(*j, &*flat) : std::vector<InputFile>{};
-  if (!inputs)
-    return hold_instead("Transfer input files failure: " + inputs.error().message(),
-                        kHoldTransferInputError);
-  std::vector<std::string> names;
-  for (const auto& i : *inputs) names.push_back(i.remote);
-  run.policy = CheckpointPolicyOf(j->ad, std::move(names));
-  run.expected_digest.clear();
-  run.restored.clear();
-  if (auto n = j->ad.EvaluateInt("NumCheckpoints"); n && *n > 0) {
-    auto why = RestoreCheckpoint(run, *j, sd->peer.door, &*inputs);
-    if (!why.empty())
-      return hold_instead("Cannot restore checkpoint " + std::to_string(*n) + ": " + why,
-                          kHoldTransferInputError);
-  }
-  run.inputs = std::move(*inputs);
-  Message m{.type = MsgType::kActivate,
-            .slot = run.slot,
-            .job = JobIdString(run.job),
-            .run = run.id,
-            .ad = classad::ToNewText(*flat),
-            .in_place = in_place};
-  for (const auto& i : run.inputs) m.files.push_back({i.remote, i.size, i.mode});
-  Send(sd, m);
+  Send(sd, *activate);
   run.state = Run::State::kSending;
   sd->pumping.push_back(run.id);
   PumpInputs(sd);
 }
 
-// Sends input while the startd's queue is short, so a large file is never all in memory.
+// Each run's input in turn, while the startd's queue is short.
 void Pool::PumpInputs(const std::shared_ptr<Startd>& sd) {
-  std::string chunk;
-  while (!sd->closed && !sd->pumping.empty() && sd->link->queued_bytes() < kOutboxHigh) {
+  while (!sd->closed && !sd->pumping.empty()) {
     auto it = runs_.find(sd->pumping.front());
     if (it == runs_.end() || it->second.state != Run::State::kSending) {
       sd->pumping.pop_front();
       continue;
     }
     Run& run = it->second;
-    std::string job = JobIdString(run.job);
-    if (run.next_input == run.inputs.size()) {
-      if (!run.expected_digest.empty() &&
-          CheckpointDigest(std::exchange(run.restored, {})) != run.expected_digest) {
-        // Not what was stored for this job: never restored. The hold vacates the run.
-        if (Job* j = queue_.Find(run.job)) {
-          (void)queue_.Hold(*j,
-                            "Cannot restore checkpoint " +
-                                std::to_string(j->ad.EvaluateInt("NumCheckpoints").value_or(0)) +
-                                ": its files are not the ones stored for this job (their digest "
-                                "differs from CheckpointDigest)",
-                            kHoldTransferInputError);
-          hooks_.commit_soon();
-        }
-        run.state = Run::State::kRunning;  // nothing more is sent; the hold stops it
-        sd->pumping.pop_front();
-        continue;
-      }
-      Send(sd, Message{.type = MsgType::kGo, .job = job, .run = run.id});
-      run.state = Run::State::kRunning;
-      sd->pumping.pop_front();
-      continue;
-    }
-    auto& in = run.inputs[run.next_input];
-    // A stored checkpoint's file is the agent's own: never read through a link.
-    if (run.fd < 0)
-      run.fd = ::open(in.local.c_str(), O_RDONLY | O_CLOEXEC | (in.checkpoint ? O_NOFOLLOW : 0));
-    ssize_t n = -1;
-    if (run.fd >= 0) {
-      chunk.resize(pool::kChunk);
-      n = ::pread(run.fd, chunk.data(), chunk.size(), static_cast<off_t>(in.sent));
-    }
-    if (n < 0) {
-      std::string why = "cannot read input file " + in.local + ": " + std::strerror(errno);
-      if (Job* j = queue_.Find(run.job))
-        (void)queue_.Hold(*j, "Transfer input files failure: " + why, kHoldTransferInputError);
-      sd->pumping.pop_front();
-      hooks_.commit_soon();
-      continue;  // the hold vacates the run
-    }
-    chunk.resize(static_cast<size_t>(n));
-    bool last = n == 0 || in.sent + static_cast<uint64_t>(n) >= in.size;
-    if (in.checkpoint) {
-      run.sending.Update(in.sent, chunk);
-      if (last) run.restored.push_back({in.remote, in.sent + chunk.size(), run.sending.Hex()});
-    }
-    Send(sd,
-         Message{.type = MsgType::kInput,
-                 .job = job,
-                 .run = run.id,
-                 .path = in.remote,
-                 .offset = in.sent,
-                 .last = last,
-                 .checkpoint = in.checkpoint,
-                 .mode = in.mode},
-         chunk);
-    in.sent += static_cast<uint64_t>(n);
-    if (last) {
-      ::close(run.fd);
-      run.fd = -1;
-      ++run.next_input;
-    }
+    auto pumped = run.shadow.Pump(*sd, kOutboxHigh);
+    if (pumped == Shadow::Pumped::kMore) return;
+    // Sent, or stopped by a hold (which vacates the run): nothing more goes.
+    run.state = Run::State::kRunning;
+    if (pumped == Shadow::Pumped::kStopped) hooks_.commit_soon();
+    sd->pumping.pop_front();
   }
 }
 

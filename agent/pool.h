@@ -1,7 +1,8 @@
 // The agent's side of the personal pool (docs/pool.md): the startds' connections, the collector
 // (their slot ads, soft state rebuilt from each connection's hello and updates), the negotiator
-// (agent/negotiator.h) and a shadow per run (input sent, output written under the job's Iwd, the
-// outcome recorded).
+// (agent/negotiation.h) and the runs: which startd holds each, its lease, its outcome. What moves
+// for a run (input, output, checkpoints, remote I/O) is its shadow's (agent/shadow.h), which
+// rides on whichever startd's connection the pool gives it.
 //
 // Write ahead, then act (docs/architecture.md): a job is marked Running with its run id
 // (PoolRunId) and slot (RemoteHost) and committed before its activate is sent; a run's outcome is
@@ -29,14 +30,12 @@
 #include "agent/pool_authority.h"
 #include "agent/pool_settings.h"
 #include "agent/queue.h"
+#include "agent/shadow.h"
 #include "common/accept_loop.h"
 #include "pool/protocol.h"
 #include "pool/stream.h"
 
 namespace kite::agent {
-
-struct CheckpointPolicy;
-struct PoolInputFile;  // one file a run's input holds (pool.cpp)
 
 // Who is at the other end of a startd's connection, as its door established it.
 struct PoolPeer {
@@ -112,17 +111,11 @@ class Pool {
   void OnStarted(const std::shared_ptr<Startd>& sd, const pool::Message& m);
   void OnOutput(const std::shared_ptr<Startd>& sd, const pool::Message& m, const std::string& body);
   void OnRsc(const std::shared_ptr<Startd>& sd, const pool::Message& m, const std::string& body);
-  void RecordIo(Run& run, Job& j);
   void OnEnded(const std::shared_ptr<Startd>& sd, const pool::Message& m);
-  void OnCheckpointPiece(const std::shared_ptr<Startd>& sd, Run& run, const Job& j,
-                         const pool::Message& m, const std::string& body);
-  // What the run's job may have as its checkpoint (agent/checkpoint_store.h).
-  const CheckpointPolicy& PolicyOf(Run& run, const Job& j);
   void OnCheckpointed(const std::shared_ptr<Startd>& sd, const pool::Message& m);
   void OnNotCheckpointed(const std::shared_ptr<Startd>& sd, const pool::Message& m);
   struct CheckpointAck;
   void CheckpointCommitted(const CheckpointAck& a);
-  std::string CheckpointDir(JobKey key) const;
   void OnVacated(const std::shared_ptr<Startd>& sd, const pool::Message& m, bool refused);
   void OnSuspension(const std::shared_ptr<Startd>& sd, const pool::Message& m);
   // Trust (docs/pool.md): "" while `sd` may go on offering slots, else why not; checked on every
@@ -159,13 +152,6 @@ class Pool {
   std::unique_ptr<NegotiationPass> MakePass();
   void StartRun(Job& job, Slot& slot);
   void SendActivate(Run& run);
-  // Adds the files of the job's committed checkpoint to `inputs` and notes the digest they must
-  // have; "" when they may go (or the job is to start over), otherwise why it cannot be restored.
-  std::string RestoreCheckpoint(Run& run, Job& j, PoolDoor door,
-                                std::vector<PoolInputFile>* inputs);
-  // Whether the job's latest checkpoint may be restored on the desktop's own slots: not an image
-  // a site made, unless [pool] local_restore_site_checkpoints says so.
-  bool LocalRestoreAllowed(const classad::ClassAd& job) const;
   // The directory a run of `j` on `slot` of `sd` runs in place (the job's Iwd), or "" when it
   // runs in a sandbox (docs/pool.md, "A shared file system").
   std::string InPlaceDir(const Job& j, const Startd& sd, const std::string& slot) const;
@@ -185,7 +171,7 @@ class Pool {
   boost::asio::io_context& io_;
   JobQueue& queue_;
   const PoolSettings& settings_;
-  const std::string spool_;
+  ShadowShared shadows_;  // what the runs' shadows share
   PoolAuthority& authority_;
   Hooks hooks_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
@@ -217,9 +203,6 @@ class Pool {
   boost::asio::steady_timer lease_timer_;
   bool lease_armed_ = false;
   boost::asio::steady_timer cool_timer_;  // the latest slot cool-off's end: negotiate again
-  // Files the runs' programs have open through remote I/O, all runs together, and the cap.
-  std::shared_ptr<size_t> remote_open_ = std::make_shared<size_t>(0);
-  size_t remote_open_max_ = 0;
   std::unique_ptr<Offers> offers_;
   std::unique_ptr<NegotiationPass> pass_;  // after offers_, the source it asks for slots
 };
