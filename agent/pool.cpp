@@ -72,14 +72,6 @@ struct Pool::Startd : RunLink {
   std::deque<std::string> pumping;  // run ids whose input is being sent, in order
 };
 
-struct Pool::Slot {
-  std::string name;
-  classad::ClassAd ad;
-  std::weak_ptr<Startd> startd;
-  std::string run;  // the run it holds, "" when free
-  double cool_until = 0;
-};
-
 struct Pool::Run {
   Run(ShadowShared& shared, const std::string& run, JobKey key)
       : id(run), job(key), shadow(shared, run, key) {}
@@ -92,42 +84,6 @@ struct Pool::Run {
   bool vacating = false;
   bool started = false;  // the startd said the program runs (or it ran before a restart)
   Shadow shadow;         // its input, output, checkpoints and remote I/O
-};
-
-// The pool's own collector as a slot source: its free slots of startds that may still be trusted.
-// A startd's trust is looked at once per slice; one that lapsed gets no work and is shown out
-// once the slice is over (Negotiate).
-class Pool::Offers : public SlotSource {
- public:
-  explicit Offers(Pool& pool) : pool_(pool) {}
-  uint64_t generation() const override { return pool_.slot_generation_; }
-  std::vector<const classad::ClassAd*> AllAds() const override {
-    std::vector<const classad::ClassAd*> all;
-    for (const auto& [name, slot] : pool_.slots_) all.push_back(&slot.ad);
-    return all;
-  }
-  std::vector<SlotOffer> FreeSlots() override {
-    double now = pool_.queue_.Now();
-    std::vector<SlotOffer> free;
-    std::map<const Startd*, bool> trusted;
-    for (const auto& [name, slot] : pool_.slots_) {
-      auto sd = slot.startd.lock();
-      if (!sd || sd->closed || !slot.run.empty() || slot.cool_until > now) continue;
-      auto [t, first] = trusted.try_emplace(sd.get(), false);
-      if (first) {
-        t->second = !pool_.ProxyLapsed(*sd) && pool_.Refusal(*sd).empty();
-        if (!t->second) lapsed.push_back(sd);
-      }
-      if (!t->second) continue;
-      free.push_back(
-          SlotOffer{.name = name, .ad = &slot.ad, .site = sd->peer.door == PoolDoor::kTls});
-    }
-    return free;
-  }
-  std::vector<std::shared_ptr<Startd>> lapsed;  // found in the last FreeSlots
-
- private:
-  Pool& pool_;
 };
 
 Pool::Pool(boost::asio::io_context& io, JobQueue& queue, const PoolSettings& settings,
@@ -143,7 +99,12 @@ Pool::Pool(boost::asio::io_context& io, JobQueue& queue, const PoolSettings& set
       acceptor_(io),
       lease_timer_(io),
       cool_timer_(io),
-      offers_(std::make_unique<Offers>(*this)),
+      // A startd's trust is looked at once per slice; one that lapsed gets no work and is shown
+      // out once the slice is over (Negotiate).
+      collector_([&queue] { return queue.Now(); },
+                 [this](const Startd& sd) {
+                   return !sd.closed && !ProxyLapsed(sd) && Refusal(sd).empty();
+                 }),
       pass_(MakePass()) {
   // Remote I/O may hold half of the agent's descriptors; the rest are the agent's own work's.
   rlimit lim{};
@@ -342,14 +303,12 @@ void Pool::OnHello(const std::shared_ptr<Startd>& sd, const Message& m) {
   sd->name = m.name;
   sd->welcomed = true;
   sd->slots.clear();
+  std::vector<std::pair<std::string, classad::ClassAd>> offered;
   for (size_t i = 0; i < m.slots.size(); ++i) {
-    Slot& slot = slots_[m.slots[i].name];
-    slot.name = m.slots[i].name;
-    slot.ad = std::move(ads[i]);
-    ++slot_generation_;
-    slot.startd = sd;
-    sd->slots.push_back(slot.name);
+    offered.emplace_back(m.slots[i].name, std::move(ads[i]));
+    sd->slots.push_back(m.slots[i].name);
   }
+  collector_.Offer(sd, std::move(offered), sd->peer.door == PoolDoor::kTls);
   Send(sd, Message{.type = MsgType::kWelcome});
   WatchSilence(sd);  // in place of the hello's deadline
   // The runs it still has go on; a run we placed on one of its slots that it does not name is
@@ -380,7 +339,7 @@ void Pool::OnHello(const std::shared_ptr<Startd>& sd, const Message& m) {
     run.startd = sd;
     run.lease_until = 0;
     run.state = Run::State::kRunning;
-    slots_[r.slot].run = run.id;
+    collector_.Claim(r.slot, run.id);
     named.insert(run.id);
     // Removed or held while its startd was away (or the agent down): stopped now.
     if (Job* j = queue_.Find(run.job); j && !RunUnderWay(j->status)) {
@@ -482,23 +441,20 @@ void Pool::Refused(const std::shared_ptr<Startd>& sd, const Message& m, const st
 }
 
 void Pool::OnSlot(const std::shared_ptr<Startd>& sd, const Message& m) {
-  auto it = slots_.find(m.slot);
-  if (it == slots_.end() || it->second.startd.lock() != sd) {
+  auto ad = classad::ParseNewAd(m.ad);
+  if (!ad) {
+    spdlog::warn("agent: pool: startd '{}': slot {}: the new ad does not parse ({}); kept the old",
+                 sd->name, ForLog(m.slot, 160), ad.error().message());
+    return;
+  }
+  Stamp(*sd, m.slot, *ad);
+  HeedUpdateInterval(*sd, *ad);  // its own silence limit, whichever slot it names
+  if (!collector_.Update(*sd, m.slot, std::move(*ad))) {
     spdlog::warn("agent: pool: startd '{}' updated slot {}, which it did not offer", sd->name,
                  ForLog(m.slot, 160));
     return;
   }
-  auto ad = classad::ParseNewAd(m.ad);
-  if (!ad) {
-    spdlog::warn("agent: pool: startd '{}': slot {}: the new ad does not parse ({}); kept the old",
-                 sd->name, m.slot, ad.error().message());
-    return;
-  }
-  Stamp(*sd, m.slot, *ad);
-  HeedUpdateInterval(*sd, *ad);
-  it->second.ad = std::move(*ad);
-  ++slot_generation_;
-  if (it->second.run.empty()) NegotiateSoon();
+  if (const auto* slot = collector_.Find(m.slot); slot && slot->run.empty()) NegotiateSoon();
 }
 
 void Pool::OnStarted(const std::shared_ptr<Startd>& sd, const Message& m) {
@@ -707,9 +663,8 @@ void Pool::OnVacated(const std::shared_ptr<Startd>& sd, const Message& m, bool r
   // A slot that refused a job, or stopped one on its own (its owner's policy, its startd
   // leaving), is not offered another for a while.
   if (refused || !run->vacating) {
-    auto it = slots_.find(run->slot);
-    if (it != slots_.end()) {
-      it->second.cool_until = queue_.Now() + kRefusedCoolOff;
+    if (collector_.Find(run->slot)) {
+      collector_.CoolOff(run->slot, kRefusedCoolOff);
       // Offered again when the cool-off is over, whether or not anything else happens by then.
       cool_timer_.expires_after(
           std::chrono::milliseconds(static_cast<int64_t>(kRefusedCoolOff * 1000) + 10));
@@ -795,13 +750,7 @@ void Pool::OnGone(const std::shared_ptr<Startd>& sd, const std::string& why, boo
     spdlog::info("agent: pool: startd '{}' left ({})", sd->name, why);
   else
     spdlog::warn("agent: pool: a startd was dropped before its hello: {}", why);
-  for (const auto& name : sd->slots) {
-    auto it = slots_.find(name);
-    if (it != slots_.end() && it->second.startd.lock() == nullptr)
-      slots_.erase(it), ++slot_generation_;
-    else if (it != slots_.end() && it->second.startd.lock() == sd)
-      slots_.erase(it), ++slot_generation_;
-  }
+  collector_.Withdraw(*sd);
   // Runs it never started (its input unsent, or unfinished) are lost now, as are all of them
   // when it said goodbye; the others wait for it under their lease.
   double now = queue_.Now();
@@ -1036,7 +985,7 @@ void Pool::OnFlushed() {
 
 std::unique_ptr<NegotiationPass> Pool::MakePass() {
   return std::make_unique<NegotiationPass>(
-      std::vector<SlotSource*>{offers_.get()},
+      std::vector<SlotSource*>{&collector_},
       NegotiationPass::Hooks{
           .idle_ad = [this](const JobKey& key) -> const classad::ClassAd* {
             Job* j = queue_.Find(key);
@@ -1061,11 +1010,11 @@ void Pool::NegotiateSoon() {
 void Pool::Negotiate() {
   auto slice = pass_->Run(idle_);
   for (const auto& m : slice.matches) {
-    auto slot = slots_.find(m.slot);
+    auto* slot = collector_.Find(m.slot);
     Job* j = queue_.Find(m.job);
-    if (j && slot != slots_.end()) StartRun(*j, slot->second);
+    if (j && slot) StartRun(*j, *slot);
   }
-  for (const auto& sd : std::exchange(offers_->lapsed, {})) (void)Admitted(sd);
+  for (const auto& sd : collector_.TakeDistrusted()) (void)Admitted(sd);
   if (!slice.over) {
     negotiate_posted_ = true;
     boost::asio::post(io_, [this] {
@@ -1087,7 +1036,7 @@ void Pool::Negotiate() {
   if (slice.again) NegotiateSoon();
 }
 
-void Pool::StartRun(Job& j, Slot& slot) {
+void Pool::StartRun(Job& j, const Collector<Startd>::Slot& slot) {
   // Unguessable: a run id is what a startd's messages about the run must name, and nobody but
   // the startd that was given the run learns it.
   std::string id =
@@ -1101,8 +1050,8 @@ void Pool::StartRun(Job& j, Slot& slot) {
   if (!queue_.MarkRunning(j, /*program_started=*/false)) return;
   Run& run = runs_.try_emplace(id, shadows_, id, j.key).first->second;
   run.slot = slot.name;
-  run.startd = slot.startd;
-  slot.run = id;
+  run.startd = slot.owner;
+  collector_.Claim(slot.name, id);
   run_of_[j.key] = id;
   after_commit_.push_back(id);
   hooks_.commit_soon();
@@ -1119,10 +1068,10 @@ std::string Pool::InPlaceDir(const Job& j, const Startd& sd, const std::string& 
     return "";
   auto should = ToLower(j.ad.EvaluateString("ShouldTransferFiles").value_or("IF_NEEDED"));
   if (should != "no" && should != "if_needed") return "";
-  auto it = slots_.find(slot);
-  if (it == slots_.end()) return "";
+  const auto* it = collector_.Find(slot);
+  if (!it) return "";
   auto mine = j.ad.EvaluateString("FileSystemDomain");
-  auto theirs = it->second.ad.EvaluateString("FileSystemDomain");
+  auto theirs = it->ad.EvaluateString("FileSystemDomain");
   if (!mine || !theirs || mine->empty() || *mine != *theirs) return "";
   if (j.ad.EvaluateBool("WantRemoteIO").value_or(false) ||
       j.ad.EvaluateBool("TransparentCheckpoint").value_or(false) ||
@@ -1139,10 +1088,10 @@ void Pool::SendActivate(Run& run) {
   if (!j || j->status != kRunning) return DropRun(run.id);
   if (!sd || sd->closed) return;  // its lease decides
   if (!Admitted(sd)) return;      // shown out: its runs, this one included, are settled
-  auto slot = slots_.find(run.slot);
+  const auto* slot = collector_.Find(run.slot);
   auto activate =
       run.shadow.Activate(*j, RunPlace{.slot = run.slot,
-                                       .slot_ad = slot != slots_.end() ? &slot->second.ad : nullptr,
+                                       .slot_ad = slot ? &slot->ad : nullptr,
                                        .door = sd->peer.door,
                                        .in_place = InPlaceDir(*j, *sd, run.slot)});
   if (!activate) {
@@ -1195,8 +1144,7 @@ void Pool::Vacate(Run& run, const std::string& reason) {
 void Pool::DropRun(const std::string& id) {
   auto it = runs_.find(id);
   if (it == runs_.end()) return;
-  auto slot = slots_.find(it->second.slot);
-  if (slot != slots_.end() && slot->second.run == id) slot->second.run.clear();
+  collector_.Release(it->second.slot, id);
   auto r = run_of_.find(it->second.job);
   if (r != run_of_.end() && r->second == id) run_of_.erase(r);
   runs_.erase(it);
@@ -1204,8 +1152,8 @@ void Pool::DropRun(const std::string& id) {
 
 std::vector<Pool::SlotView> Pool::Slots() const {
   std::vector<SlotView> out;
-  for (const auto& [name, slot] : slots_) {
-    auto sd = slot.startd.lock();
+  for (const auto& [name, slot] : collector_.slots()) {
+    auto sd = slot.owner.lock();
     SlotView v{&slot.ad, std::nullopt, sd && sd->peer.door == PoolDoor::kLocal};
     auto it = runs_.find(slot.run);
     if (it != runs_.end()) v.job = it->second.job;

@@ -1,6 +1,6 @@
 // The agent's side of the personal pool (docs/pool.md): the startds' connections, the collector
-// (their slot ads, soft state rebuilt from each connection's hello and updates), the negotiator
-// (agent/negotiation.h) and the runs: which startd holds each, its lease, its outcome. What moves
+// of their slot ads (agent/collector.h), the negotiation pass over it (agent/negotiation.h) and
+// the runs: which startd holds each, its lease, its outcome. What moves
 // for a run (input, output, checkpoints, remote I/O) is its shadow's (agent/shadow.h), which
 // rides on whichever startd's connection the pool gives it.
 //
@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/collector.h"
 #include "agent/negotiation.h"
 #include "agent/negotiator.h"
 #include "agent/pool_authority.h"
@@ -100,7 +101,6 @@ class Pool {
 
  private:
   struct Startd;
-  struct Slot;
   struct Run;
   using Socket = boost::asio::local::stream_protocol::socket;
 
@@ -148,9 +148,8 @@ class Pool {
   static std::string SlotHost(const std::string& slot);
   void NegotiateSoon();
   void Negotiate();
-  class Offers;  // the collector as a slot source (pool.cpp)
   std::unique_ptr<NegotiationPass> MakePass();
-  void StartRun(Job& job, Slot& slot);
+  void StartRun(Job& job, const Collector<Startd>::Slot& slot);
   void SendActivate(Run& run);
   // The directory a run of `j` on `slot` of `sd` runs in place (the job's Iwd), or "" when it
   // runs in a sandbox (docs/pool.md, "A shared file system").
@@ -178,7 +177,6 @@ class Pool {
   std::shared_ptr<AcceptLoop<boost::asio::local::stream_protocol>> loop_;
   std::string path_;
   std::set<std::shared_ptr<Startd>> startds_;
-  std::map<std::string, Slot> slots_;           // by slot name
   std::map<std::string, Run> runs_;             // by run id
   std::map<JobKey, std::string> run_of_;        // job -> its run id
   std::set<std::pair<JobOrder, JobKey>> idle_;  // idle vanilla jobs, in the order they match
@@ -199,12 +197,11 @@ class Pool {
   std::vector<CheckpointAck> checkpoint_acks_;  // stored checkpoints whose commit is pending
   std::vector<JobKey> gone_checkpoints_;        // of jobs whose leaving is being committed
   bool negotiate_posted_ = false;
-  uint64_t slot_generation_ = 1;  // changes whenever a slot ad comes, goes or changes
   boost::asio::steady_timer lease_timer_;
   bool lease_armed_ = false;
   boost::asio::steady_timer cool_timer_;  // the latest slot cool-off's end: negotiate again
-  std::unique_ptr<Offers> offers_;
-  std::unique_ptr<NegotiationPass> pass_;  // after offers_, the source it asks for slots
+  Collector<Startd> collector_;            // the startds' slots
+  std::unique_ptr<NegotiationPass> pass_;  // after collector_, the source it asks for slots
 };
 
 }  // namespace kite::agent
