@@ -7,6 +7,7 @@
 #include "classad/match.h"
 #include "common/clock.h"
 #include "common/htcondor_codes.h"
+#include "grid/brokered.h"
 #include "grid/resource.h"
 
 namespace kite::agent {
@@ -39,6 +40,19 @@ std::string Grid(const Job& job, const AnalyzeFacts& f) {
   std::string resource = job.ad.EvaluateString("GridResource").value_or("");
   std::string proxy = job.ad.EvaluateString("x509userproxy").value_or("");
   out += "  Grid resource: " + (resource.empty() ? std::string("(none)") : resource) + "\n";
+  if (grid::IsBrokered(resource)) {
+    // The broker chooses the site (docs/broker.md): once it has, that is the site looked at.
+    auto chosen = grid::JobGridResource(job.ad);
+    if (!chosen) {
+      out +=
+          "  The broker has not chosen a site for it yet: no site ad it knows matches the "
+          "job's requirements with room for it (kite status -grid lists the sites).\n";
+      resource.clear();
+    } else {
+      out += "  The broker chose: " + *chosen + "\n";
+      resource = *chosen;
+    }
+  }
   if (f.proxy_problem && !proxy.empty()) {
     if (auto p = f.proxy_problem(proxy); !p.empty())
       out += "  Its proxy " + proxy + ": " + p + "\n";

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "classad/io.h"
+#include "grid/brokered.h"
 #include "grid/grid_type.h"
 #include "grid/resource.h"
 
@@ -193,10 +194,13 @@ std::string FormatGridTable(const std::vector<ListedJob>& jobs) {
     std::string state = remote.empty() ? StatusName(StatusOf(ad)) : remote;
     for (auto& c : state) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     // Its type's label ("kite->slurm") and the site ("HOST:PORT"); a resource no grid type reads,
-    // by its first word and where it points.
-    std::string label = resource->substr(0, resource->find(' '));
-    std::string rest = grid::SiteOf(*resource);
-    if (auto r = grid::ParseGridResource(*resource)) label = grid::FindGridType(r->type)->label(*r);
+    // by its first word and where it points; a brokered job's, once the broker chose its site.
+    std::string label = "broker", rest = "(no site yet)";
+    if (auto chosen = grid::JobGridResource(ad)) {
+      label = chosen->substr(0, chosen->find(' '));
+      rest = grid::SiteOf(*chosen);
+      if (auto r = grid::ParseGridResource(*chosen)) label = grid::FindGridType(r->type)->label(*r);
+    }
     std::string contact = ad.EvaluateString("GridJobId").value_or("");
     if (auto slash = contact.rfind('/'); slash != std::string::npos) contact.erase(0, slash + 1);
     std::snprintf(line, sizeof line, "%*d.%-*d %-14.14s %-14.14s %-16s %-21s %s\n", 6,
@@ -310,6 +314,24 @@ std::string FormatHoldTable(const std::vector<ListedJob>& jobs) {
   return out;
 }
 
+namespace {
+
+// Where a running job runs, as HOST(S) shows it: the site of a grid job ("HOST:PORT/BATCH", its
+// contact; a brokered job's chosen site), the slot of a pool job (RemoteHost, "slot2@glidein-21.0"
+// for a glide-in's), this machine for a local one.
+std::string RunsWhere(const classad::ClassAd& ad) {
+  if (ad.Lookup("GridResource")) {
+    auto resource = grid::JobGridResource(ad);
+    if (!resource) return "(no site yet)";
+    auto r = grid::ParseGridResource(*resource);
+    return r ? r->Contact() : *resource;
+  }
+  if (auto host = ad.EvaluateString("RemoteHost"); host && !host->empty()) return *host;
+  return "local";
+}
+
+}  // namespace
+
 std::string FormatRunTable(const std::vector<ListedJob>& jobs, double now) {
   std::string out;
   char line[512];
@@ -322,10 +344,7 @@ std::string FormatRunTable(const std::vector<ListedJob>& jobs, double now) {
     std::string owner = ad.EvaluateString("Owner").value_or("?");
     double qdate = static_cast<double>(ad.EvaluateInt("QDate").value_or(0));
     double start = static_cast<double>(ad.EvaluateInt("JobCurrentStartDate").value_or(0));
-    // Where it runs: the site of a grid job ("HOST:PORT/BATCH", its contact), this machine for a
-    // local one.
-    std::string where = ad.EvaluateString("GridResource").value_or("local");
-    if (auto r = grid::ParseGridResource(where)) where = r->Contact();
+    std::string where = RunsWhere(ad);
     std::snprintf(line, sizeof line, "%*d.%-*d %-14.14s %11s %12s %11s %.200s\n", 6, j.key.cluster,
                   3, j.key.proc, owner.c_str(), ShortDate(qdate).c_str(),
                   Duration(RunTime(ad, now)).c_str(), start > 0 ? ShortDate(start).c_str() : "",

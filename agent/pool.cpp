@@ -606,7 +606,12 @@ void Pool::OnEnded(const std::shared_ptr<Startd>& sd, const Message& m) {
     run->shadow.RecordIo(*j);
     const auto& u = m.usage;
     queue_.RecordUsage(*j, Usage{u.user_cpu, u.sys_cpu, u.rss_kb, u.rss_kb});
-    EndRemote(*j, u.end > u.start ? u.end - u.start : 0);
+    // The run's wall clock counts once: MarkExited (for a removed job, or through EndRun) adds
+    // it itself; a run whose end holds the job adds it here.
+    bool exits =
+        j->status == kRemoved || (RunUnderWay(j->status) && run->shadow.output_error().empty() &&
+                                  m.exit.kind != pool::RunExit::Kind::kFailed);
+    EndRemote(*j, exits || u.end <= u.start ? 0 : u.end - u.start);
     ExecStatus exit;
     exit.kind = m.exit.kind == pool::RunExit::Kind::kSignaled ? ExecStatus::Kind::kSignaled
                                                               : ExecStatus::Kind::kExited;
@@ -1089,11 +1094,10 @@ void Pool::SendActivate(Run& run) {
   if (!sd || sd->closed) return;  // its lease decides
   if (!Admitted(sd)) return;      // shown out: its runs, this one included, are settled
   const auto* slot = collector_.Find(run.slot);
-  auto activate =
-      run.shadow.Activate(*j, RunPlace{.slot = run.slot,
-                                       .slot_ad = slot ? &slot->ad : nullptr,
-                                       .door = sd->peer.door,
-                                       .in_place = InPlaceDir(*j, *sd, run.slot)});
+  auto activate = run.shadow.Activate(*j, RunPlace{.slot = run.slot,
+                                                   .slot_ad = slot ? &slot->ad : nullptr,
+                                                   .door = sd->peer.door,
+                                                   .in_place = InPlaceDir(*j, *sd, run.slot)});
   if (!activate) {
     // The job cannot go as it is: it is held, and its slot goes to another.
     (void)queue_.Hold(*j, activate.error().reason, activate.error().code);

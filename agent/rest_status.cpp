@@ -14,6 +14,7 @@
 #include "common/clock.h"
 #include "credentials/certificate.h"
 #include "credentials/proxy.h"
+#include "grid/brokered.h"
 #include "grid/resource.h"
 
 namespace kite::agent {
@@ -22,6 +23,8 @@ namespace {
 namespace http = boost::beast::http;
 namespace json = boost::json;
 
+// The row of brokered jobs the broker has not sent anywhere yet.
+constexpr std::string_view kNoSiteYet = "(brokered: no site yet)";
 constexpr size_t kJobIdsListed = 100;  // job ids named per credential; job_count has them all
 
 HttpResponse Answer(std::string body, const char* type) {
@@ -143,9 +146,10 @@ HttpResponse RestService::Resources() {
   std::map<std::string, Row> rows;
   for (auto& [key, j] : agent_.queue().jobs()) {
     if (j.universe != kUniverseGrid) continue;
-    auto resource = j.ad.EvaluateString("GridResource");
-    if (!resource) continue;
-    Row& r = rows[*resource];
+    if (!j.ad.Lookup("GridResource")) continue;
+    // A brokered job under the site the broker chose for it, or with the others still waiting.
+    auto resource = grid::JobGridResource(j.ad);
+    Row& r = rows[resource ? *resource : std::string(kNoSiteYet)];
     ++r.by_status[StatusKey(j.status)];
     ++r.total;
   }
@@ -153,7 +157,7 @@ HttpResponse RestService::Resources() {
   for (auto& [resource, r] : rows) {
     json::object o;
     o["resource"] = resource;
-    std::string contact = grid::SiteOf(resource);
+    std::string contact = resource == kNoSiteYet ? "" : grid::SiteOf(resource);
     o["contact"] = contact;
     json::object jobs;
     for (const char* s : {"idle", "running", "held", "removed", "completed"}) jobs[s] = 0;
@@ -284,7 +288,7 @@ HttpResponse RestService::Metrics() {
   std::set<std::string> used;
   for (auto& [key, j] : agent_.queue().jobs()) {
     if (j.universe != kUniverseGrid) continue;
-    if (auto r = j.ad.EvaluateString("GridResource")) used.insert(grid::SiteOf(*r));
+    if (auto r = grid::JobGridResource(j.ad)) used.insert(grid::SiteOf(*r));
   }
   Metric(m, "kite_grid_resource_up", "gauge",
          "1 when a gridmanager last reached the grid resource, 0 when it could not.");

@@ -70,4 +70,12 @@ Result<std::string> ExpandBrokered(
   return out;
 }
 
+Result<std::string> JobGridResource(const classad::ClassAd& job) {
+  auto resource = job.EvaluateString("GridResource");
+  if (!resource) return Fail(ErrorCode::kNotFound, "the job has no GridResource");
+  if (!IsBrokered(*resource)) return *resource;
+  return ExpandBrokered(
+      *resource, [&job](const std::string& name) { return job.EvaluateString("MATCH_" + name); });
+}
+
 }  // namespace kite::grid

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "classad/classad.h"
 #include "common/error.h"
 
 namespace kite::grid {
@@ -26,5 +27,10 @@ std::vector<std::string> BrokeredNames(std::string_view text);
 Result<std::string> ExpandBrokered(
     std::string_view text,
     const std::function<std::optional<std::string>(const std::string&)>& value);
+
+// The grid resource a job goes to: its GridResource, with a brokered one's references filled in
+// from the job's MATCH_ attributes. kNotFound while a brokered job has no site yet (or it has no
+// GridResource at all).
+Result<std::string> JobGridResource(const classad::ClassAd& job);
 
 }  // namespace kite::grid

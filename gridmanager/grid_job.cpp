@@ -95,15 +95,10 @@ Result<gram::ResourceRequest> PlanResources(const classad::ClassAd& ad) {
 
 Result<GridJobPlan> PlanGridJob(const classad::ClassAd& ad) {
   GridJobPlan p;
-  auto resource = ad.EvaluateString("GridResource");
-  if (!resource) return Fail(Bad("GridResource", "missing"));
-  if (grid::IsBrokered(*resource)) {
-    // The broker chose the site: its values are the job's MATCH_ attributes.
-    auto expanded = grid::ExpandBrokered(
-        *resource, [&ad](const std::string& name) { return ad.EvaluateString("MATCH_" + name); });
-    if (!expanded) return Fail(expanded.error());
-    resource = std::move(*expanded);
-  }
+  if (!ad.Lookup("GridResource")) return Fail(Bad("GridResource", "missing"));
+  // A brokered job's site is the one the broker chose: its values are the job's MATCH_ attributes.
+  auto resource = grid::JobGridResource(ad);
+  if (!resource) return Fail(resource.error());
   auto r = ParseGridResource(*resource);
   if (!r) return Fail(r.error());
   p.resource = std::move(*r);

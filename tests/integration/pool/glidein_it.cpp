@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <regex>
 #include <string>
 
@@ -263,6 +264,16 @@ TEST_F(GlideinPool, TenJobsInAGlideinOutliveAKilledAgentAndEachResultIsCollected
   std::string marks = env_.dir() + "/marks";
   int c = SubmitMarkingJobs(10, marks, "log = ten.log\n");
   ASSERT_FALSE(HasFailure());
+  // kite q -run names each job's slot in the glide-in (condor_q's HOST(S)), not this machine.
+  auto run = env_.Kite({"q", "-run"}).out;
+  for (int p = 0; p < 10; ++p) {
+    std::string row = std::to_string(c) + "." + std::to_string(p);
+    auto at = run.find(row);
+    ASSERT_NE(at, std::string::npos) << run;
+    auto line = run.substr(at, run.find('\n', at) - at);
+    EXPECT_NE(line.find("@glidein-" + glidein), std::string::npos) << line;
+    EXPECT_EQ(line.find(" local"), std::string::npos) << line;
+  }
   env_.KillAgent();
   env_.StartAgent();
   ASSERT_TRUE(WaitUntil([&] { return !ReadFileOr(env_.home() + "/pool.address").empty(); }, 30));
@@ -276,6 +287,10 @@ TEST_F(GlideinPool, TenJobsInAGlideinOutliveAKilledAgentAndEachResultIsCollected
     std::string id = std::to_string(c) + "." + std::to_string(p);
     EXPECT_NE(Attr(id, "LastRemoteHost", true).find("@glidein-" + glidein), std::string::npos)
         << Attr(id, "LastRemoteHost", true);
+    // Its program ran about 6 s, counted once (not twice, as before).
+    double wall = std::atof(Attr(id, "RemoteWallClockTime", true).c_str());
+    EXPECT_GE(wall, 5.5) << id;
+    EXPECT_LT(wall, 10.0) << id;
   }
 }
 

@@ -259,6 +259,9 @@ TEST_F(PoolTest, ARunsLifeEndsInAnAckAfterItsOutcomeIsCommitted) {
   ASSERT_TRUE(Next(MsgType::kAck));
   EndedOnce();
   EXPECT_TRUE(queue->jobs().empty());
+  // The run took a second, counted once (HTCondor's RemoteWallClockTime).
+  EXPECT_NEAR(ended[0].EvaluateReal("RemoteWallClockTime").value_or(0), 1.0, 0.01);
+  EXPECT_EQ(ended[0].EvaluateString("LastRemoteHost").value_or(""), "slot1@desk");
 }
 
 // Killed after the job was placed and its input sent, before the startd said anything: the
