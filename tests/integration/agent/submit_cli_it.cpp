@@ -69,6 +69,29 @@ TEST_F(SubmitCli, UnknownSingleDashOptionIsRefusedByName) {
   EXPECT_NE(r.err.find("terce"), std::string::npos) << r.err;
 }
 
+// A command word kite does not know is named, with the nearest command or Kite's name for an
+// HTCondor tool; one HTCondor has and Kite has not yet is said so.
+TEST_F(SubmitCli, AnUnknownCommandIsNamedWithTheNearestOne) {
+  auto r = env_->Kite({"stauts"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("kite: unknown command 'stauts'; did you mean 'kite status'?"),
+            std::string::npos)
+      << r.err;
+  r = env_->Kite({"condor_submit_dag", "x.dag"});
+  EXPECT_NE(r.err.find("did you mean 'kite dag submit'?"), std::string::npos) << r.err;
+  r = env_->Kite({"tail", "1.0"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(
+      r.err.find("unknown command 'tail' (HTCondor's condor_tail has no Kite equivalent yet)"),
+      std::string::npos)
+      << r.err;
+  r = env_->Kite({"xyzzy"});
+  EXPECT_NE(r.err.find("unknown command 'xyzzy'\n'kite --help' lists the commands."),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("did you mean"), std::string::npos) << r.err;
+}
+
 TEST_F(SubmitCli, RefusedCommandQueuesNothing) {
   env_->Write("job.sub",
               "universe = docker\ndocker_image = debian\nexecutable = /bin/true\nqueue\n");
