@@ -9,6 +9,7 @@
 #include "agent/agent.h"
 #include "agent/dags.h"
 #include "agent/job.h"
+#include "classad/io.h"
 
 namespace kite::agent {
 
@@ -128,10 +129,36 @@ ApiResponse HandleDagStatus(Agent& agent, const json::object& body) {
                                                    ? "dag/status needs a cluster or a file"
                                                    : "no DAG from " + *file + " is running");
   auto nodes = agent.dags().Nodes(cluster);
-  if (nodes.empty())
-    return ErrorReply(http::status::not_found,
-                      "no DAG " + std::to_string(cluster) + " is running (kite history " +
-                          std::to_string(cluster) + " shows how one ended)");
+  if (nodes.empty()) {
+    // Not running: how it ended, from its own job in history (condor_q forgets it; its node
+    // counts and DAG_Status are what DAGMan's job ad keeps).
+    std::optional<classad::ClassAd> ended;
+    (void)agent.store().History(cluster, 0, 1, [&](const store::HistoryRecord& h) {
+      if (auto ad = classad::ParseOldAd(h.ad); ad && ad->Lookup("DAG_NodesTotal"))
+        ended = std::move(*ad);
+      return false;
+    });
+    if (!ended)
+      return ErrorReply(
+          http::status::not_found,
+          "no DAG " + std::to_string(cluster) + " is running, and history has no DAG of that id");
+    auto count = [&](const char* name) { return ended->EvaluateInt(name).value_or(0); };
+    // A removed DAG has no CompletionDate: its removal's time is when it entered that status.
+    int64_t completion =
+        count("CompletionDate") > 0 ? count("CompletionDate") : count("EnteredCurrentStatus");
+    json::object o{
+        {"cluster", cluster},
+        {"file", ended->EvaluateString("DAGFile").value_or("")},
+        {"nodes", json::array()},
+        {"ended", json::object{{"status", ended->EvaluateInt("JobStatus").value_or(0)},
+                               {"completion", completion},
+                               {"exit_code", ended->EvaluateInt("ExitCode").value_or(-1)},
+                               {"dag_status", count("DAG_Status")},
+                               {"nodes_total", count("DAG_NodesTotal")},
+                               {"nodes_done", count("DAG_NodesDone")},
+                               {"nodes_failed", count("DAG_NodesFailed")}}}};
+    return Reply(http::status::ok, json::serialize(o) + "\n");
+  }
   json::array a;
   for (const auto& n : nodes) {
     a.push_back(json::object{{"name", n.name},

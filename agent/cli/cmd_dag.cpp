@@ -11,6 +11,7 @@
 
 #include "agent/cli/commands.h"
 #include "agent/cli/util.h"
+#include "common/clock.h"
 #include "common/files.h"
 
 namespace kite::cli {
@@ -77,8 +78,22 @@ void Status(const std::string& what) {
   }
   auto r = client->PostJson("/v1/dag/status", body);
   if (!r) Die(r.error());
-  std::printf("DAG %lld: %s\n", static_cast<long long>(r->at("cluster").as_int64()),
-              std::string(r->at("file").as_string()).c_str());
+  long long cluster = r->at("cluster").as_int64();
+  std::printf("DAG %lld: %s\n", cluster, std::string(r->at("file").as_string()).c_str());
+  if (const auto* ended = r->if_contains("ended")) {
+    // A DAG that is over: how it ended, as its own job's ad in history says.
+    const auto& e = ended->as_object();
+    auto n = [&](const char* key) { return static_cast<long long>(e.at(key).as_int64()); };
+    bool completed = n("status") == 4;
+    std::printf(
+        "It has ended: %s at %s, exit code %lld (DAG_Status %lld); %lld of %lld nodes done, "
+        "%lld failed.\n",
+        completed ? "completed" : "removed",
+        kite::FormatUtc(static_cast<double>(n("completion"))).c_str(), n("exit_code"),
+        n("dag_status"), n("nodes_done"), n("nodes_total"), n("nodes_failed"));
+    std::printf("Its nodes' jobs: kite history -constraint 'DAGManJobId == %lld'\n", cluster);
+    return;
+  }
   std::printf("%-24s %-10s %8s %7s  %s\n", "NODE", "STATE", "JOB", "RETRIES", "NOTE");
   for (const auto& v : r->at("nodes").as_array()) {
     const auto& n = v.as_object();
@@ -139,7 +154,8 @@ void RegisterDagCommands(CLI::App& app) {
       ->ignore_case();
   sub->callback([] { Submit(s); });
   static std::string what;
-  auto* st = g->add_subcommand("status", "each node of a running DAG: its state and its job");
+  auto* st = g->add_subcommand(
+      "status", "each node of a running DAG: its state and its job; how a finished one ended");
   st->add_option("dag", what, "the DAG file, or the DAG's job id")->required();
   st->callback([] { Status(what); });
 }

@@ -104,6 +104,16 @@ TEST(Dag, ADiamondRunsInOrderWithItsScriptsAndANodeThatSucceedsOnItsRetry) {
   auto names = Lines(h.out);
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"A", "B", "C", "C", "D"})) << h.out << h.err;
+  // kite dag status of the finished DAG says how it ended, from history.
+  auto st = env.Kite({"dag", "status", std::to_string(dag)});
+  EXPECT_EQ(st.exit_code, 0) << st.err;
+  EXPECT_NE(st.out.find("It has ended: completed at "), std::string::npos) << st.out;
+  EXPECT_NE(st.out.find("exit code 0 (DAG_Status 0); 4 of 4 nodes done, 0 failed."),
+            std::string::npos)
+      << st.out;
+  EXPECT_NE(st.out.find("kite history -constraint 'DAGManJobId == " + std::to_string(dag) + "'"),
+            std::string::npos)
+      << st.out;
 }
 
 TEST(Dag, AFailedNodeLeavesARescueDagAndTheNextSubmitRunsOnlyWhatWasNotDone) {
@@ -211,6 +221,20 @@ TEST(Dag, RemovingTheDagRemovesItsRunningNodesAndWritesARescueDag) {
   EXPECT_NE(rescue.find("DONE A\n"), std::string::npos) << rescue;
   EXPECT_EQ(rescue.find("DONE S"), std::string::npos) << rescue;
   EXPECT_EQ(ReadFileOr(env.dir() + "/ran.txt"), "A\nS\n");
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return env.Kite({"dag", "status", std::to_string(dag)}).out.find("It has ended") !=
+               std::string::npos;
+      },
+      20));
+  st = env.Kite({"dag", "status", std::to_string(dag)});
+  EXPECT_NE(st.out.find("It has ended: removed at "), std::string::npos) << st.out;
+  EXPECT_EQ(st.out.find("1970"), std::string::npos) << st.out;  // the removal's own time
+  EXPECT_NE(st.out.find("1 of 3 nodes done"), std::string::npos) << st.out;
+  // A DAG id nobody ever had is not found.
+  auto none = env.Kite({"dag", "status", "999999"});
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_NE(none.err.find("history has no DAG of that id"), std::string::npos) << none.err;
 }
 
 // DAGMan's rule since 8.5.4: a failed PRE script fails the node's attempt without its POST
