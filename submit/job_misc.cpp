@@ -99,6 +99,12 @@ Status EmitConcurrency(JobContext& ctx) {
     if (auto st = ValidateExpr(ctx, "concurrency_limits_expr", **expr); !st) return st;
     ctx.Emit("ConcurrencyLimits", **expr);
   }
+  if (*limits || *expr) {
+    const char* key = *limits ? "concurrency_limits" : "concurrency_limits_expr";
+    ctx.WarnAt(key, std::string(key) +
+                        " is recorded (ConcurrencyLimits) but Kite does not limit how many such "
+                        "jobs run at once");
+  }
   return {};
 }
 

@@ -183,6 +183,10 @@ Status EmitGpus(JobContext& ctx) {
   if (!*v || EqualsIgnoreCase(**v, "undefined")) return {};
   if (auto st = ValidateExpr(ctx, "request_gpus", **v); !st) return st;
   ctx.Emit("RequestGPUs", **v);
+  if (EvalInteger(**v).value_or(1) != 0)
+    ctx.WarnAt("request_gpus",
+               "request_gpus is recorded (RequestGPUs) but no Kite slot advertises GPUs: a pool "
+               "job that asks for one matches no slot and stays idle");
   auto require = ctx.Get("require_gpus");
   if (!require) return Fail(require.error());
   if (*require) {

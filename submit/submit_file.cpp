@@ -432,6 +432,13 @@ void SubmitParser::LateWarnings() {
       late.emplace_back(c.line, "+" + c.name +
                                     " is set after the last queue statement and has "
                                     "no effect");
+    } else if (EqualsIgnoreCase(c.name, "SingularityImage") ||
+               EqualsIgnoreCase(c.name, "DockerImage") ||
+               EqualsIgnoreCase(c.name, "ContainerImage")) {
+      // HTCondor's pools run these in a container; Kite runs no container yet.
+      late.emplace_back(c.line, "+" + c.name +
+                                    " is recorded but Kite runs no containers: the job runs on "
+                                    "the slot's own system");
     }
   }
   for (const auto& [line, name] : expander_.undefined())

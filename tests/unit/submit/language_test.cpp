@@ -206,6 +206,10 @@ TEST_F(LanguageTest, RecordedCommandsWithoutEffectWarn) {
       {"noop_job = true", "noop_job"},
       {"universe = local\ncron_hour = 3", "cron_hour"},
       {"universe = local\ndeferral_time = 1767225600", "deferral_time"},
+      {"request_gpus = 1", "request_gpus"},
+      {"concurrency_limits = db", "concurrency_limits"},
+      {"output = out.txt\nstream_output = true", "stream_output"},
+      {"+SingularityImage = \"/cvmfs/x.sif\"", "+SingularityImage"},
   };
   for (const auto& tc : cases) {
     SCOPED_TRACE(tc.lines);
