@@ -326,6 +326,10 @@ Shadow::Pumped Shadow::Pump(RunLink& link, size_t high) {
 
 void Shadow::Output(const Job& j, const Message& m, const std::string& body) {
   if (!output_error_.empty()) return;
+  // Streamed while the program runs: only the standard streams the job asked to stream.
+  if (m.streaming && !(m.path == kStdoutName && j.ad.EvaluateBool("StreamOut").value_or(false)) &&
+      !(m.path == kStderrName && j.ad.EvaluateBool("StreamErr").value_or(false)))
+    return;
   std::string iwd = j.ad.EvaluateString("Iwd").value_or("/");
   std::string target;
   if (m.path == kStdoutName || m.path == kStderrName) {

@@ -103,7 +103,8 @@ class Shadow {
 
   // ---- what comes back ----
   // A piece of an output file (standard output and error under their sandbox names): written
-  // under the job's Iwd, as transfer_output_remaps says. The first failure is kept (output_error)
+  // under the job's Iwd, as transfer_output_remaps says; a streamed piece only of a standard
+  // stream the job streams (stream_output, stream_error). The first failure is kept (output_error)
   // and nothing more is written.
   void Output(const Job& j, const pool::Message& m, const std::string& body);
   const std::string& output_error() const { return output_error_; }

@@ -95,6 +95,9 @@ std::optional<std::pair<pool::Message, std::string>> NextOutputFrame(
         continue;
       }
       run.reader.emplace(std::move(*r));
+      // A streamed standard stream is on the desktop up to where the streaming got.
+      if (auto s = run.streamed.find(f.path); s != run.streamed.end())
+        run.reader->SkipTo(s->second);
     }
     auto piece = run.reader->Next(pool::kChunk);
     if (!piece) {

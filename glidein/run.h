@@ -18,6 +18,7 @@
 
 #include <sys/types.h>
 
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -87,6 +88,10 @@ struct Run {
   size_t next_output = 0;
   std::optional<FileReader> reader;
   bool ended_sent = false;
+  // stream_output / stream_error: bytes of _kite_stdout and _kite_stderr already sent while the
+  // program ran (the end sends from there on); cleared on a new connection, which may have lost
+  // them.
+  std::map<std::string, uint64_t> streamed;
   // want_remote_io: how the program reaches its remote paths ("fuse", "preload"), for `started`.
   std::string remote_io;
 };

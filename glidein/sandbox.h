@@ -112,6 +112,8 @@ class FileReader {
   };
   // The next piece of at most `max` bytes. An empty file is one empty last piece.
   Result<Piece> Next(size_t max);
+  // The next piece starts at `offset` (what was sent before it is not read again).
+  void SkipTo(uint64_t offset) { next_ = offset; }
   uint32_t mode() const { return mode_; }
 
  private:

@@ -413,7 +413,8 @@ void Startd::OnStarterFrame(const std::string& slot_name, pool::Frame f) {
       Relay(p, f);
       break;
     case MsgType::kOutput:
-      if (p.phase == RunPhase::kRunning || p.phase == RunPhase::kSuspended)
+      // Its program's first output ends the run, unless it is streamed while the program runs.
+      if (!m.streaming && (p.phase == RunPhase::kRunning || p.phase == RunPhase::kSuspended))
         phase(m.checkpoint ? RunPhase::kCheckpointing : RunPhase::kEnded);
       Relay(p, f);
       break;

@@ -346,6 +346,7 @@ void Starter::OnRewind() {
   if (!run_) return;
   TellSuspension();
   if (rsc_) rsc_->Resend();  // the calls the agent may not have had
+  run_->streamed.clear();    // so is what was streamed: sent again from the start
   if (Sending(run_->phase)) {
     RewindOutput(*run_);
     Pump();
@@ -496,8 +497,35 @@ void Starter::Pump() {
     spdlog::warn("starter: run {}: output {}; not sent", run_->ref.run, s);
 }
 
+void Starter::StreamOutput() {
+  Run& r = *run_;
+  const std::pair<std::string_view, const char*> streams[] = {{kStdoutName, "StreamOut"},
+                                                              {kStderrName, "StreamErr"}};
+  for (const auto& [name, attr] : streams) {
+    if (!r.job.EvaluateBool(attr).value_or(false)) continue;
+    auto reader = FileReader::Open(r.box.fd(), name);
+    if (!reader) continue;  // a run in place writes the job's own file
+    uint64_t& sent = r.streamed[std::string(name)];
+    reader->SkipTo(sent);
+    while (link_ && link_->queued() < kMaxQueued) {
+      auto piece = reader->Next(pool::kChunk);
+      if (!piece || piece->bytes.empty()) break;
+      link_->Send(Message{.type = MsgType::kOutput,
+                          .job = r.ref.job,
+                          .run = r.ref.run,
+                          .path = std::string(name),
+                          .offset = piece->offset,
+                          .streaming = true,
+                          .mode = reader->mode()},
+                  piece->bytes);
+      sent += piece->bytes.size();
+    }
+  }
+}
+
 void Starter::Tick() {
   if (exited_) return;
+  if (run_ && run_->phase == RunPhase::kRunning) StreamOutput();
   if (run_ && run_->phase == RunPhase::kRunning && IsTransparent(run_->job)) {
     Run& r = *run_;
     std::string refused = r.box.path() + "/" + kCheckpointImage + ".refused";

@@ -86,6 +86,9 @@ class Starter {
   void Finished();
   void Pump();
   void Tick();
+  // stream_output / stream_error: what the program wrote to its standard output or error since
+  // the last look goes to the agent now, at its offset.
+  void StreamOutput();
   // The run is over: `last` (vacated, refused, or nothing after an ack) is sent, the sandbox
   // removed, and the starter waits for the next run.
   void Finish(std::optional<pool::Message> last);

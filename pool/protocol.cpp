@@ -285,6 +285,7 @@ std::string ToJson(const Message& m) {
     o["mode"] = m.mode;
   }
   if (m.checkpoint) o["checkpoint"] = true;
+  if (m.streaming) o["streaming"] = true;
   if (m.pid != 0) o["pid"] = m.pid;
   if (m.type == MsgType::kRsc || m.type == MsgType::kRscReply) o["chan"] = m.chan;
   if (!m.slots.empty()) {
@@ -363,6 +364,9 @@ Result<Message> ParseMessage(std::string_view text) {
   KITE_TRY(offset, Int(o, "offset", 0, std::numeric_limits<int64_t>::max(), 0));
   KITE_TRY(last, Bool(o, "last"));
   KITE_TRY(checkpoint, Bool(o, "checkpoint"));
+  KITE_TRY(streaming, Bool(o, "streaming"));
+  if (streaming && (m.type != MsgType::kOutput || checkpoint || last))
+    return Bad("streaming is only for an output piece that is neither a checkpoint's nor the last");
   KITE_TRY(mode, Int(o, "mode", 0, 07777, 0644));
   KITE_TRY(pid, Int(o, "pid", 0, std::numeric_limits<int32_t>::max(), 0));
   m.pid = pid;
@@ -385,6 +389,7 @@ Result<Message> ParseMessage(std::string_view text) {
   m.offset = static_cast<uint64_t>(offset);
   m.last = last;
   m.checkpoint = checkpoint;
+  m.streaming = streaming;
   m.mode = static_cast<uint32_t>(mode);
   if (auto st = ReadList(o, "slots", &m.slots, ReadSlotAd); !st) return std::unexpected(st.error());
   if (auto st = ReadList(o, "runs", &m.runs, ReadRunRef); !st) return std::unexpected(st.error());

@@ -116,6 +116,9 @@ struct Message {
   bool last = false;  // input, output: the file ends with this chunk
   // output: a checkpoint file's bytes; input: a stored checkpoint's file; ack: of a checkpoint
   bool checkpoint = false;
+  // output: a piece of standard output or error sent while the program runs (stream_output); the
+  // run goes on
+  bool streaming = false;
   uint32_t mode = 0644;
   std::vector<SlotAd> slots;    // hello
   std::vector<RunRef> runs;     // hello

@@ -123,15 +123,6 @@ Status EmitStdFile(JobContext& ctx, const StdFile& f, Extra extra) {
     if (auto st = Report(ctx, extra, f.key, problem); !st) return st;
   }
   ctx.Emit(f.attr, Quoted(name));  // relative to Iwd, as written
-  if (*transfer && *stream && f.writes) {
-    // Streaming is the gridmanager's (GASS); a pool job's files come back when it ends.
-    auto universe = GetUniverse(ctx);
-    if (!universe) return Fail(universe.error());
-    if (*universe == kVanillaUniverse)
-      ctx.WarnAt(f.stream_key, std::string(f.stream_key) + " is recorded (" + f.stream_attr +
-                                   ") but Kite streams only grid jobs' output: a vanilla job's " +
-                                   f.key + " file comes back when the job ends");
-  }
   if (*transfer) {
     ctx.Emit(f.stream_attr, *stream ? "true" : "false");
   } else {

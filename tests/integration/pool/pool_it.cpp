@@ -311,6 +311,37 @@ TEST_F(Pool, RemovingOrHoldingARunningJobStopsItThere) {
       10));
 }
 
+// stream_output: a vanilla job's output grows on the desktop while it runs, line by line, and
+// is whole and exact at its end; its error, not streamed, comes only at the end.
+TEST_F(Pool, StreamedOutputGrowsOnTheDesktopWhileTheJobRuns) {
+  Start();
+  ASSERT_TRUE(WaitSlots(2));
+  std::string dir = env_->dir() + "/";
+  env_->Write("talk.sh",
+              "#!/bin/sh\nfor i in 1 2 3; do echo \"line $i\"; echo \"err $i\" >&2; "
+              "while [ ! -e \"$1/go.$i\" ]; do sleep 0.1; done; done\n",
+              0755);
+  int c = env_->Submit("universe = vanilla\nexecutable = talk.sh\narguments = " + env_->dir() +
+                       "\nshould_transfer_files = YES\noutput = talk.out\nerror = talk.err\n"
+                       "stream_output = true\nqueue\n");
+  std::string id = std::to_string(c) + ".0";
+  // Each line is on the desktop while the job waits for the test to let it go on.
+  for (int i = 1; i <= 3; ++i) {
+    std::string want;
+    for (int k = 1; k <= i; ++k) want += "line " + std::to_string(k) + "\n";
+    EXPECT_TRUE(WaitUntil([&] { return ReadFileOr(dir + "talk.out") == want; }, 20))
+        << "[" << ReadFileOr(dir + "talk.out") << "]";
+    EXPECT_EQ(env_->JobStatus(id), 2);
+    EXPECT_EQ(ReadFileOr(dir + "talk.err"), "");  // not streamed: it comes at the end
+    WriteFile(dir + "go." + std::to_string(i), "");
+  }
+  auto w = env_->Kite({"wait", "--timeout", "60", id});
+  ASSERT_EQ(w.exit_code, 0) << w.out << w.err;
+  EXPECT_EQ(ReadFileOr(dir + "talk.out"), "line 1\nline 2\nline 3\n");
+  EXPECT_EQ(ReadFileOr(dir + "talk.err"), "err 1\nerr 2\nerr 3\n");
+  EXPECT_EQ(History(id, "ExitCode"), "0");
+}
+
 // condor_vacate_job: the running job stops where it runs, goes back to Idle and runs again; the
 // user log says it was evicted and why. Jobs it cannot vacate are named with the reason.
 TEST_F(Pool, KiteVacateSendsARunningJobBackToIdleAndItRunsAgain) {

@@ -228,6 +228,35 @@ TEST_F(ShadowTest, OutputLandsUnderTheIwdAsTheJobNamesIt) {
   EXPECT_EQ(st.st_mode & 0777, 0640u);
 }
 
+// Pieces streamed while the program runs land as they come, only of the standard streams the job
+// streams; the end's piece goes on from where they got.
+TEST_F(ShadowTest, StreamedOutputLandsWhileTheProgramRunsOnlyWhenAsked) {
+  auto key = Submit({{"Out", "\"out.txt\""},
+                     {"Err", "\"err.txt\""},
+                     {"StreamOut", "true"},
+                     {"StreamErr", "false"}});
+  Shadow shadow(*shared, "r1", key);
+  auto piece = [&](std::string path, uint64_t offset, bool streaming, bool ends) {
+    return Message{.type = MsgType::kOutput,
+                   .job = JobIdString(key),
+                   .run = "r1",
+                   .path = path,
+                   .offset = offset,
+                   .last = ends,
+                   .streaming = streaming};
+  };
+  shadow.Output(J(key), piece("_kite_stdout", 0, true, false), "line 1\n");
+  EXPECT_EQ(Read(iwd + "/out.txt"), "line 1\n");
+  shadow.Output(J(key), piece("_kite_stdout", 7, true, false), "line 2\n");
+  EXPECT_EQ(Read(iwd + "/out.txt"), "line 1\nline 2\n");
+  shadow.Output(J(key), piece("_kite_stderr", 0, true, false), "not streamed");
+  shadow.Output(J(key), piece("other.dat", 0, true, false), "never");
+  EXPECT_FALSE(std::filesystem::exists(iwd + "/err.txt"));
+  EXPECT_FALSE(std::filesystem::exists(iwd + "/other.dat"));
+  shadow.Output(J(key), piece("_kite_stdout", 14, false, true), "end\n");
+  EXPECT_EQ(Read(iwd + "/out.txt"), "line 1\nline 2\nend\n");
+}
+
 TEST_F(ShadowTest, OutputThatCannotBeWrittenIsKeptAsTheRunsError) {
   auto key = Submit({});
   Write(iwd + "/blocked", "a file where a folder must go");

@@ -117,6 +117,25 @@ TEST(PoolProtocol, ACheckpointNamesItsRunAndFlagsAreBooleans) {
       ParseMessage(R"({"type":"not_checkpointed","slot":"s","job":"1.0","run":"r","reason":"x"})"));
 }
 
+// A piece streamed while the program runs says so, and only an output piece that is neither a
+// checkpoint's nor the last may.
+TEST(PoolProtocol, OnlyAnOutputPieceIsStreamed) {
+  auto piece = ParseMessage(
+      R"({"type":"output","job":"1.0","run":"r","path":"_kite_stdout","offset":5,"last":false,)"
+      R"("streaming":true})");
+  ASSERT_TRUE(piece) << piece.error().message();
+  EXPECT_TRUE(piece->streaming);
+  EXPECT_TRUE(ParseMessage(ToJson(*piece))->streaming);
+  EXPECT_FALSE(ParseMessage(
+      R"({"type":"output","job":"1.0","run":"r","path":"a","last":true,"streaming":true})"));
+  EXPECT_FALSE(ParseMessage(
+      R"({"type":"output","job":"1.0","run":"r","path":"a","checkpoint":true,"streaming":true})"));
+  EXPECT_FALSE(
+      ParseMessage(R"({"type":"ended","slot":"s","job":"1.0","run":"r","streaming":true})"));
+  EXPECT_FALSE(
+      ParseMessage(R"({"type":"output","job":"1.0","run":"r","path":"a","streaming":"yes"})"));
+}
+
 TEST(PoolProtocol, RemoteCallsNameTheirRunAndChannel) {
   EXPECT_FALSE(ParseMessage(R"({"type":"rsc","chan":1})"));              // no job
   EXPECT_FALSE(ParseMessage(R"({"type":"rsc","job":"1.0","chan":1})"));  // no run

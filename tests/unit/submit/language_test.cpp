@@ -208,7 +208,6 @@ TEST_F(LanguageTest, RecordedCommandsWithoutEffectWarn) {
       {"universe = local\ndeferral_time = 1767225600", "deferral_time"},
       {"request_gpus = 1", "request_gpus"},
       {"concurrency_limits = db", "concurrency_limits"},
-      {"output = out.txt\nstream_output = true", "stream_output"},
       {"+SingularityImage = \"/cvmfs/x.sif\"", "+SingularityImage"},
   };
   for (const auto& tc : cases) {
