@@ -28,9 +28,9 @@ class Collector : public SlotSource {
     std::string name;
     classad::ClassAd ad;
     std::weak_ptr<Owner> owner;
-    bool site = false;       // offered by a site (not the desktop's own startd)
-    std::string run;         // the run it holds, "" when free
-    double cool_until = 0;   // refused or gave up work: offered none before this
+    bool site = false;      // offered by a site (not the desktop's own startd)
+    std::string run;        // the run it holds, "" when free
+    double cool_until = 0;  // refused or gave up work: offered none before this
   };
   // Whether `owner` may be given work now; asked once per owner in each FreeSlots. Those that
   // may not are kept for TakeDistrusted.

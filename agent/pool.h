@@ -199,7 +199,7 @@ class Pool {
   bool negotiate_posted_ = false;
   boost::asio::steady_timer lease_timer_;
   bool lease_armed_ = false;
-  boost::asio::steady_timer cool_timer_;  // the latest slot cool-off's end: negotiate again
+  boost::asio::steady_timer cool_timer_;   // the latest slot cool-off's end: negotiate again
   Collector<Startd> collector_;            // the startds' slots
   std::unique_ptr<NegotiationPass> pass_;  // after collector_, the source it asks for slots
 };

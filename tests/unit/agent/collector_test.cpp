@@ -30,7 +30,8 @@ std::vector<std::string> Names(const std::vector<SlotOffer>& offers) {
 struct CollectorTest : ::testing::Test {
   double now = 100;
   int asked = 0;
-  Collector<FakeStartd> c{[this] { return now; }, [this](const FakeStartd& s) {
+  Collector<FakeStartd> c{[this] { return now; },
+                          [this](const FakeStartd& s) {
                             ++asked;
                             return s.trusted;
                           }};
