@@ -198,19 +198,34 @@ TEST_F(ShadowTest, MatchReferencesAreFilledFromTheSlot) {
   EXPECT_NE(refused.error().reason.find("$$"), std::string::npos);
 }
 
+// A piece of output file `path` of run `run` of the job `key`, as a startd sends it.
+Message OutputPiece(JobKey key, const std::string& run, const std::string& path, uint64_t offset,
+                    bool last) {
+  return Message{.type = MsgType::kOutput,
+                 .job = JobIdString(key),
+                 .run = run,
+                 .path = path,
+                 .offset = offset,
+                 .last = last,
+                 .mode = 0640};
+}
+
+// The same, of a checkpoint.
+Message Piece(JobKey key, const std::string& run, const std::string& path, uint64_t offset,
+              bool last) {
+  Message m = OutputPiece(key, run, path, offset, last);
+  m.checkpoint = true;
+  m.mode = 0600;
+  return m;
+}
+
 TEST_F(ShadowTest, OutputLandsUnderTheIwdAsTheJobNamesIt) {
   auto key = Submit({{"Out", "\"out.txt\""},
                      {"Err", "\"/dev/null\""},
                      {"TransferOutputRemaps", "\"res.dat = results/r.dat\""}});
   Shadow shadow(*shared, "r1", key);
-  auto piece = [&](std::string path, uint64_t offset, bool ends) {
-    return Message{.type = MsgType::kOutput,
-                   .job = JobIdString(key),
-                   .run = "r1",
-                   .path = path,
-                   .offset = offset,
-                   .last = ends,
-                   .mode = 0640};
+  auto piece = [&](const std::string& path, uint64_t offset, bool ends) {
+    return OutputPiece(key, "r1", path, offset, ends);
   };
   shadow.Output(J(key), piece("_kite_stdout", 0, false), "hello ");
   shadow.Output(J(key), piece("_kite_stdout", 6, true), "world\n");
@@ -236,14 +251,10 @@ TEST_F(ShadowTest, StreamedOutputLandsWhileTheProgramRunsOnlyWhenAsked) {
                      {"StreamOut", "true"},
                      {"StreamErr", "false"}});
   Shadow shadow(*shared, "r1", key);
-  auto piece = [&](std::string path, uint64_t offset, bool streaming, bool ends) {
-    return Message{.type = MsgType::kOutput,
-                   .job = JobIdString(key),
-                   .run = "r1",
-                   .path = path,
-                   .offset = offset,
-                   .last = ends,
-                   .streaming = streaming};
+  auto piece = [&](const std::string& path, uint64_t offset, bool streaming, bool ends) {
+    Message m = OutputPiece(key, "r1", path, offset, ends);
+    m.streaming = streaming;
+    return m;
   };
   shadow.Output(J(key), piece("_kite_stdout", 0, true, false), "line 1\n");
   EXPECT_EQ(Read(iwd + "/out.txt"), "line 1\n");
@@ -268,19 +279,6 @@ TEST_F(ShadowTest, OutputThatCannotBeWrittenIsKeptAsTheRunsError) {
   shadow.Output(J(key), Message{.type = MsgType::kOutput, .path = "ok.txt", .last = true}, "x");
   EXPECT_EQ(shadow.output_error(), first);
   EXPECT_FALSE(std::filesystem::exists(iwd + "/ok.txt"));  // nothing more is written
-}
-
-// A checkpoint in two pieces, stored as the job's first.
-Message Piece(JobKey key, const std::string& run, const std::string& path, uint64_t offset,
-              bool last) {
-  return Message{.type = MsgType::kOutput,
-                 .job = JobIdString(key),
-                 .run = run,
-                 .path = path,
-                 .offset = offset,
-                 .last = last,
-                 .checkpoint = true,
-                 .mode = 0600};
 }
 
 TEST_F(ShadowTest, ACheckpointIsStoredAndALaterShadowSendsItBack) {
