@@ -17,7 +17,46 @@ CURLcode CurlSslCtx(CURL*, void* ssl_ctx, void* user) {
   return st ? CURLE_OK : CURLE_SSL_CERTPROBLEM;
 }
 
+// A handshake that the peer's process ended (it was killed, it is restarting) is not a refusal:
+// curl reports it as CURLE_SSL_CONNECT_ERROR with the socket's own words.
+bool TransportFailure(std::string_view detail) {
+  for (std::string_view words :
+       {"reset by peer", "Connection refused", "timed out", "Broken pipe", "unexpected eof",
+        "SSL_ERROR_SYSCALL", "Recv failure", "Send failure"}) {
+    if (detail.find(words) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
 }  // namespace
+
+ErrorCode CurlFailureCode(int code, std::string_view detail) {
+  switch (static_cast<CURLcode>(code)) {
+    case CURLE_SSL_CONNECT_ERROR:
+      return TransportFailure(detail) ? ErrorCode::kUnavailable : ErrorCode::kAuthFailed;
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+      return ErrorCode::kAuthFailed;
+    case CURLE_RECV_ERROR:
+      // TLS 1.3: a server that refuses our certificate says so in an alert after the handshake.
+      return detail.find("alert") != detail.npos ? ErrorCode::kAuthFailed : ErrorCode::kUnavailable;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_PARTIAL_FILE:
+      return ErrorCode::kUnavailable;
+    case CURLE_WEIRD_SERVER_REPLY:
+    case CURLE_BAD_CONTENT_ENCODING:
+      return ErrorCode::kProtocol;
+    default:
+      return ErrorCode::kIo;
+  }
+}
 
 Status ConfigureCurl(CURL* curl, const CurlTls& tls) {
   if (!tls.verifier) return Fail(ErrorCode::kInvalidInput, "CurlTls needs a verifier");

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "common/error.h"
 #include "credentials/certificate.h"
@@ -57,6 +58,11 @@ struct CurlTls {
 // Sets the client credential, the verification rules and host or identity checking on `curl`
 // (credentials/curl_tls.cpp: only what calls it links libcurl).
 Status ConfigureCurl(CURL* curl, const CurlTls& tls);
+// What a failed libcurl transfer (its CURLcode, and the words of its error buffer) means: the
+// peer refused us (kAuthFailed: a TLS handshake it rejected), no answer (kUnavailable: no
+// connection, a timeout, a connection lost, a peer that died mid-handshake), a reply that breaks
+// HTTP (kProtocol), or anything else (kIo).
+ErrorCode CurlFailureCode(int curl_code, std::string_view detail);
 
 namespace detail {
 // What MakeServerContext / MakeClientContext (and ConfigureCurl) do to an OpenSSL context.

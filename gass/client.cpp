@@ -89,45 +89,6 @@ ErrorCode CodeOfStatus(long status) {
   }
 }
 
-// A handshake that the peer's process ended (it was killed, it is restarting) is not a refusal:
-// curl reports it as CURLE_SSL_CONNECT_ERROR with the socket's own words.
-bool TransportFailure(std::string_view detail) {
-  for (std::string_view words :
-       {"reset by peer", "Connection refused", "timed out", "Broken pipe", "unexpected eof",
-        "SSL_ERROR_SYSCALL", "Recv failure", "Send failure"}) {
-    if (detail.find(words) != std::string_view::npos) return true;
-  }
-  return false;
-}
-
-ErrorCode CodeOfCurl(CURLcode rc, std::string_view detail) {
-  switch (rc) {
-    case CURLE_SSL_CONNECT_ERROR:
-      return TransportFailure(detail) ? ErrorCode::kUnavailable : ErrorCode::kAuthFailed;
-    case CURLE_PEER_FAILED_VERIFICATION:
-    case CURLE_SSL_CERTPROBLEM:
-    case CURLE_SSL_CIPHER:
-    case CURLE_SSL_CACERT_BADFILE:
-    case CURLE_SSL_ISSUER_ERROR:
-      return ErrorCode::kAuthFailed;
-    case CURLE_RECV_ERROR:
-      // TLS 1.3: a server that refuses our certificate says so in an alert after the handshake.
-      return detail.find("alert") != detail.npos ? ErrorCode::kAuthFailed : ErrorCode::kUnavailable;
-    case CURLE_COULDNT_RESOLVE_HOST:
-    case CURLE_COULDNT_CONNECT:
-    case CURLE_OPERATION_TIMEDOUT:
-    case CURLE_SEND_ERROR:
-    case CURLE_GOT_NOTHING:
-    case CURLE_PARTIAL_FILE:
-      return ErrorCode::kUnavailable;
-    case CURLE_WEIRD_SERVER_REPLY:
-    case CURLE_BAD_CONTENT_ENCODING:
-      return ErrorCode::kProtocol;
-    default:
-      return ErrorCode::kIo;
-  }
-}
-
 // The server's {"error": "..."} message, or the raw start of the body.
 std::string ServerMessage(const std::string& body) {
   boost::system::error_code ec;
@@ -252,7 +213,7 @@ Status GassClient::Impl::Perform(Method method, std::string_view path,
   if (rc == CURLE_WRITE_ERROR && ex.sink_error) return Fail(*ex.sink_error);
   if (rc != CURLE_OK) {
     std::string detail = error_buffer[0] ? error_buffer : curl_easy_strerror(rc);
-    return Fail(CodeOfCurl(rc, detail),
+    return Fail(credentials::CurlFailureCode(rc, detail),
                 "GASS " + options.base_url + std::string(path) + ": " + detail);
   }
   return {};

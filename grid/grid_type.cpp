@@ -29,10 +29,50 @@ GridType KiteRow() {
   };
 }
 
+// A path after an ARC CE's host and port: letters, digits and "._-/".
+bool ArcPathChar(char ch) {
+  return std::isalnum(static_cast<unsigned char>(ch)) != 0 || ch == '_' || ch == '-' || ch == '.' ||
+         ch == '/';
+}
+
+// "[https://]HOST[:PORT][/PATH]", as HTCondor reads an ARC CE's contact: port 443 and path
+// /arex when left out.
+Result<GridResource> ParseArcContact(std::string_view c) {
+  if (c.starts_with("https://")) c.remove_prefix(8);
+  std::string text(c);
+  std::string_view host = c.substr(0, c.find('/'));
+  bool has_port = host.starts_with('[') ? host.find("]:") != std::string_view::npos
+                                        : host.find(':') != std::string_view::npos;
+  if (!has_port) text.insert(host.size(), ":443");
+  auto r = ParseHostPortContact(text, ArcPathChar);
+  if (!r) return r;
+  while (!r->batch.empty() && r->batch.back() == '/') r->batch.pop_back();
+  if (r->batch.empty()) r->batch = "arex";
+  if (r->batch.front() == '/' || r->batch.find("..") != std::string::npos) {
+    return Fail(ErrorCode::kInvalidInput, "a malformed path after the host");
+  }
+  return r;
+}
+
+GridType ArcRow() {
+  return {
+      .name = "arc",
+      .display = "ARC CE",
+      .syntax = "[https://]HOST[:PORT][/PATH]",
+      .example = "https://ce.example.org:443/arex",
+      .parse = ParseArcContact,
+      .label = [](const GridResource&) { return std::string("arc"); },
+      .caps = {.two_phase_commit = false, .site_info = false},
+  };
+}
+
 struct Registry {
   std::shared_mutex mu;
   std::deque<GridType> rows;  // a deque: rows never move, so pointers to them stay good
-  Registry() { rows.push_back(KiteRow()); }
+  Registry() {
+    rows.push_back(KiteRow());
+    rows.push_back(ArcRow());
+  }
 };
 
 Registry& TheRegistry() {

@@ -18,7 +18,10 @@ struct Row {
 struct Links {
   std::shared_mutex mu;
   std::map<std::string, Row, std::less<>> by_type;
-  Links() { by_type.emplace("kite", Row{MakeKiteLink, AskKiteSiteInfo}); }
+  Links() {
+    by_type.emplace("kite", Row{MakeKiteLink, AskKiteSiteInfo});
+    by_type.emplace("arc", Row{MakeArcLink, {}});
+  }
 };
 
 Links& TheLinks() {

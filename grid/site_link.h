@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/error.h"
 #include "credentials/certificate.h"
@@ -23,16 +24,30 @@
 
 namespace kite::grid {
 
+// A job's files on this machine, by the names its description gives them (gram::FileRef::gass,
+// gram::StageFile::gass). Kite's own sites fetch and send them through the gridmanager's GASS
+// server; a link whose protocol has no such server (ARC's) moves them itself.
+struct LocalFile {
+  std::string name;
+  std::string path;  // absolute
+  bool operator==(const LocalFile&) const = default;
+};
+struct JobFiles {
+  std::vector<LocalFile> in;   // executable, stdin, transfer_input_files
+  std::vector<LocalFile> out;  // stdout, stderr
+};
+
 // One request to a gatekeeper (docs/protocol.md).
 struct SiteRequest {
   enum class Op { kDelegate, kSubmit, kCommit, kStatus, kCancel, kSignal, kCommitEnd };
   Op op = Op::kStatus;
   std::string request_id;      // every op but kStatus
   std::string job_id;          // the site's id of the job
-  gram::JobDescription job;    // kSubmit
+  gram::JobDescription job;    // kSubmit; for the others, as planned (links that move files)
   gram::SignalRequest signal;  // kSignal
   std::string delegation_id;   // kDelegate: refresh this delegation in place ("": a new one)
   bool only_pending = false;   // kCancel: only if the job has not started (the broker moves it)
+  std::shared_ptr<const JobFiles> files;  // every op but kDelegate: the job's files here
 };
 std::string_view OpName(SiteRequest::Op op);  // "submit", "status probe", ...
 
@@ -91,5 +106,10 @@ Result<std::string> AskSiteInfo(const GridResource& site, const SiteInfoRequest&
 Result<std::shared_ptr<SiteLink>> MakeKiteLink(const GridResource& site,
                                                const LinkContext& context);
 Result<std::string> AskKiteSiteInfo(const GridResource& site, const SiteInfoRequest& request);
+
+// An ARC CE through its REST interface (grid/arc_link.cpp, docs/grid-arc.md): the second row.
+Result<std::shared_ptr<SiteLink>> MakeArcLink(const GridResource& site, const LinkContext& context);
+// "https://HOST:PORT/PATH": the CE's A-REX service, under which its REST interface lies.
+std::string ArcEndpoint(const GridResource& site);
 
 }  // namespace kite::grid

@@ -154,6 +154,10 @@ Result<Engine::Job*> Engine::Admit(const grid::PollJob& pj) {
   j.serial = next_serial_++;
   j.ad = std::move(*ad);
   j.plan = std::move(*plan);
+  auto files = std::make_shared<grid::JobFiles>();
+  for (const auto& f : j.plan.readable) files->in.push_back({f.name, f.path});
+  for (const auto& f : j.plan.writable) files->out.push_back({f.name, f.path});
+  j.files = std::move(files);
   j.site = site;
   j.delegation_epoch = site->delegation_epoch();
   auto attrs = grid::ReadGridAttrs(j.ad);
@@ -408,7 +412,8 @@ std::vector<grid::ResourceReport> Engine::TakeReports() {
 // --- requests ----------------------------------------------------------------------------------
 
 void Engine::Request(Job& j, Op op, const std::string& suffix, bool only_pending) {
-  SiteRequest req{.op = op, .job_id = j.site_id, .only_pending = only_pending};
+  SiteRequest req{.op = op, .job_id = j.site_id, .only_pending = only_pending, .files = j.files};
+  req.job = j.plan.desc;  // which of its files are output: for links that fetch them (ARC)
   if (!suffix.empty()) req.request_id = RequestIdBase(j.ad, j.state.attempt) + suffix;
   j.site->Send(std::move(req), [this, id = j.id, serial = j.serial, op](Result<SiteAnswer> a) {
     OnAnswer(id, serial, op, std::move(a));
@@ -425,7 +430,8 @@ void Engine::Submit(Job& j) {
   }
   SiteRequest req{.op = Op::kSubmit,
                   .request_id = RequestIdBase(j.ad, j.state.attempt) + "/submit",
-                  .job = j.plan.desc};
+                  .job = j.plan.desc,
+                  .files = j.files};
   req.job.gass_url = endpoints_.GassUrl(j.id);
   req.job.delegation_id = j.site->delegation_id();
   req.job.callback_url = endpoints_.CallbackUrl(j.id);
@@ -441,7 +447,9 @@ void Engine::Signal(Job& j) {
   SiteRequest req{.op = Op::kSignal,
                   .request_id = RequestIdBase(j.ad, j.state.attempt) + "/signal-" +
                                 std::to_string(options_.run_id),
-                  .job_id = j.site_id};
+                  .job_id = j.site_id,
+                  .files = j.files};
+  req.job = j.plan.desc;
   req.signal.gass_url = endpoints_.GassUrl(j.id);
   req.signal.callback_url = endpoints_.CallbackUrl(j.id);
   req.signal.delegation_id = j.site->delegation_id();

@@ -80,6 +80,7 @@ class Engine {
     uint64_t serial = 0;  // tells answers for an earlier Job of the same id from this one's
     classad::ClassAd ad;
     GridJobPlan plan;
+    std::shared_ptr<const grid::JobFiles> files;  // plan's files, for links that move them
     Site* site = nullptr;
     GridState state;
     std::string site_id;  // the site's id of the job (from state.contact)

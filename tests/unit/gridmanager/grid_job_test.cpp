@@ -1,5 +1,6 @@
 // What a grid job ad turns into: resource, site description, GASS files, request ids.
 #include "gridmanager/grid_job.h"
+#include "grid/site_link.h"
 
 #include <gtest/gtest.h>
 
@@ -60,9 +61,43 @@ TEST(ParseGridResource, IsCaseBlindInTheTypeAndRecordsItsRegistryName) {
   EXPECT_EQ(r->Text(), "kite gk.example.org:2119/slurm");
   EXPECT_EQ(grid::SiteOf("kite [::1]:9/sge"), "[::1]:9");
   // A resource Kite cannot run is still shown by where it points.
-  EXPECT_EQ(grid::SiteOf("arc ce.example.org/arex"), "ce.example.org");
+  EXPECT_EQ(grid::SiteOf("gt5 gk.example.org/jobmanager-slurm"), "gk.example.org");
   EXPECT_FALSE(ParseGridResource("kite gk:1/sl urm"));
   EXPECT_FALSE(ParseGridResource("kite gk:1/a.b"));
+}
+
+// HTCondor's spellings of an ARC CE: a URL, or a host with the port and path left out.
+TEST(ParseGridResource, ReadsAnArcCeAsHTCondorDoes) {
+  struct Case {
+    const char* text;
+    const char* host;
+    int port;
+    const char* path;
+  };
+  for (const Case& c :
+       {Case{"arc https://ce.example.org:8443/arex", "ce.example.org", 8443, "arex"},
+        Case{"arc https://ce.example.org/arex/", "ce.example.org", 443, "arex"},
+        Case{"ARC ce.example.org", "ce.example.org", 443, "arex"},
+        Case{"arc [::1]:9000/a-rex/x", "::1", 9000, "a-rex/x"}}) {
+    auto r = ParseGridResource(c.text);
+    ASSERT_TRUE(r) << c.text << ": " << r.error().ToString();
+    EXPECT_EQ(r->type, "arc");
+    EXPECT_EQ(r->host, c.host);
+    EXPECT_EQ(r->port, c.port);
+    EXPECT_EQ(r->batch, c.path);
+    auto again = ParseGridResource(r->Text());  // what the job ad records reads back the same
+    ASSERT_TRUE(again) << r->Text();
+    EXPECT_EQ(again->Contact(), r->Contact());
+    EXPECT_EQ(grid::ArcEndpoint(*r), "https://" + r->HostPort() + "/" + c.path);
+  }
+  for (const char* bad : {"arc", "arc https://", "arc ce:0/arex", "arc ce/../etc", "arc ce//x",
+                          "arc http s://ce", "arc ce/a?b"}) {
+    auto r = ParseGridResource(bad);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().message().find("expected \"arc [https://]HOST[:PORT][/PATH]\""),
+              std::string::npos)
+        << r.error().message();
+  }
 }
 
 TEST(PlanGridJob, StagesExecutableInputAndOutputs) {

@@ -1,0 +1,270 @@
+// ARC CE descriptions and replies (docs/grid-arc.md).
+#include "grid/arc_format.h"
+
+#include <boost/json.hpp>
+#include <cctype>
+#include <charconv>
+#include <set>
+
+#include "common/strings.h"
+
+namespace kite::grid::arc {
+namespace {
+
+namespace json = boost::json;
+
+const LocalFile* FindFile(const std::vector<LocalFile>& files, std::string_view name) {
+  for (const auto& f : files) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+std::string BaseNameOf(std::string_view path) {
+  auto slash = path.rfind('/');
+  return std::string(slash == std::string_view::npos ? path : path.substr(slash + 1));
+}
+
+// A file name the session directory can hold as one entry: no '/', not "." or "..", printable.
+bool PlainName(std::string_view name) {
+  if (name.empty() || name == "." || name == "..") return false;
+  for (char ch : name) {
+    if (ch == '/' || std::iscntrl(static_cast<unsigned char>(ch)) != 0) return false;
+  }
+  return true;
+}
+
+// A JSON member as a string: strings as they are, numbers as text, anything else "".
+std::string Text(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  if (v == nullptr) return "";
+  if (v->is_string()) return std::string(v->as_string());
+  if (v->is_int64()) return std::to_string(v->as_int64());
+  if (v->is_uint64()) return std::to_string(v->as_uint64());
+  return "";
+}
+
+// Calls `each` for every object of the "job" member (ARC gives one job as an object, several as
+// an array; none as no body, no member or null). kProtocol for any other shape, or what `each`
+// returns.
+template <class F>
+Status ForEachJob(std::string_view body, F each) {
+  if (Trim(body).empty()) return {};  // A-REX answers a list of no jobs with no body
+  json::error_code ec;
+  json::value v = json::parse(body, ec);
+  if (ec || !v.is_object()) {
+    return Fail(ErrorCode::kProtocol,
+                "the CE's reply is not a JSON object: " + std::string(body.substr(0, 120)));
+  }
+  const json::value* jobs = v.as_object().if_contains("job");
+  if (jobs == nullptr || jobs->is_null()) return {};
+  if (jobs->is_object()) return each(jobs->as_object());
+  if (!jobs->is_array()) return Fail(ErrorCode::kProtocol, "the CE's \"job\" is not a list");
+  for (const auto& j : jobs->as_array()) {
+    if (!j.is_object()) {
+      return Fail(ErrorCode::kProtocol, "a job in the CE's reply is not an object");
+    }
+    if (auto st = each(j.as_object()); !st) return st;
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string XrslQuote(std::string_view text) {
+  std::string out = "\"";
+  for (char ch : text) {
+    if (ch == '"') out += '"';
+    out += ch;
+  }
+  out += '"';
+  return out;
+}
+
+Result<ArcJob> DescribeJob(const gram::JobDescription& desc, const JobFiles& files,
+                           std::string_view name, std::string_view delegation_id) {
+  auto bad = [](const std::string& why) { return Fail(ErrorCode::kInvalidInput, why); };
+  ArcJob job;
+  std::set<std::string> taken;
+  std::string inputs;  // (inputfiles=...) entries
+  auto upload = [&](std::string_view gass, const std::string& site) -> Status {
+    const LocalFile* f = FindFile(files.in, gass);
+    if (f == nullptr) return bad("no file on this machine for '" + std::string(gass) + "'");
+    if (!PlainName(site)) return bad("cannot name a file '" + site + "' at an ARC CE");
+    if (!taken.insert(site).second) {
+      return bad("two of the job's files would be '" + site + "' in the CE's session directory");
+    }
+    job.uploads.push_back({site, f->path});
+    inputs += "(" + XrslQuote(site) + " \"\")";
+    return {};
+  };
+
+  std::string x = "&";
+  x += "(jobname=" + XrslQuote(name) + ")";
+  std::string executable;
+  // Staged inputs first, so the executable's name is checked against theirs.
+  for (const auto& s : desc.stage_in) {
+    if (auto st = upload(s.gass, s.as); !st) return Fail(st.error());
+  }
+  if (!desc.executable.gass.empty()) {
+    const LocalFile* f = FindFile(files.in, desc.executable.gass);
+    if (f == nullptr) return bad("no file on this machine for the executable");
+    executable = BaseNameOf(f->path);
+    if (auto st = upload(desc.executable.gass, executable); !st) return Fail(st.error());
+    x += "(executable=" + XrslQuote(executable) + ")";
+    x += "(executables=" + XrslQuote(executable) + ")";
+  } else if (!desc.executable.site.empty()) {
+    x += "(executable=" + XrslQuote(desc.executable.site) + ")";
+  } else {
+    return bad("the job has no executable");
+  }
+  if (!desc.arguments.empty()) {
+    x += "(arguments=";
+    for (size_t i = 0; i < desc.arguments.size(); ++i) {
+      x += (i ? " " : "") + XrslQuote(desc.arguments[i]);
+    }
+    x += ")";
+  }
+  if (!desc.environment.empty()) {
+    x += "(environment=";
+    for (const auto& [k, v] : desc.environment) x += "(" + XrslQuote(k) + " " + XrslQuote(v) + ")";
+    x += ")";
+  }
+  if (!desc.stdin_file.gass.empty()) {
+    if (auto st = upload(desc.stdin_file.gass, kStdinName); !st) return Fail(st.error());
+    x += "(stdin=" + XrslQuote(kStdinName) + ")";
+  } else if (!desc.stdin_file.site.empty()) {
+    x += "(stdin=" + XrslQuote(desc.stdin_file.site) + ")";
+  }
+  std::string outputs;
+  auto download = [&](const gram::FileRef& ref, const char* site, const char* attr) -> Status {
+    if (ref.gass.empty()) return {};
+    const LocalFile* f = FindFile(files.out, ref.gass);
+    if (f == nullptr) return bad("no file on this machine for the job's " + std::string(attr));
+    job.downloads.push_back({site, f->path});
+    x += "(" + std::string(attr) + "=" + XrslQuote(site) + ")";
+    outputs += "(" + XrslQuote(site) + " \"\")";
+    return {};
+  };
+  if (auto st = download(desc.stdout_file, kStdoutName, "stdout"); !st) return Fail(st.error());
+  if (auto st = download(desc.stderr_file, kStderrName, "stderr"); !st) return Fail(st.error());
+  if (!inputs.empty()) x += "(inputfiles=" + inputs + ")";
+  if (!outputs.empty()) x += "(outputfiles=" + outputs + ")";
+
+  const gram::ResourceRequest& r = desc.resources;
+  if (r.cpus > 0) x += "(count=" + XrslQuote(std::to_string(r.cpus)) + ")";
+  if (r.memory_mb > 0) x += "(memory=" + XrslQuote(std::to_string(r.memory_mb)) + ")";
+  if (r.walltime_s > 0) {
+    // xRSL counts wall time in minutes; a part of one is a whole one, as for Slurm.
+    x += "(walltime=" + XrslQuote(std::to_string((r.walltime_s + 59) / 60)) + ")";
+  }
+  if (!r.queue.empty()) x += "(queue=" + XrslQuote(r.queue) + ")";
+  if (!delegation_id.empty()) x += "(delegationid=" + XrslQuote(delegation_id) + ")";
+  job.xrsl = std::move(x);
+  return job;
+}
+
+Result<std::vector<JobReply>> ParseJobsReply(std::string_view body) {
+  std::vector<JobReply> out;
+  auto st = ForEachJob(body, [&](const json::object& o) -> Status {
+    JobReply r;
+    r.id = Text(o, "id");
+    if (r.id.empty()) return Fail(ErrorCode::kProtocol, "a job in the CE's reply has no id");
+    std::string code = Text(o, "status-code");
+    if (!code.empty()) {
+      auto [end, ec] = std::from_chars(code.data(), code.data() + code.size(), r.code);
+      if (ec != std::errc() || end != code.data() + code.size()) {
+        return Fail(ErrorCode::kProtocol,
+                    "a job's status-code in the CE's reply is '" + code + "'");
+      }
+    }
+    r.reason = Text(o, "reason");
+    r.state = Text(o, "state");
+    for (char& ch : r.state) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    // action=info: the GLUE2 activity, whose Name is the job's name.
+    if (const json::value* info = o.if_contains("info_document"); info && info->is_object()) {
+      if (const json::value* act = info->as_object().if_contains("ComputingActivity");
+          act && act->is_object()) {
+        r.name = Text(act->as_object(), "Name");
+      }
+    }
+    out.push_back(std::move(r));
+    return {};
+  });
+  if (!st) return Fail(st.error());
+  return out;
+}
+
+Result<std::vector<std::string>> ParseJobList(std::string_view body) {
+  std::vector<std::string> out;
+  auto st = ForEachJob(body, [&](const json::object& o) -> Status {
+    std::string id = Text(o, "id");
+    if (id.empty()) return Fail(ErrorCode::kProtocol, "a job in the CE's list has no id");
+    out.push_back(std::move(id));
+    return {};
+  });
+  if (!st) return Fail(st.error());
+  return out;
+}
+
+std::optional<gram::JobState> MapState(std::string_view s) {
+  using S = gram::JobState;
+  static const std::pair<std::string_view, S> kStates[] = {
+      {"ACCEPTING", S::kStageIn},  {"ACCEPTED", S::kStageIn},   {"PREPARING", S::kStageIn},
+      {"PREPARED", S::kStageIn},   {"SUBMITTING", S::kPending}, {"QUEUING", S::kPending},
+      {"HELD", S::kPending},       {"OTHER", S::kPending},      {"RUNNING", S::kActive},
+      {"EXITINGLRMS", S::kActive}, {"EXECUTED", S::kActive},    {"KILLING", S::kActive},
+      {"FINISHING", S::kStageOut}, {"FINISHED", S::kDone},      {"FAILED", S::kFailed},
+      {"KILLED", S::kFailed},      {"WIPED", S::kFailed},
+  };
+  for (const auto& [name, state] : kStates) {
+    if (EqualsIgnoreCase(name, s)) return state;
+  }
+  return std::nullopt;
+}
+
+bool AwaitsUploads(std::string_view s) {
+  return EqualsIgnoreCase(s, "ACCEPTING") || EqualsIgnoreCase(s, "ACCEPTED") ||
+         EqualsIgnoreCase(s, "PREPARING");
+}
+
+bool NotStarted(std::string_view s) {
+  auto st = MapState(s);
+  return st && (*st == gram::JobState::kStageIn || *st == gram::JobState::kPending);
+}
+
+std::optional<int> ParseExitCode(std::string_view diag) {
+  for (const auto& line : Split(diag, '\n')) {
+    if (!StartsWith(line, "exitcode=")) continue;
+    std::string_view v = std::string_view(line).substr(9);
+    int code = 0;
+    auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), code);
+    if (ec != std::errc() || end != v.data() + v.size()) return std::nullopt;
+    return code;
+  }
+  return std::nullopt;
+}
+
+bool ValidArcId(std::string_view id) {
+  if (id.empty() || id.size() > 200 || id == "." || id == "..") return false;
+  for (char ch : id) {
+    if (std::isalnum(static_cast<unsigned char>(ch)) == 0 && ch != '-' && ch != '_' && ch != '.') {
+      return false;
+    }
+  }
+  return true;
+}
+
+Result<std::string> DelegationIdOf(std::string_view location) {
+  location = Trim(location);
+  while (!location.empty() && location.back() == '/') location.remove_suffix(1);
+  auto slash = location.rfind('/');
+  std::string id(slash == std::string_view::npos ? location : location.substr(slash + 1));
+  if (!ValidArcId(id)) {
+    return Fail(ErrorCode::kProtocol,
+                "the CE named the delegation '" + std::string(location.substr(0, 200)) + "'");
+  }
+  return id;
+}
+
+}  // namespace kite::grid::arc
