@@ -22,7 +22,8 @@ constexpr char kRestRoot[] = "/rest/1.0/";
 struct Exchange {
   std::string body;
   std::string location;
-  int fd = -1;  // a download's file; -1: into body
+  std::string reason;  // the status line's words: A-REX says why it refuses there
+  int fd = -1;         // a download's file; -1: into body
   bool failed_write = false;
   long status = 0;
 };
@@ -34,6 +35,8 @@ size_t OnHeader(char* p, size_t size, size_t n, void* user) {
     ex->location.clear();
     auto space = line.find(' ');
     ex->status = space == std::string_view::npos ? 0 : std::atol(line.data() + space + 1);
+    auto words = space == std::string_view::npos ? space : line.find(' ', space + 1);
+    ex->reason = words == std::string_view::npos ? "" : std::string(Trim(line.substr(words + 1)));
   }
   auto colon = line.find(':');
   if (colon != std::string_view::npos &&
@@ -76,8 +79,9 @@ ErrorCode CodeOfStatus(long status) {
 
 }  // namespace
 
-Error HttpError(long status, std::string_view body, std::string_view what) {
-  std::string words(Trim(body));
+Error HttpError(long status, std::string_view body, std::string_view what,
+                std::string_view reason) {
+  std::string words(Trim(body).empty() ? Trim(reason) : Trim(body));
   return Error(CodeOfStatus(status), std::string(what) + ": HTTP " + std::to_string(status) +
                                          (words.empty() ? "" : ": " + ForLog(words, 300)));
 }
@@ -111,6 +115,17 @@ struct ArcClient::Impl {
     curl_easy_cleanup(c);
   }
 
+  // Perform, a second time when the first failed in the TLS handshake: A-REX refuses about one
+  // handshake in a thousand with "unexpected message" and takes the next.
+  Status PerformRetried(std::string_view method, std::string_view target, std::string_view body,
+                        std::string_view content_type, int upload_fd, Exchange& ex) {
+    Status st = Perform(method, target, body, content_type, upload_fd, ex);
+    if (st || st.error().code() != ErrorCode::kAuthFailed || ex.status != 0) return st;
+    ex = Exchange{.fd = ex.fd};
+    if (ex.fd >= 0 && (::ftruncate(ex.fd, 0) != 0 || ::lseek(ex.fd, 0, SEEK_SET) != 0)) return st;
+    return Perform(method, target, body, content_type, upload_fd, ex);
+  }
+
   // One request; `upload_fd` >= 0 sends that file as the body. Fills `ex`; a non-2xx answer is
   // an error carrying the CE's words.
   Status Perform(std::string_view method, std::string_view target, std::string_view body,
@@ -127,6 +142,7 @@ struct ArcClient::Impl {
         if (copy >= 0) ::close(copy);
         return FailErrno("open the file to upload");
       }
+      std::rewind(upload);  // from the start, also when this is a second attempt
     }
     CURL* c = Take();
     if (c == nullptr) {
@@ -190,7 +206,7 @@ struct ArcClient::Impl {
     }
     Give(c);
     if (ex.status < 200 || ex.status >= 300) {
-      return Fail(HttpError(ex.status, ex.body, std::string(method) + " " + url));
+      return Fail(HttpError(ex.status, ex.body, std::string(method) + " " + url, ex.reason));
     }
     return {};
   }
@@ -212,7 +228,7 @@ const std::string& ArcClient::endpoint() const {
 Result<HttpReply> ArcClient::Call(std::string_view method, std::string_view target,
                                   std::string_view body, std::string_view content_type) {
   Exchange ex;
-  if (auto st = impl_->Perform(method, target, body, content_type, -1, ex); !st) {
+  if (auto st = impl_->PerformRetried(method, target, body, content_type, -1, ex); !st) {
     return Fail(st.error());
   }
   return HttpReply{.status = ex.status, .body = std::move(ex.body), .location = ex.location};
@@ -222,7 +238,7 @@ Status ArcClient::PutFile(std::string_view target, const std::string& local_path
   int fd = ::open(local_path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return FailErrno("open " + local_path);
   Exchange ex;
-  auto st = impl_->Perform("PUT", target, "", "application/octet-stream", fd, ex);
+  auto st = impl_->PerformRetried("PUT", target, "", "application/octet-stream", fd, ex);
   ::close(fd);
   return st;
 }
@@ -235,7 +251,7 @@ Status ArcClient::GetFile(std::string_view target, const std::string& local_path
   if (fd < 0) return FailErrno("create " + part);
   Exchange ex;
   ex.fd = fd;
-  auto st = impl_->Perform("GET", target, "", "", -1, ex);
+  auto st = impl_->PerformRetried("GET", target, "", "", -1, ex);
   if (st && ::fsync(fd) != 0) st = FailErrno("sync " + part);
   ::close(fd);
   if (st && ::rename(part.c_str(), local_path.c_str()) != 0) st = FailErrno("rename " + part);

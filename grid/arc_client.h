@@ -56,7 +56,9 @@ class ArcClient {
   std::unique_ptr<Impl> impl_;
 };
 
-// The error for an HTTP answer `status` with body `body` to `what` ("submit").
-Error HttpError(long status, std::string_view body, std::string_view what);
+// The error for an HTTP answer `status` to `what` ("submit"), in the CE's words: its body, or,
+// when that is empty, the status line's reason phrase (where A-REX puts most refusals).
+Error HttpError(long status, std::string_view body, std::string_view what,
+                std::string_view reason = "");
 
 }  // namespace kite::grid::arc

@@ -189,6 +189,8 @@ class ArcSiteLink : public SiteLink, public std::enable_shared_from_this<ArcSite
     bool existing = !id.empty();
     std::string state = "ACCEPTING";
     if (existing) {
+      spdlog::info("gridmanager: ARC job {} is at the CE already as {}: not submitted again",
+                   r.request_id, id);
       auto st = StatusReply(id);
       if (!st) return Fail(st.error());
       state = st->state;

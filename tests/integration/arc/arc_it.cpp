@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "common/strings.h"
 #include "tests/fixtures/kite_env.h"
 
 namespace kite::testing {
@@ -37,7 +38,7 @@ class ArcCe : public ::testing::Test {
     ce_dir_ = env_.dir() + "/ce";
     auto r = RunCommand({std::string(KITE_SOURCE_DIR) + "/tests/fixtures/arex/start-arex.sh",
                          ce_dir_, ca, env_.dir() + "/host"},
-                        {"AREX_PROBE_CRED=" + env_.dir() + "/x509up"});
+                        CeEnv());
     ASSERT_EQ(r.exit_code, 0) << "the ARC CE did not start:\n" << r.out << r.err;
     started_ = true;
     std::smatch m;
@@ -69,6 +70,11 @@ class ArcCe : public ::testing::Test {
     }
   }
 
+  // The CE's settings (tests/fixtures/arex/start-arex.sh).
+  virtual std::vector<std::string> CeEnv() const {
+    return {"AREX_PROBE_CRED=" + env_.dir() + "/x509up"};
+  }
+
   std::string Sub(const std::string& body) const {
     return "universe = grid\ngrid_resource = arc " + endpoint_ + "\nlog = job.log\n" + body;
   }
@@ -86,6 +92,11 @@ class ArcCe : public ::testing::Test {
   int Processes(const std::string& word) const {
     auto r = RunCommand({"pgrep", "-c", "-f", word});
     return std::atoi(r.out.c_str());
+  }
+
+  pid_t GridmanagerPid() const {
+    auto r = RunCommand({"pgrep", "-o", "-f", "kite-gridmanager --home " + env_.home()});
+    return r.exit_code == 0 ? std::atoi(r.out.c_str()) : 0;
   }
 
   KiteEnv env_{"arc"};
@@ -166,6 +177,177 @@ TEST_F(ArcCe, AJobTheCeCannotRunIsHeldWithTheCesReason) {
   // The CE's own words: the fork LRM says no more of a program it cannot start.
   std::string reason = Attr(id, "HoldReason", false);
   EXPECT_NE(reason.find("LRMS error: (-1) Job died unexpectedly"), std::string::npos) << reason;
+}
+
+// A proxy refreshed on the desktop (`kite proxy init` again) reaches the CE while a job runs
+// there: the gridmanager renews its delegation in place (the same id, which the job names), and
+// the job goes on to its end. Whether the CE then rewrites the proxy file of a job already running
+// is the CE's business: A-REX 6.17 leaves it (the job prints both; said in the output).
+TEST_F(ArcCe, ARefreshedProxyReachesTheCeWhileAJobRuns) {
+  // Unix seconds of a PEM certificate's end (the first in the text).
+  auto end_of = [&](const std::string& pem) -> int64_t {
+    WriteFile(env_.dir() + "/probe.pem", pem);
+    auto r =
+        RunCommand({"openssl", "x509", "-noout", "-enddate", "-in", env_.dir() + "/probe.pem"});
+    std::string text(Trim(r.out));
+    if (!StartsWith(text, "notAfter=")) return 0;
+    auto d = RunCommand({"date", "-u", "-d", text.substr(9), "+%s"});
+    return std::atoll(d.out.c_str());
+  };
+  // The CE's copy of the delegation the gridmanager made there, fetched as the user.
+  auto at_ce = [&]() -> int64_t {
+    std::smatch m;
+    std::string log = ReadFileOr(env_.home() + "/gridmanager.log");
+    if (!std::regex_search(log, m, std::regex("delegated to [^ ]+ as ([0-9a-f]+)"))) return 0;
+    auto r =
+        RunCommand({"curl", "-s", "--cert", env_.dir() + "/x509up", "--key", env_.dir() + "/x509up",
+                    "--capath", env_.home() + "/ca/certificates", "-X", "POST",
+                    endpoint_ + "/rest/1.0/delegations/" + std::string(m[1]) + "?action=get"});
+    return end_of(r.out);
+  };
+  int64_t first = end_of(ReadFileOr(env_.dir() + "/x509up"));
+  int c = env_.Submit(
+      Sub("executable = /bin/sh\ntransfer_executable = false\n"
+          "arguments = \"-c 'while [ ! -e " +
+          env_.dir() +
+          "/go ]; do sleep 0.2; done; openssl x509 -noout -enddate -in $X509_USER_PROXY'\"\n"
+          "output = out.txt\nqueue\n"));
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return Attr(id, "JobStatus", false) == "2"; }, 90));
+  int64_t before = at_ce();
+  EXPECT_LE(std::abs(before - first), 5) << "the CE's delegation ends at " << before;
+  auto r = env_.Kite({"proxy", "init", "-q", "--valid", "13:00", "--cert",
+                      env_.dir() + "/globus/usercert.pem", "--key",
+                      env_.dir() + "/globus/userkey.pem", "--out", env_.dir() + "/x509up"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  int64_t second = end_of(ReadFileOr(env_.dir() + "/x509up"));
+  ASSERT_GT(second, first + 3000);
+  int64_t after = 0;
+  EXPECT_TRUE(WaitUntil(
+      [&] {
+        after = at_ce();
+        return std::abs(after - second) <= 5;
+      },
+      60))
+      << "the CE's delegation ends at " << after << ", the refreshed proxy at " << second;
+  WriteFile(env_.dir() + "/go", "");
+  WaitDone(c, 90);
+  EXPECT_EQ(Attr(id, "ExitCode", true), "0");
+  std::string out(Trim(ReadFileOr(env_.dir() + "/out.txt")));
+  ASSERT_TRUE(StartsWith(out, "notAfter=")) << out;
+  auto job_end = RunCommand({"date", "-u", "-d", out.substr(9), "+%s"});
+  bool rewritten = std::abs(std::atoll(job_end.out.c_str()) - second) <= 5;
+  std::printf("the running job's own proxy file: %s\n",
+              rewritten ? "the refreshed proxy (the CE rewrote it)"
+                        : "the first proxy (this CE does not rewrite a running job's proxy file)");
+}
+
+// The step that makes a resent submit exactly-once, on its own: a job the CE already has under
+// the submit's name (as after a crash between the CE's answer and the gridmanager's record of
+// it) is taken for the job, not submitted again.
+TEST_F(ArcCe, ASubmitWhoseJobTheCeHasAlreadyIsNotSentAgain) {
+  std::string side = env_.dir() + "/side";
+  std::filesystem::create_directories(side);
+  std::filesystem::permissions(side, std::filesystem::perms::all);
+  int c =
+      env_.Submit(Sub("executable = /bin/sh\ntransfer_executable = false\n"
+                      "arguments = \"-c 'echo kite >> " +
+                      side + "/ran'\"\noutput = out.txt\nhold = true\nqueue\n"));
+  std::string id = std::to_string(c) + ".0";
+  std::string name = "kite-" + Attr(id, "QDate", false) + "-" + id + "-0/submit";
+  // The "earlier send": made at the CE by hand, under the name Kite gives the first attempt.
+  std::string xrsl = "&(jobname=\"" + name +
+                     "\")(executable=\"/bin/sh\")(arguments=\"-c\" \"echo " + "earlier >> " + side +
+                     "/ran; echo earlier\")(stdout=\"_kite_stdout\")" +
+                     "(outputfiles=(\"_kite_stdout\" \"\"))";
+  auto made =
+      RunCommand({"curl", "-s", "--cert", env_.dir() + "/x509up", "--key", env_.dir() + "/x509up",
+                  "--capath", env_.home() + "/ca/certificates", "-H", "Accept: application/json",
+                  "-X", "POST", "--data-binary", xrsl, endpoint_ + "/rest/1.0/jobs?action=new"});
+  ASSERT_NE(made.out.find("\"201\""), std::string::npos) << made.out << made.err;
+  auto r = env_.Kite({"release", id});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  WaitDone(c);
+  EXPECT_EQ(ReadFileOr(side + "/ran"), "earlier\n") << "the job ran again";
+  EXPECT_EQ(ReadFileOr(env_.dir() + "/out.txt"), "earlier\n");
+  EXPECT_EQ(Attr(id, "ExitCode", true), "0");
+  EXPECT_NE(ReadFileOr(env_.home() + "/gridmanager.log").find("not submitted again"),
+            std::string::npos);
+}
+
+// A CE that admits only another identity (its mapping refuses ours).
+class ArcCeForSomeoneElse : public ArcCe {
+ protected:
+  std::vector<std::string> CeEnv() const override {
+    return {"AREX_ALLOW_DNS=/O=Grid/OU=Kite/CN=Somebody Else"};
+  }
+};
+
+TEST_F(ArcCeForSomeoneElse, JobsOfAnIdentityTheCeDoesNotMapAreHeldWithItsRefusal) {
+  int c = env_.Submit(Sub("executable = /bin/true\ntransfer_executable = false\nqueue\n"));
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return Attr(id, "JobStatus", false) == "5"; }, 90))
+      << env_.Kite({"q", "-nobatch"}).out;
+  std::string reason = Attr(id, "HoldReason", false);
+  EXPECT_NE(reason.find("403"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("User can't be assigned configuration"), std::string::npos) << reason;
+}
+
+// ARC has no two-phase commit: Kite names each job after its submit's request id and, after a
+// crash, looks for the name at the CE before submitting again (docs/grid-arc.md). The gridmanager
+// is killed (-9) over and over while jobs are delegated, submitted, uploaded and run; every job
+// runs exactly once (each appends a line to a file of its own outside the CE) and its output
+// comes back whole.
+TEST_F(ArcCe, EveryJobRunsExactlyOnceWhileTheGridmanagerIsKilledOverAndOver) {
+  constexpr int kJobs = 12;
+  std::string side = env_.dir() + "/side";
+  std::filesystem::create_directories(side);
+  std::filesystem::permissions(side, std::filesystem::perms::all);  // the CE's account writes
+  env_.Write("in.txt", "input for every job\n");
+  int c =
+      env_.Submit(Sub("executable = /bin/sh\ntransfer_executable = false\n"
+                      "arguments = \"-c 'echo ran >> " +
+                      side +
+                      "/ran.$(Process); cat in.txt; sleep 2; echo done $(Process)'\"\n"
+                      "transfer_input_files = in.txt\noutput = out.$(Process)\n"
+                      "queue " +
+                      std::to_string(kJobs) + "\n"));
+  // Kills at different points of the gridmanager's life: the first ones while it delegates and
+  // submits, the later ones while jobs upload, run and end. The agent restarts it each time.
+  int kills = 0;
+  auto queue_empty = [&] {
+    return env_.Kite({"q", "-json", std::to_string(c)}).out.find("\"ProcId\"") == std::string::npos;
+  };
+  for (double after : {0.7, 1.0, 1.6, 3.0, 5.0}) {
+    pid_t pid = 0;
+    bool empty = false;
+    ASSERT_TRUE(WaitUntil(
+        [&] {
+          pid = GridmanagerPid();
+          if (pid == 0) empty = queue_empty();  // none is started once no job needs one
+          return pid != 0 || empty;
+        },
+        90));
+    if (empty) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(after * 1000)));
+    if (::kill(pid, SIGKILL) == 0) ++kills;
+  }
+  WaitDone(c, 240);
+  EXPECT_GE(kills, 4);
+  // How many submits found their job at the CE after a kill (it depends on where kills land).
+  std::string log = ReadFileOr(env_.home() + "/gridmanager.log");
+  size_t found = 0;
+  for (size_t at = 0; (at = log.find("not submitted again", at)) != std::string::npos; ++at)
+    ++found;
+  std::printf("%d kills; %zu submits found their job at the CE already\n", kills, found);
+  for (int p = 0; p < kJobs; ++p) {
+    std::string id = std::to_string(c) + "." + std::to_string(p);
+    EXPECT_EQ(ReadFileOr(side + "/ran." + std::to_string(p)), "ran\n") << id << " ran not once";
+    EXPECT_EQ(ReadFileOr(env_.dir() + "/out." + std::to_string(p)),
+              "input for every job\ndone " + std::to_string(p) + "\n")
+        << id;
+    EXPECT_EQ(Attr(id, "ExitCode", true), "0") << id;
+  }
 }
 
 }  // namespace
