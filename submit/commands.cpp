@@ -22,7 +22,9 @@ constexpr const char* kNoTdp = "Kite has no tool daemons";
 constexpr const char* kNoTokens =
     "Kite's credentials are X.509 proxies; it has no credd for tokens";
 constexpr const char* kPool = "used by Kite's pool when it matches vanilla jobs";
-constexpr const char* kCloud = "for HTCondor's grid types; Kite's gridmanager runs kite resources";
+constexpr const char* kCloud =
+    "for HTCondor's grid types; Kite's gridmanager runs kite and arc resources";
+constexpr const char* kArcLater = "not sent to ARC CEs yet (docs/grid-arc.md)";
 
 // clang-format off
 const CommandInfo kCommands[] = {
@@ -218,10 +220,10 @@ const CommandInfo kCommands[] = {
     {"globus_rsl", "GlobusRSL", F::kString, U::kRecords, "", ""},
 
     // The grid universe.
-    {"grid_resource", "GridResource", F::kSpecial, U::kActs, "kite HOST:PORT[/BATCH]; HTCondor's other types are recorded and held", ""},
-    {"arc_rte", "ArcRte", F::kString, U::kRecords, kCloud, ""},
-    {"arc_resources", "ArcResources", F::kString, U::kRecords, kCloud, ""},
-    {"arc_application", "ArcApplication", F::kString, U::kRecords, kCloud, ""},
+    {"grid_resource", "GridResource", F::kSpecial, U::kActs, "kite HOST:PORT[/BATCH], arc [https://]HOST[:PORT][/PATH]; HTCondor's other types are recorded and held", ""},
+    {"arc_rte", "ArcRte", F::kString, U::kRecords, kArcLater, ""},
+    {"arc_resources", "ArcResources", F::kString, U::kRecords, kArcLater, ""},
+    {"arc_application", "ArcApplication", F::kString, U::kRecords, kArcLater, ""},
     {"ec2_access_key_id", "EC2AccessKeyId", F::kSpecial, U::kRecords, kCloud, ""},
     {"ec2_secret_access_key", "EC2SecretAccessKey", F::kSpecial, U::kRecords, kCloud, ""},
     {"ec2_ami_id", "EC2AmiID", F::kSpecial, U::kRecords, kCloud, ""},

@@ -127,6 +127,20 @@ Status EmitMaterialize(JobContext& ctx) {
   return {};
 }
 
+// HTCondor's additions to an ARC job's description: recorded (as kString commands), not yet sent.
+Status WarnArcAdditions(JobContext& ctx) {
+  for (const char* key : {"arc_rte", "arc_resources", "arc_application"}) {
+    auto v = ctx.Get(key);
+    if (!v) return Fail(v.error());
+    if (*v) {
+      ctx.WarnAt(key,
+                 std::string(key) +
+                     " is recorded but Kite does not send it to ARC CEs yet (docs/grid-arc.md)");
+    }
+  }
+  return {};
+}
+
 Status EmitRemoteUniverses(JobContext& ctx) {
   struct R {
     const char* key;
@@ -220,7 +234,7 @@ Status EmitRemoteIoMethod(JobContext& ctx) {
 }  // namespace
 
 Status EmitMiscPolicy(JobContext& ctx) {
-  for (auto f : {EmitLease, EmitCredentialAlarm, EmitConcurrency, EmitMaterialize,
+  for (auto f : {EmitLease, EmitCredentialAlarm, EmitConcurrency, EmitMaterialize, WarnArcAdditions,
                  EmitRemoteUniverses, EmitRemoteIoMethod}) {
     if (auto st = f(ctx); !st) return st;
   }

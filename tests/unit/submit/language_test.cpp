@@ -209,6 +209,7 @@ TEST_F(LanguageTest, RecordedCommandsWithoutEffectWarn) {
       {"request_gpus = 1", "request_gpus"},
       {"concurrency_limits = db", "concurrency_limits"},
       {"+SingularityImage = \"/cvmfs/x.sif\"", "+SingularityImage"},
+      {"arc_rte = ENV/PYTHON-3", "arc_rte"},
   };
   for (const auto& tc : cases) {
     SCOPED_TRACE(tc.lines);
