@@ -289,6 +289,14 @@ class ArcSiteLink : public SiteLink, public std::enable_shared_from_this<ArcSite
       if (ran) {
         if (r.files) {
           auto fetched = FetchOutput(r);
+          if (!fetched && fetched.error().code() == ErrorCode::kNotFound) {
+            // The job did not write a file it names: held, as HTCondor holds a job whose output
+            // cannot be transferred (running it again would not write it either).
+            s.state = gram::JobState::kFailed;
+            s.failure = gram::FailureCode::kBadRequest;
+            s.failure_message = fetched.error().message();
+            return SiteAnswer{.job = std::move(s)};
+          }
           if (!fetched) return Fail(fetched.error());
         }
         s.state = gram::JobState::kDone;

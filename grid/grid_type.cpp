@@ -62,7 +62,7 @@ GridType ArcRow() {
       .example = "https://ce.example.org:443/arex",
       .parse = ParseArcContact,
       .label = [](const GridResource&) { return std::string("arc"); },
-      .caps = {.two_phase_commit = false, .site_info = false},
+      .caps = {.two_phase_commit = false, .site_info = false, .output_files = true},
   };
 }
 

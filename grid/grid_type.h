@@ -27,6 +27,9 @@ struct GridTypeCaps {
   // The site answers a request for site information (batch system, free CPUs, limits): the broker
   // can rank it.
   bool site_info = false;
+  // transfer_output_files (and transfer_output_remaps) come back: the link fetches the files the
+  // job names from the site. Submit refuses them for types without it.
+  bool output_files = false;
 };
 
 struct GridType {

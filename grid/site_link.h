@@ -33,8 +33,9 @@ struct LocalFile {
   bool operator==(const LocalFile&) const = default;
 };
 struct JobFiles {
-  std::vector<LocalFile> in;   // executable, stdin, transfer_input_files
-  std::vector<LocalFile> out;  // stdout, stderr
+  std::vector<LocalFile> in;       // executable, stdin, transfer_input_files
+  std::vector<LocalFile> out;      // stdout, stderr
+  std::vector<LocalFile> results;  // transfer_output_files: the name at the site, the path here
 };
 
 // One request to a gatekeeper (docs/protocol.md).

@@ -157,6 +157,7 @@ Result<Engine::Job*> Engine::Admit(const grid::PollJob& pj) {
   auto files = std::make_shared<grid::JobFiles>();
   for (const auto& f : j.plan.readable) files->in.push_back({f.name, f.path});
   for (const auto& f : j.plan.writable) files->out.push_back({f.name, f.path});
+  for (const auto& [name, path] : j.plan.results) files->results.push_back({name, path});
   j.files = std::move(files);
   j.site = site;
   j.delegation_epoch = site->delegation_epoch();

@@ -8,6 +8,7 @@
 #include "common/files.h"
 #include "common/strings.h"
 #include "grid/brokered.h"
+#include "grid/grid_type.h"
 #include "submit/quoting.h"
 
 namespace kite::gridmanager {
@@ -89,6 +90,42 @@ Result<gram::ResourceRequest> PlanResources(const classad::ClassAd& ad) {
   r.queue = std::move(*queue);
   r.project = std::move(*project);
   return r;
+}
+
+}  // namespace
+
+// transfer_output_files as names in the job's directory at the site, each with where it goes here:
+// under Iwd by its base name, or where transfer_output_remaps ("name = path; ...", the name as
+// listed or its base name) puts it (a relative path is under Iwd).
+namespace {
+
+Result<std::vector<std::pair<std::string, std::string>>> PlanResults(const std::string& list,
+                                                                     const std::string& remaps,
+                                                                     const std::string& iwd) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::set<std::string> seen;
+  for (const auto& name : Split(list, ',')) {
+    bool bad = name.starts_with('/') || name.ends_with('/') ||
+               name.find("://") != std::string::npos || !gram::ValidRelativeName(name);
+    if (bad) {
+      return Fail(Bad("TransferOutput", "'" + name +
+                                            "' is not a file name in the job's directory at the "
+                                            "site (directories and URLs are not fetched)"));
+    }
+    std::string local = BaseName(name);
+    for (const auto& item : Split(remaps, ';')) {
+      auto eq = item.find('=');
+      if (eq == std::string::npos) continue;
+      std::string key(Trim(std::string_view(item).substr(0, eq)));
+      if (key == name || key == BaseName(name)) local = std::string(Trim(item.substr(eq + 1)));
+    }
+    std::string path = JoinPath(iwd, local);
+    if (!seen.insert(path).second) {
+      return Fail(Bad("TransferOutput", "two output files would be written to " + path));
+    }
+    out.emplace_back(name, std::move(path));
+  }
+  return out;
 }
 
 }  // namespace
@@ -180,6 +217,17 @@ Result<GridJobPlan> PlanGridJob(const classad::ClassAd& ad) {
       p.readable.push_back({name, JoinPath(iwd, f)});
       p.desc.stage_in.push_back({name, as});
     }
+  }
+  if (auto outputs = ad.EvaluateString("TransferOutput"); outputs && !Trim(*outputs).empty()) {
+    const grid::GridType* type = grid::FindGridType(p.resource.type);
+    if (type == nullptr || !type->caps.output_files) {
+      return Fail(Bad("TransferOutput", "a " + (type ? type->display : p.resource.type) +
+                                            " does not send back transfer_output_files"));
+    }
+    auto results =
+        PlanResults(*outputs, ad.EvaluateString("TransferOutputRemaps").value_or(""), iwd);
+    if (!results) return Fail(results.error());
+    p.results = std::move(*results);
   }
   auto resources = PlanResources(ad);
   if (!resources) return Fail(resources.error());

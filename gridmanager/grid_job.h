@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "classad/classad.h"
@@ -27,11 +28,15 @@ struct GridJobPlan {
   gram::JobDescription desc;
   std::vector<gass::ReadableFile> readable;  // executable, stdin, transfer_input_files
   std::vector<gass::WritableFile> writable;  // stdout, stderr
-  std::string proxy;                         // x509userproxy
+  // transfer_output_files, for grid types whose link fetches them (GridTypeCaps::output_files):
+  // the name at the site, the path here (its base name under Iwd, or where a remap puts it).
+  std::vector<std::pair<std::string, std::string>> results;
+  std::string proxy;  // x509userproxy
 };
 
 // Reads GridResource, Cmd, Iwd, TransferExecutable, Arguments/Args, Environment/Env, In, Out,
-// Err, StreamOut, StreamErr, TransferInput (TransferInputFiles in jobs queued before) and
+// Err, StreamOut, StreamErr, TransferInput (TransferInputFiles in jobs queued before),
+// TransferOutput and TransferOutputRemaps (for types whose link fetches output files) and
 // x509userproxy, and what the job asks of the site's batch system: RequestCpus, RequestMemory (MB),
 // MaxWallTime (seconds; when absent, BatchRuntime), BatchQueue and BatchProject into
 // desc.resources. kInvalidInput, naming the attribute, for what cannot be run as described (a

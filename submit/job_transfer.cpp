@@ -8,6 +8,8 @@
 
 #include "common/files.h"
 #include "common/strings.h"
+#include "grid/grid_type.h"
+#include "grid/resource.h"
 #include "submit/expr_util.h"
 #include "submit/job_attrs.h"
 
@@ -128,10 +130,28 @@ Status CheckGridTransfers(JobContext& ctx, const std::vector<std::string>& input
   if (!universe) return Fail(universe.error());
   if (*universe != kGridUniverse) return {};
   if (!outputs.empty()) {
-    return Fail(ctx.ErrorAt("transfer_output_files",
-                            "transfer_output_files is not supported for grid jobs: only the "
-                            "files named by output and error come back (write what you need "
-                            "there, or pack it into one of them)"));
+    // Some grid types' links fetch them (GridTypeCaps::output_files): files by name, no
+    // directories or URLs.
+    auto resource = ctx.Get("grid_resource");
+    if (!resource) return Fail(resource.error());
+    auto r = *resource ? grid::ParseGridResource(**resource) : Result<grid::GridResource>();
+    const grid::GridType* type = r && *resource ? grid::FindGridType(r->type) : nullptr;
+    if (type == nullptr || !type->caps.output_files) {
+      return Fail(ctx.ErrorAt("transfer_output_files",
+                              "transfer_output_files is not supported for grid jobs to a " +
+                                  (type ? type->display : std::string("site of this type")) +
+                                  ": only the files named by output and error come back (write "
+                                  "what you need there, or pack it into one of them)"));
+    }
+    for (const auto& f : outputs) {
+      if (IsUrl(f) || f.starts_with('/') || f.ends_with('/') || f.find("..") != std::string::npos) {
+        return Fail(ctx.ErrorAt("transfer_output_files",
+                                "transfer_output_files: '" + f +
+                                    "' is not a file name in the job's directory at the site "
+                                    "(a grid job's output comes back as files, not directories "
+                                    "or URLs)"));
+      }
+    }
   }
   auto iwd = GetIwd(ctx);
   if (!iwd) return Fail(iwd.error());

@@ -112,16 +112,22 @@ TEST_F(ArcCe, JobsWithStagedInputRunAtTheCeAndTheirOutputAndExactExitCodesComeBa
              "wc -l < in.dat\n"
              "cat\n"
              "echo \"to stderr\" >&2\n"
+             "mkdir -p sub && seq 1 \"$1\" > sub/result.dat\n"
+             "echo \"checksum $(sum < in.dat)\" > summary.txt\n"
              "exit \"$1\"\n",
              0755);
   std::string lines;
   for (int i = 0; i < 1000; ++i) lines += "line " + std::to_string(i) + "\n";
   env_.Write("in.dat", lines);
   env_.Write("stdin.txt", "from stdin\n");
+  std::filesystem::create_directories(env_.dir() + "/sums");  // a remap's folder must exist
   int c =
       env_.Submit(Sub("executable = analyse.sh\narguments = $(code) two\n"
                       "transfer_input_files = in.dat\ninput = stdin.txt\n"
                       "output = out.$(Process)\nerror = err.$(Process)\n"
+                      "transfer_output_files = sub/result.dat, summary.txt\n"
+                      "transfer_output_remaps = \"result.dat = result.$(Process).dat; "
+                      "summary.txt = sums/summary.$(Process)\"\n"
                       "queue code in (0, 3)\n"));
   WaitDone(c);
   for (int p = 0; p < 2; ++p) {
@@ -131,6 +137,11 @@ TEST_F(ArcCe, JobsWithStagedInputRunAtTheCeAndTheirOutputAndExactExitCodesComeBa
     EXPECT_EQ(ReadFileOr(env_.dir() + "/out." + std::to_string(p)),
               "args: " + std::to_string(p * 3) + " two\n1000\nfrom stdin\n");
     EXPECT_EQ(ReadFileOr(env_.dir() + "/err." + std::to_string(p)), "to stderr\n");
+    // transfer_output_files, where the remaps put them.
+    EXPECT_EQ(ReadFileOr(env_.dir() + "/result." + std::to_string(p) + ".dat"),
+              p == 0 ? "" : "1\n2\n3\n");
+    auto sum = RunCommand({"sh", "-c", "sum < " + env_.dir() + "/in.dat"});
+    EXPECT_EQ(ReadFileOr(env_.dir() + "/sums/summary." + std::to_string(p)), "checksum " + sum.out);
     // The CE's own id of the job, as a URL under its REST interface.
     EXPECT_NE(Attr(id, "GridJobId", true).find(endpoint_ + "/rest/1.0/jobs/"), std::string::npos)
         << Attr(id, "GridJobId", true);
@@ -177,6 +188,21 @@ TEST_F(ArcCe, AJobTheCeCannotRunIsHeldWithTheCesReason) {
   // The CE's own words: the fork LRM says no more of a program it cannot start.
   std::string reason = Attr(id, "HoldReason", false);
   EXPECT_NE(reason.find("LRMS error: (-1) Job died unexpectedly"), std::string::npos) << reason;
+}
+
+// A job that does not write an output file it names is held saying which (running it again would
+// not write it either); what did come back is there.
+TEST_F(ArcCe, AJobWithoutAnOutputFileItNamesIsHeldSayingWhich) {
+  int c =
+      env_.Submit(Sub("executable = /bin/sh\ntransfer_executable = false\n"
+                      "arguments = \"-c 'echo partial'\"\noutput = out.txt\n"
+                      "transfer_output_files = never-written.dat\nqueue\n"));
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return Attr(id, "JobStatus", false) == "5"; }, 120))
+      << env_.Kite({"q", "-nobatch"}).out;
+  std::string reason = Attr(id, "HoldReason", false);
+  EXPECT_NE(reason.find("never-written.dat"), std::string::npos) << reason;
+  EXPECT_EQ(ReadFileOr(env_.dir() + "/out.txt"), "partial\n");
 }
 
 // A proxy refreshed on the desktop (`kite proxy init` again) reaches the CE while a job runs

@@ -46,6 +46,22 @@ TEST(ArcDescribeJob, NamesTheJobAndListsWhatTheClientMoves) {
                                                     {"_kite_stderr", "/home/u/run/err.0"}}));
 }
 
+TEST(ArcDescribeJob, KeepsAndFetchesTheOutputFilesTheJobNames) {
+  gram::JobDescription d;
+  d.executable.site = "/bin/sh";
+  JobFiles files{
+      .results = {{"result.dat", "/home/u/run/result.dat"}, {"sub/t.csv", "/home/u/run/t.csv"}}};
+  auto j = DescribeJob(d, files, "n", "");
+  ASSERT_TRUE(j) << j.error().ToString();
+  EXPECT_EQ(j->xrsl,
+            "&(jobname=\"n\")(executable=\"/bin/sh\")"
+            "(outputfiles=(\"result.dat\" \"\")(\"sub/t.csv\" \"\"))");
+  EXPECT_EQ(j->downloads, (std::vector<SessionFile>{{"result.dat", "/home/u/run/result.dat"},
+                                                    {"sub/t.csv", "/home/u/run/t.csv"}}));
+  files.results = {{"../escape", "/tmp/x"}};
+  EXPECT_FALSE(DescribeJob(d, files, "n", ""));
+}
+
 TEST(ArcDescribeJob, RunsAnExecutableOfTheSiteAndLeavesOutWhatIsNotAsked) {
   gram::JobDescription d;
   d.executable.site = "/bin/sh";

@@ -100,6 +100,35 @@ TEST(ParseGridResource, ReadsAnArcCeAsHTCondorDoes) {
   }
 }
 
+// transfer_output_files come back from the types whose link fetches them (ARC), under Iwd by base
+// name or where a remap puts them; Kite's own type refuses them.
+TEST(PlanGridJob, OutputFilesComeBackFromTypesThatFetchThem) {
+  std::string arc =
+      "GridResource = \"arc https://ce.example.org/arex\"\n"
+      "x509userproxy = \"/tmp/x509up_u1\"\nIwd = \"/home/jane/run\"\n"
+      "Cmd = \"/bin/sh\"\nTransferExecutable = false\n";
+  auto plan = PlanGridJob(Ad(arc + "TransferOutput = \"result.dat, sub/table.csv, log.txt\"\n"
+                                   "TransferOutputRemaps = \"table.csv = tables/t.$(Process).csv; "
+                                   "log.txt = /var/tmp/log.txt\"\n"));
+  ASSERT_TRUE(plan) << plan.error().ToString();
+  EXPECT_EQ(plan->results, (std::vector<std::pair<std::string, std::string>>{
+                               {"result.dat", "/home/jane/run/result.dat"},
+                               {"sub/table.csv", "/home/jane/run/tables/t.$(Process).csv"},
+                               {"log.txt", "/var/tmp/log.txt"}}));
+  for (const char* bad : {"../x", "/etc/passwd", "dir/", "gsiftp://h/x"}) {
+    auto r = PlanGridJob(Ad(arc + "TransferOutput = \"" + bad + "\"\n"));
+    ASSERT_FALSE(r) << bad;
+    EXPECT_NE(r.error().message().find("TransferOutput"), std::string::npos);
+  }
+  auto twice = PlanGridJob(Ad(arc + "TransferOutput = \"a/x, b/x\"\n"));
+  ASSERT_FALSE(twice);
+  EXPECT_NE(twice.error().message().find("two output files"), std::string::npos);
+  auto kite = PlanGridJob(Ad(std::string(kBase) + "Cmd = \"p\"\nTransferOutput = \"r.dat\"\n"));
+  ASSERT_FALSE(kite);
+  EXPECT_NE(kite.error().message().find("Kite gatekeeper does not send back"), std::string::npos)
+      << kite.error().message();
+}
+
 TEST(PlanGridJob, StagesExecutableInputAndOutputs) {
   auto plan = PlanGridJob(Ad(std::string(kBase) +
                              "Cmd = \"analyse.sh\"\n"

@@ -168,6 +168,24 @@ TEST_F(ErrorsTest, GridResourceIsReadByItsTypesRegistryRow) {
             std::string::npos);
 }
 
+// transfer_output_files of a grid job: taken for a type whose link fetches them (ARC), as files;
+// refused, saying so, for one whose link does not.
+TEST_F(ErrorsTest, GridOutputFilesGoToTypesThatFetchThem) {
+  const std::string arc = "universe = grid\ngrid_resource = arc ce.example.org\nexecutable = p\n";
+  auto c = MustParse(arc + "transfer_output_files = result.dat, sub/t.csv\nqueue\n");
+  EXPECT_EQ(Get(c, "TransferOutput"), "\"result.dat,sub/t.csv\"");
+  for (const char* bad : {"out/", "/abs/x", "../x"}) {
+    EXPECT_NE(ErrorOf(arc + "transfer_output_files = " + bad + "\nqueue\n")
+                  .find("is not a file name in the job's directory at the site"),
+              std::string::npos)
+        << bad;
+  }
+  EXPECT_NE(ErrorOf("universe = grid\ngrid_resource = kite gk:1\nexecutable = p\n"
+                    "transfer_output_files = r.dat\nqueue\n")
+                .find("not supported for grid jobs to a Kite gatekeeper"),
+            std::string::npos);
+}
+
 TEST_F(ErrorsTest, ExponentialMacrosAreCutOff) {
   std::string text = "m0 = xxxxxxxxxxxxxxxx\n";
   for (int i = 1; i <= 30; ++i) {
