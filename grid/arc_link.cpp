@@ -171,7 +171,16 @@ class ArcSiteLink : public SiteLink, public std::enable_shared_from_this<ArcSite
       scan = !scanned_ || unanswered_.count(name) > 0;
     }
     if (scan) {
-      if (auto st = Scan(); !st) return Fail(st.error());
+      // One scan at a time: the submits that wait for it find what it found.
+      std::lock_guard scanning(scan_mu_);
+      bool again = false;
+      {
+        std::lock_guard lock(mu_);
+        again = !scanned_ || unanswered_.count(name) > 0;
+      }
+      if (again) {
+        if (auto st = Scan(); !st) return Fail(st.error());
+      }
     }
     std::lock_guard lock(mu_);
     unanswered_.erase(name);
@@ -424,6 +433,7 @@ class ArcSiteLink : public SiteLink, public std::enable_shared_from_this<ArcSite
   asio::thread_pool& pool_;
   asio::io_context& io_;
 
+  std::mutex scan_mu_;  // held while the CE's jobs are read (Scan)
   std::mutex mu_;
   bool scanned_ = false;
   std::map<std::string, std::string> by_name_;  // the CE's job ids by job name (request id)
