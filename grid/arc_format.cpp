@@ -180,7 +180,6 @@ Result<std::vector<JobReply>> ParseJobsReply(std::string_view body) {
   auto st = ForEachJob(body, [&](const json::object& o) -> Status {
     JobReply r;
     r.id = Text(o, "id");
-    if (r.id.empty()) return Fail(ErrorCode::kProtocol, "a job in the CE's reply has no id");
     std::string code = Text(o, "status-code");
     if (!code.empty()) {
       auto [end, ec] = std::from_chars(code.data(), code.data() + code.size(), r.code);
@@ -188,6 +187,10 @@ Result<std::vector<JobReply>> ParseJobsReply(std::string_view body) {
         return Fail(ErrorCode::kProtocol,
                     "a job's status-code in the CE's reply is '" + code + "'");
       }
+    }
+    // A refused new job has no id ({"status-code":"500","reason":"emies:adl parsing error"}).
+    if (r.id.empty() && r.code < 300) {
+      return Fail(ErrorCode::kProtocol, "a job in the CE's reply has no id");
     }
     r.reason = Text(o, "reason");
     r.state = Text(o, "state");

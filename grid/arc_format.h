@@ -48,7 +48,7 @@ std::string XrslQuote(std::string_view text);
 
 // One job of a reply to a bulk request (action=new, status, kill, clean, info).
 struct JobReply {
-  std::string id;
+  std::string id;      // empty only in a refusal (code 300 or more) of a new job
   int code = 0;        // the per-job HTTP status the CE gives ("status-code")
   std::string reason;  // its text
   std::string state;   // the REST state, upper case ("RUNNING"); empty when not given

@@ -55,6 +55,15 @@ std::optional<Error> PerJobError(const JobReply& r, std::string_view what) {
   return arc::HttpError(r.code, r.reason, std::string(what) + " of ARC job " + r.id);
 }
 
+// A reply that cannot be read (truncated, not the CE's JSON) as no answer: the CE is asked again
+// after a back-off, and nothing is decided on it.
+template <class T>
+Result<T> Readable(Result<T> parsed) {
+  if (parsed || parsed.error().code() != ErrorCode::kProtocol) return parsed;
+  return Fail(ErrorCode::kUnavailable,
+              "the CE's reply could not be read: " + parsed.error().message());
+}
+
 class ArcSiteLink : public SiteLink, public std::enable_shared_from_this<ArcSiteLink> {
  public:
   ArcSiteLink(std::unique_ptr<ArcClient> client, credentials::Credential credential,
@@ -140,7 +149,7 @@ class ArcSiteLink : public SiteLink, public std::enable_shared_from_this<ArcSite
   Status Scan() {
     auto list = client_->Call("GET", "jobs", "");
     if (!list) return Fail(list.error().Wrap("ARC job list"));
-    auto ids = arc::ParseJobList(list->body);
+    auto ids = Readable(arc::ParseJobList(list->body));
     if (!ids) return Fail(ids.error());
     std::map<std::string, std::string> names;
     for (size_t i = 0; i < ids->size(); i += kBulk) {
@@ -149,7 +158,7 @@ class ArcSiteLink : public SiteLink, public std::enable_shared_from_this<ArcSite
           ids->begin() + static_cast<std::ptrdiff_t>(std::min(ids->size(), i + kBulk)));
       auto info = client_->Call("POST", "jobs?action=info", IdsBody(part));
       if (!info) return Fail(info.error().Wrap("ARC job info"));
-      auto jobs = arc::ParseJobsReply(info->body);
+      auto jobs = Readable(arc::ParseJobsReply(info->body));
       if (!jobs) return Fail(jobs.error());
       for (const auto& j : *jobs) {
         if (!j.name.empty()) names[j.name] = j.id;
@@ -205,25 +214,33 @@ class ArcSiteLink : public SiteLink, public std::enable_shared_from_this<ArcSite
       state = st->state;
     } else {
       auto made = client_->Call("POST", "jobs?action=new", job->xrsl, kXrslType);
-      if (!made) {
-        if (SiteDown(made.error())) {
-          std::lock_guard lock(mu_);
-          unanswered_.insert(r.request_id);  // it may have reached the CE: look before resending
-        }
-        return Fail(made.error().Wrap("ARC submit"));
-      }
-      auto jobs = arc::ParseJobsReply(made->body);
-      if (!jobs) return Fail(jobs.error());
-      if (jobs->size() != 1) {
-        return Fail(ErrorCode::kProtocol,
+      auto jobs = made ? Readable(arc::ParseJobsReply(made->body))
+                       : Result<std::vector<JobReply>>(Fail(made.error().Wrap("ARC submit")));
+      if (jobs && jobs->size() != 1) {
+        jobs = Fail(ErrorCode::kUnavailable,
                     "the CE answered a submit with " + std::to_string(jobs->size()) + " jobs");
       }
-      if (auto e = PerJobError(jobs->front(), "submit")) return Fail(*e);
-      id = jobs->front().id;
-      if (!arc::ValidArcId(id)) {
-        return Fail(ErrorCode::kProtocol, "the CE named the new job '" + id + "'");
+      if (!jobs) {
+        // No answer, or none that can be read: the CE may have made the job. The next send looks
+        // for it by name first.
+        if (SiteDown(jobs.error())) {
+          std::lock_guard lock(mu_);
+          unanswered_.insert(r.request_id);
+        }
+        return Fail(jobs.error());
       }
-      if (!jobs->front().state.empty()) state = jobs->front().state;
+      const JobReply& made_job = jobs->front();
+      if (made_job.code != 201 && made_job.code != 0) {
+        // The CE refused this description (ARC says so with a per-job 500); 503: it is busy.
+        return Fail(made_job.code == 503 ? ErrorCode::kUnavailable : ErrorCode::kInvalidInput,
+                    "the ARC CE refused the job: " + std::to_string(made_job.code) + " " +
+                        ForLog(made_job.reason));
+      }
+      id = made_job.id;
+      if (!arc::ValidArcId(id)) {
+        return Fail(ErrorCode::kProtocol, "the CE named the new job '" + ForLog(id) + "'");
+      }
+      if (!made_job.state.empty()) state = made_job.state;
       std::lock_guard lock(mu_);
       by_name_[r.request_id] = id;
     }
@@ -247,14 +264,14 @@ class ArcSiteLink : public SiteLink, public std::enable_shared_from_this<ArcSite
   Result<JobReply> StatusReply(const std::string& id) {
     auto reply = client_->Call("POST", "jobs?action=status", IdsBody({id}));
     if (!reply) return Fail(reply.error().Wrap("ARC status"));
-    auto jobs = arc::ParseJobsReply(reply->body);
+    auto jobs = Readable(arc::ParseJobsReply(reply->body));
     if (!jobs) return Fail(jobs.error());
     for (auto& j : *jobs) {
       if (j.id != id) continue;
       if (auto e = PerJobError(j, "status")) return Fail(*e);
       return j;
     }
-    return Fail(ErrorCode::kNotFound, "the CE's status reply leaves out job " + id);
+    return Fail(ErrorCode::kUnavailable, "the CE's status reply leaves out job " + id);
   }
 
   Result<SiteAnswer> StatusOf(const SiteRequest& r) {
@@ -363,7 +380,7 @@ class ArcSiteLink : public SiteLink, public std::enable_shared_from_this<ArcSite
       Result<std::vector<JobReply>> replies = std::vector<JobReply>{};
       if (!ids.empty()) {
         auto reply = client_->Call("POST", "jobs?action=status", IdsBody(ids));
-        replies = reply ? arc::ParseJobsReply(reply->body)
+        replies = reply ? Readable(arc::ParseJobsReply(reply->body))
                         : Result<std::vector<JobReply>>(Fail(reply.error().Wrap("ARC status")));
       }
       for (auto& p : batch) {
@@ -373,7 +390,7 @@ class ArcSiteLink : public SiteLink, public std::enable_shared_from_this<ArcSite
         } else if (!replies) {
           a = Fail(replies.error());
         } else {
-          a = Fail(ErrorCode::kNotFound, "the CE's status reply leaves out job " + p.req.job_id);
+          a = Fail(ErrorCode::kUnavailable, "the CE's status reply leaves out job " + p.req.job_id);
           for (const auto& j : *replies) {
             if (j.id != p.req.job_id) continue;
             auto e = PerJobError(j, "status");
@@ -418,14 +435,14 @@ class ArcSiteLink : public SiteLink, public std::enable_shared_from_this<ArcSite
   Status BulkAction(const std::string& action, const std::string& id) {
     auto reply = client_->Call("POST", "jobs?action=" + action, IdsBody({id}));
     if (!reply) return Fail(reply.error().Wrap("ARC " + action));
-    auto jobs = arc::ParseJobsReply(reply->body);
+    auto jobs = Readable(arc::ParseJobsReply(reply->body));
     if (!jobs) return Fail(jobs.error());
     for (const auto& j : *jobs) {
       if (j.id != id) continue;
       if (auto e = PerJobError(j, action)) return Fail(*e);
       return {};
     }
-    return Fail(ErrorCode::kNotFound, "the CE's " + action + " reply leaves out job " + id);
+    return Fail(ErrorCode::kUnavailable, "the CE's " + action + " reply leaves out job " + id);
   }
 
   std::unique_ptr<ArcClient> client_;

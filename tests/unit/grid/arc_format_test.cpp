@@ -107,6 +107,12 @@ TEST(ArcReplies, ReadOneJobAsAnObjectAndSeveralAsAList) {
   EXPECT_EQ((*two)[1].code, 404);
   EXPECT_EQ((*two)[1].reason, "Job not found");
 
+  auto refused =
+      ParseJobsReply(R"({"job":{"status-code":"500","reason":"emies:adl parsing error"}})");
+  ASSERT_TRUE(refused) << refused.error().ToString();
+  EXPECT_EQ((*refused)[0].code, 500);
+  EXPECT_EQ((*refused)[0].reason, "emies:adl parsing error");
+
   auto list = ParseJobList(R"({"job":[{"id":"a"},{"id":"b"}]})");
   ASSERT_TRUE(list);
   EXPECT_EQ(*list, (std::vector<std::string>{"a", "b"}));
