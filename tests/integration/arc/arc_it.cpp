@@ -83,10 +83,7 @@ class ArcCe : public ::testing::Test {
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err << env_.Kite({"q", "-nobatch"}).out;
   }
   std::string Attr(const std::string& id, const std::string& attr, bool history) const {
-    auto r = env_.Kite({history ? "history" : "q", "-json", id});
-    std::smatch m;
-    std::regex re("\"" + attr + "\": (\"(?:[^\"\\\\]|\\\\.)*\"|[^,\n]+)");
-    return std::regex_search(r.out, m, re) ? std::string(m[1]) : "";
+    return env_.JobAttr(id, attr, history);
   }
   // Processes whose command line holds `word` (the CE's jobs run as its mapped account).
   int Processes(const std::string& word) const {

@@ -96,10 +96,7 @@ class SlurmStack : public ::testing::Test {
     ASSERT_EQ(r.exit_code, 0) << r.out << r.err << env_.Kite({"q", "-nobatch"}).out;
   }
   std::string Attr(const std::string& id, const std::string& attr, bool history) const {
-    auto r = env_.Kite({history ? "history" : "q", "-json", id});
-    std::smatch m;
-    std::regex re("\"" + attr + "\": (\"(?:[^\"\\\\]|\\\\.)*\"|[^,\n]+)");
-    return std::regex_search(r.out, m, re) ? std::string(m[1]) : "";
+    return env_.JobAttr(id, attr, history);
   }
 
   int Calls(const std::string& tool) const { return tools_->Count(tool); }
