@@ -92,13 +92,9 @@ Result<gram::ResourceRequest> PlanResources(const classad::ClassAd& ad) {
   return r;
 }
 
-}  // namespace
-
 // transfer_output_files as names in the job's directory at the site, each with where it goes here:
 // under Iwd by its base name, or where transfer_output_remaps ("name = path; ...", the name as
 // listed or its base name) puts it (a relative path is under Iwd).
-namespace {
-
 Result<std::vector<std::pair<std::string, std::string>>> PlanResults(const std::string& list,
                                                                      const std::string& remaps,
                                                                      const std::string& iwd) {
