@@ -73,8 +73,7 @@ class ArcSiteLink : public SiteLink, public std::enable_shared_from_this<ArcSite
   void Send(const SiteRequest& req, SiteDone done) override {
     if (req.op == Op::kStatus) return QueueStatus(req, std::move(done));
     asio::post(pool_, [self = shared_from_this(), req, done = std::move(done)]() mutable {
-      auto answer = std::make_shared<Result<SiteAnswer>>(self->Call(req));
-      asio::post(self->io_, [answer, done = std::move(done)] { done(std::move(*answer)); });
+      self->Answer(std::move(done), self->Call(req));
     });
   }
 
@@ -347,6 +346,12 @@ class ArcSiteLink : public SiteLink, public std::enable_shared_from_this<ArcSite
     return {};
   }
 
+  // Hands `a` to `done` on the engine's thread.
+  void Answer(SiteDone done, Result<SiteAnswer> a) {
+    auto answer = std::make_shared<Result<SiteAnswer>>(std::move(a));
+    asio::post(io_, [answer, done = std::move(done)] { done(std::move(*answer)); });
+  }
+
   // Status requests wait here; one pool task sends all that have gathered as one bulk request.
   void QueueStatus(const SiteRequest& req, SiteDone done) {
     bool start = false;
@@ -391,15 +396,23 @@ class ArcSiteLink : public SiteLink, public std::enable_shared_from_this<ArcSite
           a = Fail(replies.error());
         } else {
           a = Fail(ErrorCode::kUnavailable, "the CE's status reply leaves out job " + p.req.job_id);
+          const JobReply* reply = nullptr;
           for (const auto& j : *replies) {
-            if (j.id != p.req.job_id) continue;
-            auto e = PerJobError(j, "status");
-            a = e ? Result<SiteAnswer>(Fail(*e)) : Settle(p.req, j);
-            break;
+            if (j.id == p.req.job_id) reply = &j;
           }
+          auto e = reply ? PerJobError(*reply, "status") : std::nullopt;
+          if (reply && !e && arc::MapState(reply->state) &&
+              gram::IsTerminal(*arc::MapState(reply->state))) {
+            // An ended job's exit code and output are fetched on a pool thread of its own, so
+            // that jobs ending together are settled side by side, not one after another.
+            asio::post(pool_, [self = shared_from_this(), p = std::move(p), j = *reply]() mutable {
+              self->Answer(std::move(p.done), self->Settle(p.req, j));
+            });
+            continue;
+          }
+          if (reply) a = e ? Result<SiteAnswer>(Fail(*e)) : Settle(p.req, *reply);
         }
-        auto answer = std::make_shared<Result<SiteAnswer>>(std::move(a));
-        asio::post(io_, [answer, done = std::move(p.done)] { done(std::move(*answer)); });
+        Answer(std::move(p.done), std::move(a));
       }
     }
   }
