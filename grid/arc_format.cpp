@@ -1,7 +1,6 @@
 // ARC CE descriptions and replies (docs/grid-arc.md).
 #include "grid/arc_format.h"
 
-#include <algorithm>
 #include <boost/json.hpp>
 #include <cctype>
 #include <charconv>
@@ -150,10 +149,7 @@ Result<ArcJob> DescribeJob(const gram::JobDescription& desc, const JobFiles& fil
   if (auto st = download(desc.stdout_file, kStdoutName, "stdout"); !st) return Fail(st.error());
   if (auto st = download(desc.stderr_file, kStderrName, "stderr"); !st) return Fail(st.error());
   for (const auto& f : files.results) {
-    bool plain = !f.name.empty() && f.name.front() != '/' && f.name.find("..") == std::string::npos;
-    if (!plain || std::find_if(f.name.begin(), f.name.end(), [](char ch) {
-                    return std::iscntrl(static_cast<unsigned char>(ch)) != 0;
-                  }) != f.name.end()) {
+    if (!gram::ValidRelativeName(f.name)) {
       return bad("cannot fetch '" + f.name + "' from an ARC CE's session directory");
     }
     job.downloads.push_back({f.name, f.path});

@@ -91,6 +91,24 @@ class ArcCe : public ::testing::Test {
     return std::atoi(r.out.c_str());
   }
 
+  // curl ARGS... at the CE's REST interface as the user (the proxy), the last argument the
+  // target under /rest/1.0/.
+  CommandResult AtCe(std::vector<std::string> args) const {
+    args.back() = endpoint_ + "/rest/1.0/" + args.back();
+    std::vector<std::string> argv = {"curl",     "-s",
+                                     "--cert",   env_.dir() + "/x509up",
+                                     "--key",    env_.dir() + "/x509up",
+                                     "--capath", env_.home() + "/ca/certificates"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return RunCommand(argv);
+  }
+  // Waits until job `id` is held; its HoldReason.
+  std::string HoldReasonOnceHeld(const std::string& id, double seconds) const {
+    bool held = WaitUntil([&] { return Attr(id, "JobStatus", false) == "5"; }, seconds);
+    EXPECT_TRUE(held) << env_.Kite({"q", "-nobatch"}).out;
+    return held ? Attr(id, "HoldReason", false) : "";
+  }
+
   pid_t GridmanagerPid() const {
     auto r = RunCommand({"pgrep", "-o", "-f", "kite-gridmanager --home " + env_.home()});
     return r.exit_code == 0 ? std::atoi(r.out.c_str()) : 0;
@@ -180,10 +198,8 @@ TEST_F(ArcCe, ARemovedJobIsKilledAtTheCe) {
 TEST_F(ArcCe, AJobTheCeCannotRunIsHeldWithTheCesReason) {
   int c = env_.Submit(Sub("executable = /no/such/program\ntransfer_executable = false\nqueue\n"));
   std::string id = std::to_string(c) + ".0";
-  ASSERT_TRUE(WaitUntil([&] { return Attr(id, "JobStatus", false) == "5"; }, 120))
-      << env_.Kite({"q", "-nobatch"}).out;
   // The CE's own words: the fork LRM says no more of a program it cannot start.
-  std::string reason = Attr(id, "HoldReason", false);
+  std::string reason = HoldReasonOnceHeld(id, 120);
   EXPECT_NE(reason.find("LRMS error: (-1) Job died unexpectedly"), std::string::npos) << reason;
 }
 
@@ -195,9 +211,7 @@ TEST_F(ArcCe, AJobWithoutAnOutputFileItNamesIsHeldSayingWhich) {
                       "arguments = \"-c 'echo partial'\"\noutput = out.txt\n"
                       "transfer_output_files = never-written.dat\nqueue\n"));
   std::string id = std::to_string(c) + ".0";
-  ASSERT_TRUE(WaitUntil([&] { return Attr(id, "JobStatus", false) == "5"; }, 120))
-      << env_.Kite({"q", "-nobatch"}).out;
-  std::string reason = Attr(id, "HoldReason", false);
+  std::string reason = HoldReasonOnceHeld(id, 120);
   EXPECT_NE(reason.find("never-written.dat"), std::string::npos) << reason;
   EXPECT_EQ(ReadFileOr(env_.dir() + "/out.txt"), "partial\n");
 }
@@ -222,11 +236,7 @@ TEST_F(ArcCe, ARefreshedProxyReachesTheCeWhileAJobRuns) {
     std::smatch m;
     std::string log = ReadFileOr(env_.home() + "/gridmanager.log");
     if (!std::regex_search(log, m, std::regex("delegated to [^ ]+ as ([0-9a-f]+)"))) return 0;
-    auto r =
-        RunCommand({"curl", "-s", "--cert", env_.dir() + "/x509up", "--key", env_.dir() + "/x509up",
-                    "--capath", env_.home() + "/ca/certificates", "-X", "POST",
-                    endpoint_ + "/rest/1.0/delegations/" + std::string(m[1]) + "?action=get"});
-    return end_of(r.out);
+    return end_of(AtCe({"-X", "POST", "delegations/" + std::string(m[1]) + "?action=get"}).out);
   };
   int64_t first = end_of(ReadFileOr(env_.dir() + "/x509up"));
   int c = env_.Submit(
@@ -283,10 +293,8 @@ TEST_F(ArcCe, ASubmitWhoseJobTheCeHasAlreadyIsNotSentAgain) {
                      "\")(executable=\"/bin/sh\")(arguments=\"-c\" \"echo " + "earlier >> " + side +
                      "/ran; echo earlier\")(stdout=\"_kite_stdout\")" +
                      "(outputfiles=(\"_kite_stdout\" \"\"))";
-  auto made =
-      RunCommand({"curl", "-s", "--cert", env_.dir() + "/x509up", "--key", env_.dir() + "/x509up",
-                  "--capath", env_.home() + "/ca/certificates", "-H", "Accept: application/json",
-                  "-X", "POST", "--data-binary", xrsl, endpoint_ + "/rest/1.0/jobs?action=new"});
+  auto made = AtCe(
+      {"-H", "Accept: application/json", "-X", "POST", "--data-binary", xrsl, "jobs?action=new"});
   ASSERT_NE(made.out.find("\"201\""), std::string::npos) << made.out << made.err;
   auto r = env_.Kite({"release", id});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -309,9 +317,7 @@ class ArcCeForSomeoneElse : public ArcCe {
 TEST_F(ArcCeForSomeoneElse, JobsOfAnIdentityTheCeDoesNotMapAreHeldWithItsRefusal) {
   int c = env_.Submit(Sub("executable = /bin/true\ntransfer_executable = false\nqueue\n"));
   std::string id = std::to_string(c) + ".0";
-  ASSERT_TRUE(WaitUntil([&] { return Attr(id, "JobStatus", false) == "5"; }, 90))
-      << env_.Kite({"q", "-nobatch"}).out;
-  std::string reason = Attr(id, "HoldReason", false);
+  std::string reason = HoldReasonOnceHeld(id, 90);
   EXPECT_NE(reason.find("403"), std::string::npos) << reason;
   EXPECT_NE(reason.find("User can't be assigned configuration"), std::string::npos) << reason;
 }
