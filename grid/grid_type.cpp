@@ -66,12 +66,41 @@ GridType ArcRow() {
   };
 }
 
+// "HOST[:PORT][/SERVICE]", as HTCondor read a GRAM5 contact: port 2119 and the service
+// "jobmanager" (the gatekeeper's default) when left out.
+Result<GridResource> ParseGt5Contact(std::string_view c) {
+  std::string text(c);
+  std::string_view host = c.substr(0, c.find('/'));
+  bool has_port = host.starts_with('[') ? host.find("]:") != std::string_view::npos
+                                        : host.find(':') != std::string_view::npos;
+  if (!has_port) text.insert(host.size(), ":2119");
+  auto r = ParseHostPortContact(text, BatchNameChar);
+  if (!r) return r;
+  if (r->batch.empty()) r->batch = "jobmanager";
+  return r;
+}
+
+GridType Gt5Row() {
+  return {
+      .name = "gt5",
+      .display = "Globus GRAM5 gatekeeper",
+      .syntax = "HOST[:PORT][/SERVICE]",
+      .example = "gk.example.org:2119/jobmanager-slurm",
+      .parse = ParseGt5Contact,
+      .label = [](const GridResource& r) { return "gt5->" + r.batch; },
+      .caps = {.two_phase_commit = true, .site_info = false, .output_files = true},
+      // GRAM's job contact is the job manager's URL of the job, and its id.
+      .job_id = [](const std::string& contact) { return contact; },
+  };
+}
+
 struct Registry {
   std::shared_mutex mu;
   std::deque<GridType> rows;  // a deque: rows never move, so pointers to them stay good
   Registry() {
     rows.push_back(KiteRow());
     rows.push_back(ArcRow());
+    rows.push_back(Gt5Row());
   }
 };
 
@@ -81,6 +110,13 @@ Registry& TheRegistry() {
 }
 
 }  // namespace
+
+std::string SiteJobId(std::string_view type, const std::string& contact) {
+  const GridType* row = FindGridType(type);
+  if (row != nullptr && row->job_id) return row->job_id(contact);
+  auto slash = contact.rfind('/');
+  return slash == std::string::npos ? contact : contact.substr(slash + 1);
+}
 
 const GridType* FindGridType(std::string_view name) {
   Registry& r = TheRegistry();

@@ -43,7 +43,14 @@ struct GridType {
   // The short label `kite q -grid` shows in its GRID->MANAGER column ("kite->slurm").
   std::function<std::string(const GridResource&)> label;
   GridTypeCaps caps;
+  // The site's id of a job, from the contact the site gave it (what the type's link is sent as
+  // SiteRequest::job_id). Empty: the contact's last path segment (Kite's and ARC's contacts end
+  // in the job's id).
+  std::function<std::string(const std::string& contact)> job_id;
 };
+
+// The site's id of a job of grid type `type` from its contact (GridType::job_id).
+std::string SiteJobId(std::string_view type, const std::string& contact);
 
 // The row named `name` (any case); null when Kite has none.
 const GridType* FindGridType(std::string_view name);

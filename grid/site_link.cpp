@@ -21,6 +21,7 @@ struct Links {
   Links() {
     by_type.emplace("kite", Row{MakeKiteLink, AskKiteSiteInfo});
     by_type.emplace("arc", Row{MakeArcLink, {}});
+    by_type.emplace("gt5", Row{MakeGt5Link, {}});
   }
 };
 

@@ -80,6 +80,8 @@ struct LinkContext {
   boost::asio::thread_pool* pool = nullptr;  // blocking calls
   boost::asio::io_context* io = nullptr;     // where answers are posted (the engine's)
   int max_requests = 8;                      // requests in flight to one site
+  std::string proxy_file;  // the proxy file the credential was read from (links that hand it on)
+  std::string home;        // KITE_HOME: where links keep what must outlive the gridmanager
 };
 
 using LinkMaker =
@@ -112,5 +114,11 @@ Result<std::string> AskKiteSiteInfo(const GridResource& site, const SiteInfoRequ
 Result<std::shared_ptr<SiteLink>> MakeArcLink(const GridResource& site, const LinkContext& context);
 // "https://HOST:PORT/PATH": the CE's A-REX service, under which its REST interface lies.
 std::string ArcEndpoint(const GridResource& site);
+
+// A Globus GRAM5 gatekeeper through kite-gt5-helper (grid/gt5_link.cpp, docs/grid-gt5.md): the
+// third row.
+Result<std::shared_ptr<SiteLink>> MakeGt5Link(const GridResource& site, const LinkContext& context);
+// "HOST:PORT/SERVICE": the gatekeeper contact GRAM's client takes.
+std::string Gt5Contact(const GridResource& site);
 
 }  // namespace kite::grid

@@ -283,7 +283,7 @@ void Engine::Drive(Job& j) {
 void Engine::Index(Job& j, const GridState& before) {
   if (before.contact == j.state.contact) return;
   if (!j.site_id.empty()) by_site_id_.erase(j.site_id);
-  j.site_id = j.state.contact.empty() ? "" : gram::JobIdFromContact(j.state.contact);
+  j.site_id = j.state.contact.empty() ? "" : grid::SiteJobId(j.site->name().type, j.state.contact);
   if (!j.site_id.empty()) by_site_id_[j.site_id] = j.id;
   if (before.contact.empty() != j.state.contact.empty()) {
     j.site->CountJob(j.state.contact.empty() ? -1 : 1);

@@ -235,7 +235,9 @@ Result<std::shared_ptr<SiteLink>> GridManager::Impl::Connect(const GridResource&
                                   .verifier = verifier,
                                   .pool = &pool,
                                   .io = &io,
-                                  .max_requests = options.max_requests_per_resource});
+                                  .max_requests = options.max_requests_per_resource,
+                                  .proxy_file = options.proxy,
+                                  .home = options.home});
 }
 
 Status GridManager::Impl::Start() {

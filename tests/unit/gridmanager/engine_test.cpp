@@ -486,7 +486,7 @@ TEST_F(EngineTest, AGridTypeAddedAsOneRowAndOneLinkRunsJobsThroughTheEngine) {
                                   .parse = [](std::string_view) { return Result<GridResource>(); },
                                   .label = [](const GridResource&) { return std::string(); }}))
       << "a name is registered once";
-  EXPECT_EQ(grid::GridTypeNames(), "kite, arc, toy, nolink, toync");
+  EXPECT_EQ(grid::GridTypeNames(), "kite, arc, gt5, toy, nolink, toync");
   auto r = grid::ParseGridResource("Toy box1");
   ASSERT_TRUE(r) << r.error().ToString();
   EXPECT_EQ(r->Text(), "toy box1:1");
@@ -507,9 +507,9 @@ TEST_F(EngineTest, AGridTypeAddedAsOneRowAndOneLinkRunsJobsThroughTheEngine) {
   ASSERT_TRUE(held);
   EXPECT_NE(held->reason.find("no link for grid type 'nolink'"), std::string::npos) << held->reason;
   // And one the registry does not know.
-  agent_.Add("3.0", kite::kIdle, "gt5 gk.example.org:2119/jobmanager-slurm");
+  agent_.Add("3.0", kite::kIdle, "nordugrid gk.example.org:2119/jobmanager-slurm");
   ASSERT_TRUE(RunUntil([&] { return agent_.jobs.at("3.0").status == kite::kHeld; }));
-  EXPECT_NE(Last("3.0", grid::GridAction::kHold)->reason.find("'gt5' is not one Kite runs"),
+  EXPECT_NE(Last("3.0", grid::GridAction::kHold)->reason.find("'nordugrid' is not one Kite runs"),
             std::string::npos);
   toy_site = nullptr;
 }

@@ -1,5 +1,6 @@
 // What a grid job ad turns into: resource, site description, GASS files, request ids.
 #include "gridmanager/grid_job.h"
+#include "grid/grid_type.h"
 #include "grid/site_link.h"
 
 #include <gtest/gtest.h>
@@ -45,7 +46,7 @@ TEST(ParseGridResource, RefusesMalformedWithTheReason) {
     EXPECT_NE(r.error().message().find("expected \"kite HOST:PORT[/BATCH]\""), std::string::npos)
         << r.error().message();
   }
-  for (const char* unknown : {"", "gt5 host:1", "$$(GridResource)"}) {
+  for (const char* unknown : {"", "nordugrid host:1", "$$(GridResource)"}) {
     auto r = ParseGridResource(unknown);
     ASSERT_FALSE(r) << unknown;
     EXPECT_EQ(r.error().code(), ErrorCode::kInvalidInput);
@@ -61,7 +62,13 @@ TEST(ParseGridResource, IsCaseBlindInTheTypeAndRecordsItsRegistryName) {
   EXPECT_EQ(r->Text(), "kite gk.example.org:2119/slurm");
   EXPECT_EQ(grid::SiteOf("kite [::1]:9/sge"), "[::1]:9");
   // A resource Kite cannot run is still shown by where it points.
-  EXPECT_EQ(grid::SiteOf("gt5 gk.example.org/jobmanager-slurm"), "gk.example.org");
+  EXPECT_EQ(grid::SiteOf("nordugrid gk.example.org/jobmanager-slurm"), "gk.example.org");
+  // GRAM5 contacts default the port and the service, as HTCondor read them.
+  auto g = ParseGridResource("gt5 gk.example.org");
+  ASSERT_TRUE(g) << g.error().ToString();
+  EXPECT_EQ(g->Text(), "gt5 gk.example.org:2119/jobmanager");
+  EXPECT_EQ(grid::SiteJobId("gt5", "https://gk:4/1/2/"), "https://gk:4/1/2/");
+  EXPECT_EQ(grid::SiteJobId("kite", "https://gk:4/jobs/j1"), "j1");
   EXPECT_FALSE(ParseGridResource("kite gk:1/sl urm"));
   EXPECT_FALSE(ParseGridResource("kite gk:1/a.b"));
 }

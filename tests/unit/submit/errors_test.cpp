@@ -164,7 +164,7 @@ TEST_F(ErrorsTest, GridResourceIsReadByItsTypesRegistryRow) {
                 .find("job.sub:2: grid_resource = toy needs NAME, not 'a:b'"),
             std::string::npos);
   EXPECT_NE(ErrorOf("universe = grid\ngrid_resource = toys x\nexecutable = prog\nqueue\n")
-                .find("(Kite runs: kite, arc, toy)"),
+                .find("(Kite runs: kite, arc, gt5, toy)"),
             std::string::npos);
 }
 

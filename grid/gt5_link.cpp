@@ -1,0 +1,544 @@
+// The GRAM5 grid type (docs/grid-gt5.md): its registry row's site link. The Globus libraries run
+// in kite-gt5-helper, one process per site, which this link starts and talks to in lines
+// (grid/gt5_wire.h); blocking calls run on the gridmanager's pool, answers are posted to the
+// engine's io_context. GRAM has Kite's own two-phase commit, so a submit resent after a crash
+// makes a second, uncommitted job that the site drops when its commit timeout passes: only the
+// committed one runs.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <spdlog/spdlog.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <future>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "common/files.h"
+#include "common/paths.h"
+#include "common/secret.h"
+#include "common/strings.h"
+#include "credentials/proxy.h"
+#include "grid/gt5_format.h"
+#include "grid/gt5_wire.h"
+#include "grid/site_link.h"
+
+extern char** environ;
+
+namespace kite::grid {
+namespace {
+
+namespace asio = boost::asio;
+using Op = SiteRequest::Op;
+using Fields = std::vector<std::string>;
+
+// How long one request to the helper may take: GRAM's own calls time out well before.
+constexpr auto kCallTimeout = std::chrono::seconds(180);
+
+int64_t NowSeq() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// One kite-gt5-helper process, started when first needed and again after it exits.
+class Helper {
+ public:
+  Helper(std::string proxy, std::string port_file)
+      : proxy_(std::move(proxy)), port_file_(std::move(port_file)) {}
+  ~Helper() {
+    std::unique_lock lock(mu_);
+    Stop(lock);
+  }
+
+  // Sends one request and waits for its answer: the fields after "OK", or the helper's error.
+  Result<Fields> Call(Fields request) {
+    auto slot = std::make_shared<std::promise<Result<Fields>>>();
+    auto answer = slot->get_future();
+    {
+      std::unique_lock lock(mu_);
+      if (pid_ < 0) {
+        if (auto st = Start(lock); !st) return Fail(st.error());
+      }
+      uint64_t id = next_id_++;
+      pending_[id] = slot;
+      request.insert(request.begin(), std::to_string(id));
+      std::string line = gt5::JoinLine(request) + "\n";
+      if (!WriteAll(in_fd_, line)) {
+        pending_.erase(id);
+        return Fail(ErrorCode::kUnavailable, "the GRAM5 helper does not take requests");
+      }
+    }
+    if (answer.wait_for(kCallTimeout) != std::future_status::ready) {
+      return Fail(ErrorCode::kTimeout, "the GRAM5 helper did not answer in time");
+    }
+    return answer.get();
+  }
+
+  // The helper's GASS server ("https://HOST:PORT"); starts the helper when it is not running.
+  Result<std::string> GassBase() {
+    std::unique_lock lock(mu_);
+    if (pid_ < 0) {
+      if (auto st = Start(lock); !st) return Fail(st.error());
+    }
+    return gass_base_;
+  }
+
+  // Files the helper serves, sent again to every new helper process.
+  void Remember(const gt5::ServedFile& f) {
+    std::lock_guard lock(mu_);
+    served_[f.name] = f;
+  }
+  void Forget(const std::string& name) {
+    std::lock_guard lock(mu_);
+    served_.erase(name);
+  }
+
+ private:
+  static bool WriteAll(int fd, const std::string& s) {
+    size_t done = 0;
+    while (done < s.size()) {
+      ssize_t n = ::write(fd, s.data() + done, s.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  }
+
+  // Starts the helper on the port it had before (so URLs given to sites stay good), reads its
+  // first line, then hands its output to a reader thread. Called with mu_ held.
+  Status Start(std::unique_lock<std::mutex>& lock) {
+    std::string port = "0";
+    if (auto saved = ReadFile(port_file_)) port = std::string(Trim(*saved));
+    int to_child[2], from_child[2];
+    if (pipe2(to_child, O_CLOEXEC) != 0) return Fail(ErrorCode::kIo, "pipe for the GRAM5 helper");
+    if (pipe2(from_child, O_CLOEXEC) != 0) {
+      close(to_child[0]);
+      close(to_child[1]);
+      return Fail(ErrorCode::kIo, "pipe for the GRAM5 helper");
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, to_child[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, from_child[1], 1);
+    std::string program = ProgramPath("kite-gt5-helper");
+    std::vector<std::string> args = {program, proxy_, port};
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    pid_t pid = -1;
+    int rc = posix_spawn(&pid, program.c_str(), &fa, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    close(to_child[0]);
+    close(from_child[1]);
+    if (rc != 0) {
+      close(to_child[1]);
+      close(from_child[0]);
+      return Fail(ErrorCode::kUnavailable,
+                  "cannot start " + program + ": " + std::string(strerror(rc)));
+    }
+    // The first line: READY GASS_BASE, or FATAL WHY.
+    std::string first;
+    char c;
+    while (::read(from_child[0], &c, 1) == 1 && c != '\n') first += c;
+    Fields f = gt5::SplitLine(first);
+    if (f.size() < 3 || f[1] != "READY") {
+      close(to_child[1]);
+      close(from_child[0]);
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+      return Fail(ErrorCode::kUnavailable,
+                  "the GRAM5 helper did not start: " + (f.size() >= 3 ? f[2] : first));
+    }
+    pid_ = pid;
+    in_fd_ = to_child[1];
+    gass_base_ = f[2];
+    if (auto colon = gass_base_.rfind(':'); colon != std::string::npos) {
+      (void)WriteFileAtomic(port_file_, gass_base_.substr(colon + 1) + "\n", 0600);
+    }
+    uint64_t gen = ++gen_;
+    reader_ = std::thread([this, fd = from_child[0], gen] { Read(fd, gen); });
+    reader_.detach();
+    // The files of jobs already at sites, served again.
+    for (const auto& [name, s] : served_) {
+      uint64_t id = next_id_++;
+      WriteAll(in_fd_, gt5::JoinLine(
+                           {std::to_string(id), "ALLOW", std::string(1, s.mode), s.name, s.path}) +
+                           "\n");
+    }
+    (void)lock;
+    return {};
+  }
+
+  void Read(int fd, uint64_t gen) {
+    std::string buf;
+    char chunk[4096];
+    for (;;) {
+      ssize_t n = ::read(fd, chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      buf.append(chunk, static_cast<size_t>(n));
+      size_t nl;
+      while ((nl = buf.find('\n')) != std::string::npos) {
+        Fields f = gt5::SplitLine(std::string_view(buf).substr(0, nl));
+        buf.erase(0, nl + 1);
+        Deliver(f);
+      }
+    }
+    close(fd);
+    std::unique_lock lock(mu_);
+    if (gen != gen_) return;
+    spdlog::warn("gridmanager: the GRAM5 helper exited; it is started again on the next request");
+    Stop(lock);
+  }
+
+  void Deliver(const Fields& f) {
+    if (f.size() < 2) return;
+    uint64_t id = 0;
+    try {
+      id = std::stoull(f[0]);
+    } catch (...) {
+      return;
+    }
+    std::shared_ptr<std::promise<Result<Fields>>> slot;
+    {
+      std::lock_guard lock(mu_);
+      auto it = pending_.find(id);
+      if (it == pending_.end()) return;
+      slot = it->second;
+      pending_.erase(it);
+    }
+    if (f[1] == "OK") {
+      slot->set_value(Fields(f.begin() + 2, f.end()));
+      return;
+    }
+    int code = f.size() > 2 ? std::atoi(f[2].c_str()) : 0;
+    slot->set_value(Fail(gt5::ErrorOf(code, f.size() > 3 ? f[3] : "the helper failed")));
+  }
+
+  // Ends the process and fails what waits on it. Called with mu_ held.
+  void Stop(std::unique_lock<std::mutex>&) {
+    if (pid_ > 0) {
+      close(in_fd_);
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    pid_ = -1;
+    in_fd_ = -1;
+    ++gen_;
+    for (auto& [id, slot] : pending_) {
+      slot->set_value(Fail(ErrorCode::kUnavailable, "the GRAM5 helper exited"));
+    }
+    pending_.clear();
+  }
+
+  const std::string proxy_;
+  const std::string port_file_;
+  std::mutex mu_;
+  pid_t pid_ = -1;
+  int in_fd_ = -1;
+  uint64_t gen_ = 0;
+  uint64_t next_id_ = 1;
+  std::string gass_base_;
+  std::thread reader_;
+  std::map<uint64_t, std::shared_ptr<std::promise<Result<Fields>>>> pending_;
+  std::map<std::string, gt5::ServedFile> served_;
+};
+
+// What a site's links share: a gridmanager makes a new link to a site when the proxy is
+// refreshed, and the helper (with the GASS server whose URLs the site's jobs hold) and the jobs
+// seen must carry over to it.
+struct SiteShared {
+  SiteShared(const std::string& proxy, const std::string& dir)
+      : helper(proxy, dir + "/gass-port") {}
+  Helper helper;
+  std::mutex mu;
+  std::set<std::string> contacts;  // jobs seen: refreshed with a new proxy
+};
+
+std::shared_ptr<SiteShared> SharedFor(const std::string& proxy, const std::string& dir) {
+  static std::mutex mu;
+  static std::map<std::string, std::shared_ptr<SiteShared>> by_dir;
+  std::lock_guard lock(mu);
+  auto& s = by_dir[dir];
+  if (!s) s = std::make_shared<SiteShared>(proxy, dir);
+  return s;
+}
+
+class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5SiteLink> {
+ public:
+  Gt5SiteLink(std::string gatekeeper, std::string proxy, std::string key,
+              std::shared_ptr<SiteShared> shared, asio::thread_pool& pool, asio::io_context& io)
+      : gatekeeper_(std::move(gatekeeper)),
+        proxy_(std::move(proxy)),
+        key_(std::move(key)),
+        shared_(std::move(shared)),
+        helper_(shared_->helper),
+        pool_(pool),
+        io_(io) {}
+
+  void Send(const SiteRequest& req, SiteDone done) override {
+    asio::post(pool_, [self = shared_from_this(), req, done = std::move(done)]() mutable {
+      auto answer = std::make_shared<Result<SiteAnswer>>(self->Call(req));
+      asio::post(self->io_, [answer, done = std::move(done)] { done(std::move(*answer)); });
+    });
+  }
+
+ private:
+  Result<SiteAnswer> Call(const SiteRequest& r) {
+    if (r.op != Op::kDelegate && r.op != Op::kSubmit && !ValidContact(r.job_id)) {
+      return Fail(ErrorCode::kNotFound, "'" + ForLog(r.job_id) + "' is not a GRAM job contact");
+    }
+    switch (r.op) {
+      case Op::kDelegate:
+        return Delegate(r);
+      case Op::kSubmit:
+        return Submit(r);
+      case Op::kCommit:
+        return Commit(r);
+      case Op::kStatus:
+        return StatusOf(r);
+      case Op::kCancel:
+        return Cancel(r);
+      case Op::kSignal:
+        return Signal(r);
+      case Op::kCommitEnd:
+        return CommitEnd(r);
+    }
+    return Fail(ErrorCode::kInternal, "unknown site request");
+  }
+
+  static bool ValidContact(const std::string& c) {
+    return c.starts_with("https://") && c.size() < 1024 &&
+           c.find_first_of(" \t\r\n\"") == std::string::npos;
+  }
+
+  // GRAM delegates inside each submit, from the proxy the helper presents: the user's own proxy
+  // file. Its gatekeeper makes the delegated key the size of the presented one, and its client
+  // signs only with the algorithm the presented proxy was signed with, so the proxy must be RSA
+  // all the way up (`kite proxy init --bits 2048`); an EC proxy (Kite's default) is refused
+  // here with that advice. A refresh hands the new proxy to every job manager holding a job.
+  Result<SiteAnswer> Delegate(const SiteRequest& r) {
+    auto proxy = credentials::LoadProxyFile(proxy_);
+    if (!proxy) return Fail(proxy.error().Wrap("the proxy for GRAM5"));
+    for (const auto& cert : proxy->chain) {
+      if (cert.KeyAlgorithm() != "RSA") {
+        return Fail(ErrorCode::kAuthFailed,
+                    "GRAM5 gatekeepers take only RSA proxies, and " + proxy_ + " holds a " +
+                        cert.KeyAlgorithm() +
+                        " key; make an RSA one with 'kite proxy init --bits 2048'");
+      }
+    }
+    double not_after =
+        std::chrono::duration<double>(proxy->chain.front().NotAfter().time_since_epoch()).count();
+    if (!r.delegation_id.empty()) {
+      if (auto st = helper_.Call({"PROXY", proxy_}); !st) return Fail(st.error());
+      std::set<std::string> jobs;
+      {
+        std::lock_guard lock(shared_->mu);
+        jobs = shared_->contacts;
+      }
+      for (const auto& c : jobs) {
+        if (auto st = helper_.Call({"REFRESH", c}); !st) {
+          spdlog::warn("gridmanager: refreshing the proxy of GRAM5 job {}: {}", c,
+                       st.error().message());
+        }
+      }
+    }
+    return SiteAnswer{.delegation = {.id = "gt5", .not_after = not_after}};
+  }
+
+  static std::string Base(const std::string& request_id) {
+    return request_id.substr(0, request_id.rfind('/'));
+  }
+
+  // The job's RSL and its files, served by the helper from now on.
+  Result<gt5::Gt5Job> Serve(const SiteRequest& r, const std::string& base) {
+    if (!r.files) return Fail(ErrorCode::kInternal, "a GRAM5 request without the job's files");
+    auto gass = helper_.GassBase();
+    if (!gass) return Fail(gass.error());
+    auto job = gt5::DescribeJob(r.job, *r.files, *gass, key_, base);
+    if (!job) return Fail(job.error());
+    for (const auto& f : job->served) {
+      helper_.Remember(f);
+      auto st = helper_.Call({"ALLOW", std::string(1, f.mode), f.name, f.path});
+      if (!st) return Fail(st.error());
+    }
+    return job;
+  }
+
+  Result<SiteAnswer> Submit(const SiteRequest& r) {
+    auto job = Serve(r, Base(r.request_id));
+    if (!job) return Fail(job.error());
+    auto made = helper_.Call({"SUBMIT", gatekeeper_, job->rsl});
+    if (!made) return Fail(made.error().Wrap("GRAM5 submit to " + gatekeeper_));
+    if (made->empty() || !ValidContact((*made)[0])) {
+      return Fail(ErrorCode::kProtocol, "the gatekeeper named no job contact");
+    }
+    const std::string& contact = (*made)[0];
+    Track(contact);
+    bool waiting = made->size() > 1 && (*made)[1] == std::to_string(gt5::kErrorWaitingForCommit);
+    gram::JobStatus s{.job_id = contact,
+                      .contact = contact,
+                      .state = waiting ? gram::JobState::kPendingCommit : gram::JobState::kPending,
+                      .seq = NowSeq()};
+    return SiteAnswer{.job = std::move(s)};
+  }
+
+  Result<SiteAnswer> Commit(const SiteRequest& r) {
+    auto st = helper_.Call({"COMMIT", r.job_id});
+    if (!st && SiteDown(st.error())) return Fail(st.error());
+    // A commit sent again (its answer lost) is refused by a job that is past waiting for it:
+    // the job's state tells.
+    auto now = StatusOf(r);
+    if (!now || st) return now;
+    if (now->job.state == gram::JobState::kPendingCommit) return Fail(st.error());
+    return now;
+  }
+
+  Result<SiteAnswer> StatusOf(const SiteRequest& r) {
+    Track(r.job_id);
+    auto reply = helper_.Call({"STATUS", r.job_id});
+    if (!reply && reply.error().code() == ErrorCode::kUnavailable) {
+      // No job manager answers at the contact: restart it from its saved state (GRAM's
+      // jm_restart), then ask again.
+      auto restarted =
+          helper_.Call({"SUBMIT", gatekeeper_, "&(restart=" + gt5::RslQuote(r.job_id) + ")"});
+      if (restarted) {
+        spdlog::info("gridmanager: restarted the job manager of GRAM5 job {}", r.job_id);
+        reply = helper_.Call({"STATUS", r.job_id});
+      }
+    }
+    if (!reply) return Fail(reply.error());
+    auto parsed = gt5::ParseStatus(*reply);
+    if (!parsed) return Fail(ErrorCode::kUnavailable, parsed.error().message());
+    gram::JobStatus s{.job_id = r.job_id, .contact = r.job_id, .seq = NowSeq()};
+    auto state = gt5::MapState(parsed->state);
+    if (!state) {
+      spdlog::warn("gridmanager: GRAM5 job {} is in a state Kite does not know: {}", r.job_id,
+                   parsed->state);
+      state = gram::JobState::kPending;
+    }
+    s.state = *state;
+    if (s.state == gram::JobState::kFailed) {
+      s.failure = gt5::MapFailure(parsed->error);
+      s.failure_message =
+          reply->size() > 3 && !(*reply)[3].empty()
+              ? "GRAM error " + std::to_string(parsed->error) + ": " + ForLog((*reply)[3])
+              : "the GRAM5 job failed (error " + std::to_string(parsed->error) + ")";
+    } else if (s.state == gram::JobState::kDone) {
+      if (!parsed->exit) {
+        spdlog::warn("gridmanager: GRAM5 job {} is done and its site gives no exit code: 0",
+                     r.job_id);
+      }
+      s.exit = gram::ExitInfo{.signaled = false, .code = parsed->exit.value_or(0)};
+    }
+    return SiteAnswer{.job = std::move(s)};
+  }
+
+  Result<SiteAnswer> Cancel(const SiteRequest& r) {
+    if (r.only_pending) {
+      auto now = StatusOf(r);
+      if (!now) return now;
+      auto st = now->job.state;
+      if (st != gram::JobState::kPendingCommit && st != gram::JobState::kStageIn &&
+          st != gram::JobState::kPending) {
+        return Fail(ErrorCode::kConflict,
+                    "GRAM5 job " + r.job_id + " has started: left to run where it is");
+      }
+    }
+    auto st = helper_.Call({"CANCEL", r.job_id});
+    if (!st && st.error().code() != ErrorCode::kNotFound) return Fail(st.error());
+    auto now = StatusOf(r);
+    if (!now && now.error().code() == ErrorCode::kNotFound) {
+      // The job manager has let the job go: it is gone at the site.
+      gram::JobStatus s{.job_id = r.job_id,
+                        .contact = r.job_id,
+                        .state = gram::JobState::kFailed,
+                        .seq = NowSeq(),
+                        .failure = gram::FailureCode::kCancelled,
+                        .failure_message = "cancelled at the GRAM5 gatekeeper"};
+      return SiteAnswer{.job = std::move(s)};
+    }
+    return now;
+  }
+
+  // A new gridmanager run: the job's files are served again (under the same names; the helper
+  // keeps its port when it can).
+  Result<SiteAnswer> Signal(const SiteRequest& r) {
+    auto job = Serve(r, Base(r.request_id));
+    if (!job) return Fail(job.error());
+    return StatusOf(r);
+  }
+
+  Result<SiteAnswer> CommitEnd(const SiteRequest& r) {
+    auto st = helper_.Call({"END", r.job_id});
+    if (!st && st.error().code() != ErrorCode::kNotFound && SiteDown(st.error())) {
+      return Fail(st.error());
+    }
+    if (r.files) {
+      auto gass = helper_.GassBase();
+      auto job = gass ? gt5::DescribeJob(r.job, *r.files, *gass, key_, Base(r.request_id))
+                      : Result<gt5::Gt5Job>(Fail(gass.error()));
+      if (job) {
+        for (const auto& f : job->served) {
+          helper_.Forget(f.name);
+          (void)helper_.Call({"FORGET", f.name});
+        }
+      }
+    }
+    std::lock_guard lock(shared_->mu);
+    shared_->contacts.erase(r.job_id);
+    return SiteAnswer{};
+  }
+
+  void Track(const std::string& contact) {
+    std::lock_guard lock(shared_->mu);
+    shared_->contacts.insert(contact);
+  }
+
+  const std::string gatekeeper_;
+  const std::string proxy_;
+  const std::string key_;
+  std::shared_ptr<SiteShared> shared_;
+  Helper& helper_;
+  asio::thread_pool& pool_;
+  asio::io_context& io_;
+};
+
+}  // namespace
+
+std::string Gt5Contact(const GridResource& site) {
+  return site.HostPort() + "/" + (site.batch.empty() ? "jobmanager" : site.batch);
+}
+
+Result<std::shared_ptr<SiteLink>> MakeGt5Link(const GridResource& site,
+                                              const LinkContext& context) {
+  if (context.proxy_file.empty() || context.home.empty()) {
+    return Fail(ErrorCode::kInternal, "a GRAM5 link needs the proxy file and KITE_HOME");
+  }
+  // What must outlive this gridmanager: the key that names served files, and the port they are
+  // served on. One folder per proxy file and site.
+  std::string root = context.home + "/gt5";
+  if (auto st = MakeDirs(root, 0700); !st) return Fail(st.error());
+  auto key = LoadOrCreateSecret(root + "/gass.key", "the GRAM5 file-naming key");
+  if (!key) return Fail(key.error());
+  std::string dir = root + "/" + gt5::ServedName(*key, context.proxy_file, Gt5Contact(site));
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Fail(ErrorCode::kIo, "cannot make " + dir + ": " + ec.message());
+  ::chmod(dir.c_str(), 0700);
+  return std::make_shared<Gt5SiteLink>(Gt5Contact(site), context.proxy_file, *key,
+                                       SharedFor(context.proxy_file, dir), *context.pool,
+                                       *context.io);
+}
+
+}  // namespace kite::grid
