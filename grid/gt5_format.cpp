@@ -155,6 +155,28 @@ Result<Gt5Job> DescribeJob(const gram::JobDescription& desc, const JobFiles& fil
   return job;
 }
 
+std::string StdioRsl(const gram::JobDescription& desc, std::string_view gass_base,
+                     std::string_view key, std::string_view base) {
+  std::string r;
+  for (const auto& [ref, attr] :
+       {std::pair{&desc.stdout_file, "stdout"}, std::pair{&desc.stderr_file, "stderr"}}) {
+    if (ref->gass.empty()) continue;
+    std::string name = ServedName(key, base, "W" + ref->gass);
+    r += "(" + std::string(attr) + "=" + RslQuote(std::string(gass_base) + "/" + name) + ")(" +
+         attr + "_position=0)";
+  }
+  return r.empty() ? r : "&" + r;
+}
+
+std::vector<std::string> StdioNames(const gram::JobDescription& desc, std::string_view key,
+                                    std::string_view base) {
+  std::vector<std::string> out;
+  for (const auto* ref : {&desc.stdout_file, &desc.stderr_file}) {
+    if (!ref->gass.empty()) out.push_back(ServedName(key, base, "W" + ref->gass));
+  }
+  return out;
+}
+
 std::optional<gram::JobState> MapState(int s) {
   using gram::JobState;
   switch (s) {
@@ -184,33 +206,37 @@ gram::FailureCode MapFailure(int e) {
   switch (e) {
     case 0:
       return FailureCode::kNone;
-    case 8:
-      return FailureCode::kCancelled;  // USER_CANCELLED
-    case 5:                            // EXECUTABLE_NOT_FOUND
-    case 43:                           // STAGING_EXECUTABLE
+    case 8:  // USER_CANCELLED
+      return FailureCode::kCancelled;
+    case 5:  // EXECUTABLE_NOT_FOUND
       return FailureCode::kBadExecutable;
-    case 7:
+    case 7:  // AUTHORIZATION, and AUTHORIZATION_DENIED... (162-165)
     case 162:
     case 163:
     case 164:
-    case 165:  // AUTHORIZATION...
+    case 165:
       return FailureCode::kAuthorisation;
-    case 29:
-    case 125:
-    case 131:  // USER_PROXY_NOT_FOUND, TTL_EXPIRED, DELEGATION_FAILED
+    case 29:   // USER_PROXY_NOT_FOUND
+    case 125:  // TTL_EXPIRED
+    case 131:  // DELEGATION_FAILED
       return FailureCode::kCredentialExpired;
-    case 44:
-    case 135:
-      return FailureCode::kStageInFailed;  // STAGING_STDIN, STAGE_IN_FAILED
-    // STAGE_OUT_FAILED: the job ran; sending it again would run it twice. Held instead (as a
-    // request that cannot work), with GRAM's reason.
-    case 155:
-      return FailureCode::kBadRequest;
-    case 17:
-      return FailureCode::kBatchSubmitFailed;  // JOB_EXECUTION_FAILED
-    case 37:
-    case 38:
-      return FailureCode::kBatchLimitExceeded;  // MAX_TIME / MAX_MEMORY
+    // Before the job runs: the executable, stdin or an input could not be fetched from the
+    // helper's file server. The job can be sent again.
+    case 43:   // STAGING_EXECUTABLE
+    case 44:   // STAGING_STDIN
+    case 135:  // STAGE_IN_FAILED
+      return FailureCode::kStageInFailed;
+    // Output that could not be sent back: the job ran (a job manager also opens stdout and stderr
+    // again to send them at the end); never sent again.
+    case 73:   // OPENING_STDOUT
+    case 74:   // OPENING_STDERR
+    case 155:  // STAGE_OUT_FAILED
+      return FailureCode::kStageOutFailed;
+    case 17:  // JOB_EXECUTION_FAILED
+      return FailureCode::kBatchSubmitFailed;
+    case 37:  // MAX_TIME
+    case 38:  // MAX_MEMORY
+      return FailureCode::kBatchLimitExceeded;
     default:
       return FailureCode::kBadRequest;
   }

@@ -47,6 +47,15 @@ std::string ServedName(std::string_view key, std::string_view base, std::string_
 Result<Gt5Job> DescribeJob(const gram::JobDescription& desc, const JobFiles& files,
                            std::string_view gass_base, std::string_view key, std::string_view base);
 
+// The RSL of GRAM's STDIO_UPDATE signal that names the job's stdout and stderr again, from their
+// start ("" when the job sends neither here): a job manager that reloaded a job (after it was
+// restarted) sends them only when told again. Served names as DescribeJob gives them.
+std::string StdioRsl(const gram::JobDescription& desc, std::string_view gass_base,
+                     std::string_view key, std::string_view base);
+// The served names of the job's stdout and stderr (those it sends here).
+std::vector<std::string> StdioNames(const gram::JobDescription& desc, std::string_view key,
+                                    std::string_view base);
+
 // GRAM's job state (globus_gram_protocol_job_state_t) as Kite's; nullopt for a value GRAM does
 // not define.
 std::optional<gram::JobState> MapState(int gram_state);

@@ -51,8 +51,16 @@ int64_t NowSeq() {
 // One kite-gt5-helper process, started when first needed and again after it exits.
 class Helper {
  public:
-  Helper(std::string proxy, std::string port_file)
-      : proxy_(std::move(proxy)), port_file_(std::move(port_file)) {}
+  Helper(std::string proxy, std::string dir)
+      : proxy_(std::move(proxy)),
+        port_file_(dir + "/gass-port"),
+        pid_file_(dir + "/helper.pid"),
+        written_dir_(dir + "/written") {
+    (void)MakeDirs(written_dir_, 0700);
+  }
+
+  // Whether the site's job manager has completed a write of served file `name`.
+  bool Written(const std::string& name) const { return FileExists(written_dir_ + "/" + name); }
   ~Helper() {
     std::unique_lock lock(mu_);
     Stop(lock);
@@ -118,6 +126,7 @@ class Helper {
   Status Start(std::unique_lock<std::mutex>& lock) {
     std::string port = "0";
     if (auto saved = ReadFile(port_file_)) port = std::string(Trim(*saved));
+    EndPredecessor();
     int to_child[2], from_child[2];
     if (pipe2(to_child, O_CLOEXEC) != 0) return Fail(ErrorCode::kIo, "pipe for the GRAM5 helper");
     if (pipe2(from_child, O_CLOEXEC) != 0) {
@@ -130,7 +139,7 @@ class Helper {
     posix_spawn_file_actions_adddup2(&fa, to_child[0], 0);
     posix_spawn_file_actions_adddup2(&fa, from_child[1], 1);
     std::string program = ProgramPath("kite-gt5-helper");
-    std::vector<std::string> args = {program, proxy_, port};
+    std::vector<std::string> args = {program, proxy_, port, written_dir_};
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -160,6 +169,8 @@ class Helper {
     }
     pid_ = pid;
     in_fd_ = to_child[1];
+    (void)WriteFileAtomic(pid_file_, std::to_string(pid) + "\n", 0600);
+    spdlog::info("gridmanager: GRAM5 helper {} serves the jobs' files at {}", pid, f[2]);
     gass_base_ = f[2];
     if (auto colon = gass_base_.rfind(':'); colon != std::string::npos) {
       (void)WriteFileAtomic(port_file_, gass_base_.substr(colon + 1) + "\n", 0600);
@@ -176,6 +187,19 @@ class Helper {
     }
     (void)lock;
     return {};
+  }
+
+  // A helper of an earlier gridmanager still serving this site's files (it outlives its
+  // gridmanager while jobs may stage) is ended (SIGKILL: it may be inside a GRAM call), so that
+  // this one can take its port.
+  void EndPredecessor() {
+    auto text = ReadFile(pid_file_);
+    if (!text) return;
+    pid_t old = static_cast<pid_t>(std::atoi(std::string(Trim(*text)).c_str()));
+    if (old <= 1 || old == pid_) return;
+    auto exe = ReadFile("/proc/" + std::to_string(old) + "/cmdline");
+    if (!exe || exe->find("kite-gt5-helper") == std::string::npos) return;
+    ::kill(old, SIGKILL);
   }
 
   void Read(int fd, uint64_t gen) {
@@ -196,8 +220,12 @@ class Helper {
     close(fd);
     std::unique_lock lock(mu_);
     if (gen != gen_) return;
-    spdlog::warn("gridmanager: the GRAM5 helper exited; it is started again on the next request");
     Stop(lock);
+    // Started again at once, not at the next request: the site's job managers may be staging
+    // files from its server right now.
+    auto st = Start(lock);
+    spdlog::warn("gridmanager: the GRAM5 helper exited; {}",
+                 st ? "started again" : "starting it again failed: " + st.error().message());
   }
 
   void Deliver(const Fields& f) {
@@ -242,6 +270,8 @@ class Helper {
 
   const std::string proxy_;
   const std::string port_file_;
+  const std::string pid_file_;
+  const std::string written_dir_;
   std::mutex mu_;
   pid_t pid_ = -1;
   int in_fd_ = -1;
@@ -258,10 +288,42 @@ class Helper {
 // seen must carry over to it.
 struct SiteShared {
   SiteShared(const std::string& proxy, const std::string& dir)
-      : helper(proxy, dir + "/gass-port") {}
+      : helper(proxy, dir), moves_file(dir + "/moved") {
+    // "OLD NEW" lines: the contacts of jobs whose job manager was restarted.
+    if (auto text = ReadFile(moves_file)) {
+      for (const auto& line : Split(*text, '\n')) {
+        auto parts = Split(line, ' ');
+        if (parts.size() == 2) moved[parts[0]] = parts[1];
+      }
+    }
+  }
+  // Where the job first at `contact` is now: a restarted job manager listens on a new port, and
+  // the gridmanager keeps the contact the job was submitted under.
+  std::string At(const std::string& contact) {
+    std::lock_guard lock(mu);
+    std::string c = contact;
+    for (int i = 0; i < 16; ++i) {
+      auto it = moved.find(c);
+      if (it == moved.end()) break;
+      c = it->second;
+    }
+    return c;
+  }
+  void Moved(const std::string& from, const std::string& to) {
+    std::lock_guard lock(mu);
+    if (from == to) return;
+    moved[from] = to;
+    std::string text;
+    for (const auto& [a, b] : moved) text += a + " " + b + "\n";
+    if (auto st = WriteFileAtomic(moves_file, text, 0600); !st) {
+      spdlog::warn("gridmanager: cannot record a moved GRAM5 job: {}", st.error().message());
+    }
+  }
   Helper helper;
+  const std::string moves_file;
   std::mutex mu;
-  std::set<std::string> contacts;  // jobs seen: refreshed with a new proxy
+  std::set<std::string> contacts;            // jobs seen: refreshed with a new proxy
+  std::map<std::string, std::string> moved;  // contact -> the contact after a restart
 };
 
 std::shared_ptr<SiteShared> SharedFor(const std::string& proxy, const std::string& dir) {
@@ -347,7 +409,7 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
         jobs = shared_->contacts;
       }
       for (const auto& c : jobs) {
-        if (auto st = helper_.Call({"REFRESH", c}); !st) {
+        if (auto st = helper_.Call({"REFRESH", shared_->At(c)}); !st) {
           spdlog::warn("gridmanager: refreshing the proxy of GRAM5 job {}: {}", c,
                        st.error().message());
         }
@@ -394,7 +456,7 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
   }
 
   Result<SiteAnswer> Commit(const SiteRequest& r) {
-    auto st = helper_.Call({"COMMIT", r.job_id});
+    auto st = helper_.Call({"COMMIT", shared_->At(r.job_id)});
     if (!st && SiteDown(st.error())) return Fail(st.error());
     // A commit sent again (its answer lost) is refused by a job that is past waiting for it:
     // the job's state tells.
@@ -406,15 +468,34 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
 
   Result<SiteAnswer> StatusOf(const SiteRequest& r) {
     Track(r.job_id);
-    auto reply = helper_.Call({"STATUS", r.job_id});
+    std::string at = shared_->At(r.job_id);
+    auto reply = helper_.Call({"STATUS", at});
     if (!reply && reply.error().code() == ErrorCode::kUnavailable) {
       // No job manager answers at the contact: restart it from its saved state (GRAM's
-      // jm_restart), then ask again.
-      auto restarted =
-          helper_.Call({"SUBMIT", gatekeeper_, "&(restart=" + gt5::RslQuote(r.job_id) + ")"});
-      if (restarted) {
-        spdlog::info("gridmanager: restarted the job manager of GRAM5 job {}", r.job_id);
-        reply = helper_.Call({"STATUS", r.job_id});
+      // jm_restart), then ask again where the new one listens. A job submitted with two-phase
+      // commit is restarted with it too: the new job manager waits for a commit.
+      std::string rsl = "&(restart=" + gt5::RslQuote(at) + ")";
+      auto restarted = helper_.Call({"SUBMIT", gatekeeper_, rsl});
+      if (restarted && !restarted->empty() && ValidContact((*restarted)[0])) {
+        const std::string& now_at = (*restarted)[0];
+        shared_->Moved(at, now_at);
+        if (restarted->size() > 1 &&
+            (*restarted)[1] == std::to_string(gt5::kErrorWaitingForCommit)) {
+          if (auto c = helper_.Call({"COMMIT", now_at}); !c) return Fail(c.error());
+        }
+        // The reloaded job's stdout and stderr, named again: without it the new job manager
+        // ends the job without sending them.
+        auto gass = helper_.GassBase();
+        std::string stdio = gass ? gt5::StdioRsl(r.job, *gass, key_, Base(r.request_id)) : "";
+        if (!stdio.empty()) {
+          if (auto u = helper_.Call({"STDIO", now_at, stdio}); !u) {
+            spdlog::warn("gridmanager: GRAM5 job {}: its output could not be named again: {}",
+                         r.job_id, u.error().message());
+          }
+        }
+        spdlog::info("gridmanager: restarted the job manager of GRAM5 job {}: now at {}", r.job_id,
+                     now_at);
+        reply = helper_.Call({"STATUS", now_at});
       }
     }
     if (!reply) return Fail(reply.error());
@@ -434,6 +515,20 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
           reply->size() > 3 && !(*reply)[3].empty()
               ? "GRAM error " + std::to_string(parsed->error) + ": " + ForLog((*reply)[3])
               : "the GRAM5 job failed (error " + std::to_string(parsed->error) + ")";
+    } else if (s.state == gram::JobState::kDone && !OutputCameBack(r)) {
+      // The job manager says DONE, but its stdout or stderr never reached the helper (its job
+      // manager was restarted while it ran: globus-gram-job-manager 15.8 ends a reloaded job
+      // without staging out; or no helper served the files at that moment). The job ran: held
+      // with the reason, never sent again.
+      s.state = gram::JobState::kFailed;
+      s.failure = gram::FailureCode::kStageOutFailed;
+      s.failure_message = "the job ran at the GRAM5 site (exit code " +
+                          (parsed->exit ? std::to_string(*parsed->exit) : std::string("unknown")) +
+                          ")" +
+                          (shared_->At(r.job_id) != r.job_id
+                               ? ", but its job manager was restarted while it ran and"
+                               : ", but") +
+                          " its stdout or stderr did not come back";
     } else if (s.state == gram::JobState::kDone) {
       if (!parsed->exit) {
         spdlog::warn("gridmanager: GRAM5 job {} is done and its site gives no exit code: 0",
@@ -442,6 +537,15 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
       s.exit = gram::ExitInfo{.signaled = false, .code = parsed->exit.value_or(0)};
     }
     return SiteAnswer{.job = std::move(s)};
+  }
+
+  // Whether every stdout and stderr the job sends here has been written (a completed write is
+  // marked on disk by the helper that took it).
+  bool OutputCameBack(const SiteRequest& r) {
+    for (const auto& name : gt5::StdioNames(r.job, key_, Base(r.request_id))) {
+      if (!helper_.Written(name)) return false;
+    }
+    return true;
   }
 
   Result<SiteAnswer> Cancel(const SiteRequest& r) {
@@ -455,7 +559,7 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
                     "GRAM5 job " + r.job_id + " has started: left to run where it is");
       }
     }
-    auto st = helper_.Call({"CANCEL", r.job_id});
+    auto st = helper_.Call({"CANCEL", shared_->At(r.job_id)});
     if (!st && st.error().code() != ErrorCode::kNotFound) return Fail(st.error());
     auto now = StatusOf(r);
     if (!now && now.error().code() == ErrorCode::kNotFound) {
@@ -480,7 +584,7 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
   }
 
   Result<SiteAnswer> CommitEnd(const SiteRequest& r) {
-    auto st = helper_.Call({"END", r.job_id});
+    auto st = helper_.Call({"END", shared_->At(r.job_id)});
     if (!st && st.error().code() != ErrorCode::kNotFound && SiteDown(st.error())) {
       return Fail(st.error());
     }

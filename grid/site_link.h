@@ -42,7 +42,7 @@ struct JobFiles {
 struct SiteRequest {
   enum class Op { kDelegate, kSubmit, kCommit, kStatus, kCancel, kSignal, kCommitEnd };
   Op op = Op::kStatus;
-  std::string request_id;      // every op but kStatus
+  std::string request_id;      // kStatus: the attempt's base, without a "/op" suffix
   std::string job_id;          // the site's id of the job
   gram::JobDescription job;    // kSubmit; for the others, as planned (links that move files)
   gram::SignalRequest signal;  // kSignal

@@ -415,7 +415,9 @@ std::vector<grid::ResourceReport> Engine::TakeReports() {
 void Engine::Request(Job& j, Op op, const std::string& suffix, bool only_pending) {
   SiteRequest req{.op = op, .job_id = j.site_id, .only_pending = only_pending, .files = j.files};
   req.job = j.plan.desc;  // which of its files are output: for links that fetch them (ARC)
-  if (!suffix.empty()) req.request_id = RequestIdBase(j.ad, j.state.attempt) + suffix;
+  // A status probe's is the attempt's base: links that name the job's files after it (GRAM5's)
+  // need it; it is not a request the site must not repeat.
+  req.request_id = RequestIdBase(j.ad, j.state.attempt) + suffix;
   j.site->Send(std::move(req), [this, id = j.id, serial = j.serial, op](Result<SiteAnswer> a) {
     OnAnswer(id, serial, op, std::move(a));
   });

@@ -16,8 +16,10 @@
 #include <globus/globus_gss_assist.h>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -95,7 +97,21 @@ struct Allowed {
 std::mutex gass_mu;
 std::map<std::string, Allowed> allowed;  // by URL path ("/NAME")
 
+// Where a completed write of each served file is marked (DIR/NAME, an empty file): the link
+// checks that a job's output came back, across restarts of the helper and the gridmanager.
+std::string written_dir;
+
+void MarkWritten(const std::string& target) {
+  if (written_dir.empty() || target.size() < 2) return;
+  int fd = open((written_dir + target).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+  if (fd >= 0) {
+    fsync(fd);
+    close(fd);
+  }
+}
+
 struct Transfer {
+  std::string target;  // the URL path
   int fd = -1;
   std::vector<globus_byte_t> buf = std::vector<globus_byte_t>(256 * 1024);
 };
@@ -132,6 +148,7 @@ void OnReceived(void* arg, globus_gass_transfer_request_t request, globus_byte_t
   if (last ||
       globus_gass_transfer_request_get_status(request) != GLOBUS_GASS_TRANSFER_REQUEST_PENDING) {
     fsync(t->fd);
+    if (last) MarkWritten(t->target);
     Finish(t, request);
     return;
   }
@@ -178,6 +195,7 @@ void Serve(globus_gass_transfer_request_t request) {
     return;
   }
   auto* t = new Transfer;
+  t->target = target;
   if (get) {
     t->fd = open(a.path.c_str(), O_RDONLY | O_CLOEXEC);
   } else {
@@ -230,6 +248,17 @@ std::string StartGass(unsigned short port) {
   return url;
 }
 
+// --- callbacks --------------------------------------------------------------------------------
+
+// Where job managers send state changes; given with every submit and restart (a job manager that
+// reloads a job registers the restarting client's contact, and cannot be given none).
+std::string callback_contact;
+
+// A job manager's news, passed on as "0 EVENT CONTACT STATE ERROR".
+void OnCallback(void*, char* job_contact, int state, int error) {
+  Say({"0", "EVENT", job_contact ? job_contact : "", std::to_string(state), std::to_string(error)});
+}
+
 // --- requests ---------------------------------------------------------------------------------
 
 void Handle(const std::vector<std::string>& f) {
@@ -242,7 +271,9 @@ void Handle(const std::vector<std::string>& f) {
   int rc = 0;
   if (verb == "SUBMIT") {  // SUBMIT GATEKEEPER RSL
     char* contact = nullptr;
-    rc = globus_gram_client_job_request(arg(2).c_str(), arg(3).c_str(), 0, nullptr, &contact);
+    rc = globus_gram_client_job_request(arg(2).c_str(), arg(3).c_str(),
+                                        GLOBUS_GRAM_PROTOCOL_JOB_STATE_ALL,
+                                        callback_contact.c_str(), &contact);
     if ((rc == GLOBUS_SUCCESS || rc == GLOBUS_GRAM_PROTOCOL_ERROR_WAITING_FOR_COMMIT) && contact) {
       Say({id, "OK", contact, std::to_string(rc)});
       globus_gram_client_job_contact_free(contact);
@@ -327,6 +358,9 @@ void Handle(const std::vector<std::string>& f) {
   } else if (verb == "FORGET") {  // FORGET NAME
     std::lock_guard lock(gass_mu);
     allowed.erase("/" + arg(2));
+    if (!written_dir.empty() && !arg(2).empty() && arg(2).find('/') == std::string::npos) {
+      unlink((written_dir + "/" + arg(2)).c_str());
+    }
     Say({id, "OK"});
     return;
   } else {
@@ -361,11 +395,16 @@ void Worker() {
 int main(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     std::fprintf(stderr,
-                 "usage: kite-gt5-helper PROXY [GASS_PORT]\n"
+                 "usage: kite-gt5-helper PROXY [GASS_PORT [WRITTEN_DIR]]\n"
                  "Started by kite-gridmanager for each GRAM5 site (docs/grid-gt5.md); speaks "
                  "its line protocol on stdin and stdout.\n");
     return argc < 2 ? 2 : 0;
   }
+  // Answers written after the gridmanager has gone fail quietly (EPIPE) instead of ending the
+  // helper, whose file server must outlive it; SIGTERM (from the next helper for this site, which
+  // takes over the port) ends it at once.
+  signal(SIGPIPE, SIG_IGN);
+  signal(SIGTERM, [](int) { std::_Exit(0); });
   // Threads for Globus's callbacks (its default model has none: callbacks would then run only
   // inside a blocking call, and the GASS server would never answer between them).
   globus_thread_set_model("pthread");
@@ -381,13 +420,27 @@ int main(int argc, char** argv) {
     return 1;
   }
   unsigned short port = argc > 2 ? static_cast<unsigned short>(std::atoi(argv[2])) : 0;
+  if (argc > 3) written_dir = argv[3];
+  // The port the sites' job managers hold URLs of: the helper before this one may still be
+  // letting go of it (it was told to end just now).
   std::string gass = StartGass(port);
-  if (gass.empty() && port != 0) gass = StartGass(0);  // the old port is taken: a new one
+  for (int i = 0; gass.empty() && port != 0 && i < 30; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    gass = StartGass(port);
+  }
+  if (gass.empty() && port != 0) gass = StartGass(0);  // taken by someone else: a new one
   if (gass.empty()) {
     Say({"0", "FATAL", "the GASS server could not listen"});
     return 1;
   }
-  Say({"0", "READY", gass});
+  char* cb = nullptr;
+  if (globus_gram_client_callback_allow(OnCallback, nullptr, &cb) != GLOBUS_SUCCESS || !cb) {
+    Say({"0", "FATAL", "the callback listener could not start"});
+    return 1;
+  }
+  callback_contact = cb;
+  free(cb);
+  Say({"0", "READY", gass, callback_contact});
 
   std::vector<std::thread> workers;
   for (int i = 0; i < 8; ++i) workers.emplace_back(Worker);
@@ -402,9 +455,19 @@ int main(int argc, char** argv) {
   {
     std::lock_guard lock(q_mu);
     closing = true;
+    queue.clear();  // nobody waits for their answers any more
     q_cv.notify_all();
   }
-  for (auto& w : workers) w.join();
-  // The gridmanager has gone: the jobs stay at their sites, and the next helper takes them up.
+  for (auto& w : workers) w.detach();  // one may be inside a GRAM call to a site that is slow
+  // The gridmanager has gone (ended, or killed): the jobs stay at their sites. While any of them
+  // may still fetch or send a file, the file server stays up, so that a job manager that stages
+  // while no gridmanager runs finds it, until the next helper for this site takes over the port
+  // (it ends this one with SIGTERM) or an hour has passed.
+  bool serving = false;
+  {
+    std::lock_guard lock(gass_mu);
+    serving = !allowed.empty();
+  }
+  if (serving) std::this_thread::sleep_for(std::chrono::hours(1));
   std::_Exit(0);
 }

@@ -23,7 +23,7 @@ constexpr const char* kNoTokens =
     "Kite's credentials are X.509 proxies; it has no credd for tokens";
 constexpr const char* kPool = "used by Kite's pool when it matches vanilla jobs";
 constexpr const char* kCloud =
-    "for HTCondor's grid types; Kite's gridmanager runs kite and arc resources";
+    "for HTCondor's grid types; Kite's gridmanager runs kite, arc and gt5 resources";
 constexpr const char* kArcLater = "not sent to ARC CEs yet (docs/grid-arc.md)";
 
 // clang-format off

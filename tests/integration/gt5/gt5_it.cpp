@@ -78,6 +78,8 @@ class Gt5Gatekeeper : public ::testing::Test {
                    g.substr(g.size() > 2000 ? g.size() - 2000 : 0).c_str());
     }
     env_.StopAgent();
+    // A helper outlives its gridmanager while its site's jobs may still stage files.
+    RunCommand({"pkill", "-KILL", "-f", "kite-gt5-helper " + env_.dir()});
     if (started_) {
       auto r = RunCommand(
           {std::string(KITE_SOURCE_DIR) + "/tests/fixtures/gt5/stop-gatekeeper.sh", gk_dir_});
@@ -116,6 +118,57 @@ class Gt5Gatekeeper : public ::testing::Test {
     return r.exit_code == 0 ? std::atoi(r.out.c_str()) : 0;
   }
   pid_t GridmanagerPid() const { return Pid("kite-gridmanager --home " + env_.home()); }
+  bool QueueEmpty(int cluster) const {
+    return env_.Kite({"q", "-json", std::to_string(cluster)}).out.find("\"ProcId\"") ==
+           std::string::npos;
+  }
+  // `n` jobs that each append "ran" to side_/ran.PROC (outside the site's directories), read a
+  // staged input, sleep 3 s and say they are done: the cluster id.
+  int SubmitMarkedJobs(int n) {
+    side_ = env_.dir() + "/side";
+    std::filesystem::create_directories(side_);
+    std::filesystem::permissions(side_, std::filesystem::perms::all);  // the site's account writes
+    env_.Write("in.txt", "input for every job\n");
+    return env_.Submit(
+        Sub("executable = /bin/sh\ntransfer_executable = false\n"
+            "arguments = \"-c 'echo ran >> " +
+            side_ +
+            "/ran.$(Process); cat in.txt; sleep 3; echo done $(Process)'\"\n"
+            "transfer_input_files = in.txt\noutput = out.$(Process)\n"
+            "queue " +
+            std::to_string(n) + "\n"));
+  }
+  // Waits until none of the cluster's `n` marked jobs is idle or running, then checks each: it
+  // ran exactly once, and either completed with its whole output and exit code 0, or is held
+  // saying its output did not come back (never silently without it). Returns how many are held.
+  int CheckMarkedJobs(int c, int n) const {
+    EXPECT_TRUE(WaitUntil(
+        [&] {
+          auto r = env_.Kite({"q", "-json", std::to_string(c)});
+          return r.out.find("\"JobStatus\": 1") == std::string::npos &&
+                 r.out.find("\"JobStatus\": 2") == std::string::npos;
+        },
+        240))
+        << env_.Kite({"q", "-nobatch"}).out;
+    int held = 0;
+    for (int p = 0; p < n; ++p) {
+      std::string id = std::to_string(c) + "." + std::to_string(p);
+      EXPECT_EQ(ReadFileOr(side_ + "/ran." + std::to_string(p)), "ran\n") << id << " ran not once";
+      if (Attr(id, "JobStatus", false) == "5") {
+        ++held;
+        std::string reason = Attr(id, "HoldReason", false);
+        EXPECT_NE(reason.find("stage-out-failed"), std::string::npos) << id << ": " << reason;
+        continue;
+      }
+      EXPECT_EQ(Attr(id, "JobStatus", true), "4") << id;
+      EXPECT_EQ(ReadFileOr(env_.dir() + "/out." + std::to_string(p)),
+                "input for every job\ndone " + std::to_string(p) + "\n")
+          << id << " completed without its output";
+      EXPECT_EQ(Attr(id, "ExitCode", true), "0") << id;
+    }
+    return held;
+  }
+  std::string side_;
 
   KiteEnv env_{"gt5"};
   std::string gk_dir_;
@@ -197,6 +250,178 @@ TEST_F(Gt5Gatekeeper, AJobTheSiteCannotRunIsHeldWithGramsReason) {
   EXPECT_NE(reason.find("executable"), std::string::npos) << reason;
 }
 
+// A job manager that dies under a running job (kill -9) is restarted from its saved state through
+// the gatekeeper (GRAM's jm_restart): the job goes on and ends once. The restarted job manager of
+// Debian 12's GRAM5 (globus-gram-job-manager 15.8) then ends the job without sending back its
+// stdout, even when told its destination again (STDIO_UPDATE): Kite holds the job saying so
+// rather than report an empty output as the job's, and does not run it again.
+TEST_F(Gt5Gatekeeper, AJobManagerKilledUnderARunningJobIsRestartedAndTheJobRunsOnce) {
+  std::string side = env_.dir() + "/side";
+  std::filesystem::create_directories(side);
+  std::filesystem::permissions(side, std::filesystem::perms::all);
+  int c = env_.Submit(Sub(
+      "executable = /bin/sh\ntransfer_executable = false\n"
+      "arguments = \"-c 'echo ran >> " +
+      side + "/ran; while [ ! -e " + side + "/go ]; do sleep 0.2; done; echo finished >> " + side +
+      "/ran; echo finished'\"\n"
+      "output = out.txt\nqueue\n"));
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return Attr(id, "JobStatus", false) == "2"; }, 90));
+  pid_t jm = Pid("globus-job-manager -conf " + gk_dir_);
+  ASSERT_NE(jm, 0);
+  ASSERT_EQ(::kill(jm, SIGKILL), 0);
+  // The next probes find no job manager; the link restarts one.
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return ReadFileOr(env_.home() + "/gridmanager.log").find("restarted the job manager") !=
+               std::string::npos;
+      },
+      90))
+      << "no restart of the job manager";
+  WriteFile(side + "/go", "");
+  bool ended = WaitUntil(
+      [&] { return Attr(id, "JobStatus", false) == "5" || Attr(id, "JobStatus", true) == "4"; },
+      90);
+  ASSERT_TRUE(ended) << env_.Kite({"q", "-nobatch"}).out;
+  // Once, to its end.
+  EXPECT_EQ(ReadFileOr(side + "/ran"), "ran\nfinished\n");
+  if (Attr(id, "JobStatus", true) == "4") {
+    // A job manager that does send the output back.
+    EXPECT_EQ(ReadFileOr(env_.dir() + "/out.txt"), "finished\n");
+    std::printf("the restarted job manager sent the job's output back\n");
+  } else {
+    std::string reason = Attr(id, "HoldReason", false);
+    EXPECT_NE(reason.find("restarted while it ran and its stdout or stderr did not come back"),
+              std::string::npos)
+        << reason;
+    EXPECT_NE(reason.find("exit code 0"), std::string::npos) << reason;
+    std::printf("held: %s\n", reason.c_str());
+  }
+}
+
+// A proxy refreshed on the desktop (`kite proxy init` again) reaches the job manager of a running
+// job: the job's own proxy at the site is the new one when it looks.
+TEST_F(Gt5Gatekeeper, ARefreshedProxyReachesARunningJob) {
+  auto end_of = [&](const std::string& pem_file) -> int64_t {
+    auto r = RunCommand({"openssl", "x509", "-noout", "-enddate", "-in", pem_file});
+    std::string text(Trim(r.out));
+    if (!StartsWith(text, "notAfter=")) return 0;
+    auto d = RunCommand({"date", "-u", "-d", text.substr(9), "+%s"});
+    return std::atoll(d.out.c_str());
+  };
+  std::string side = env_.dir() + "/side";
+  std::filesystem::create_directories(side);
+  std::filesystem::permissions(side, std::filesystem::perms::all);
+  int c = env_.Submit(
+      Sub("executable = /bin/sh\ntransfer_executable = false\n"
+          "arguments = \"-c 'openssl x509 -noout -enddate -in $X509_USER_PROXY; while [ ! -e " +
+          side +
+          "/go ]; do sleep 0.2; done; openssl x509 -noout -enddate -in $X509_USER_PROXY'\"\n"
+          "output = out.txt\nqueue\n"));
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return Attr(id, "JobStatus", false) == "2"; }, 90));
+  int64_t first = end_of(env_.dir() + "/x509up");
+  std::vector<std::string> again = {"proxy",
+                                    "init",
+                                    "-q",
+                                    "--valid",
+                                    "13:00",
+                                    "--cert",
+                                    env_.dir() + "/globus/usercert.pem",
+                                    "--key",
+                                    env_.dir() + "/globus/userkey.pem",
+                                    "--out",
+                                    env_.dir() + "/x509up",
+                                    "--bits",
+                                    "2048"};
+  auto r = env_.Kite(again);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  int64_t second = end_of(env_.dir() + "/x509up");
+  ASSERT_GT(second, first + 3000);
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return ReadFileOr(env_.home() + "/gridmanager.log").find("refreshed delegation") !=
+               std::string::npos;
+      },
+      60))
+      << "the gridmanager did not refresh the site";
+  WriteFile(side + "/go", "");
+  WaitDone(c, 90);
+  auto lines = Split(ReadFileOr(env_.dir() + "/out.txt"), '\n');
+  ASSERT_EQ(lines.size(), 2u) << ReadFileOr(env_.dir() + "/out.txt");
+  auto when = [](const std::string& line) {
+    auto d = RunCommand({"date", "-u", "-d", line.substr(9), "+%s"});
+    return std::atoll(d.out.c_str());
+  };
+  // The delegated proxy ends with the one it was made from.
+  EXPECT_LE(std::abs(when(lines[0]) - first), 5) << lines[0];
+  EXPECT_LE(std::abs(when(lines[1]) - second), 5)
+      << lines[1] << " (refreshed proxy ends at " << second << ")";
+}
+
+// The helper's GASS server is reachable by anyone who holds the user's identity, which every site
+// the user delegated to does. It serves only the files it was told of, under names a site learns
+// only for its own jobs, each one way: a site cannot read the desktop's other files, write a
+// job's inputs, or reach another identity's. Probed with Globus's own client.
+TEST_F(Gt5Gatekeeper, TheHelpersFileServerGivesASiteOnlyItsOwnJobsFilesOneWay) {
+  env_.Write("secret.txt", "not for sites\n");
+  env_.Write("in.dat", "input\n");
+  int c =
+      env_.Submit(Sub("executable = /bin/sh\ntransfer_executable = false\n"
+                      "arguments = \"-c 'sleep 300'\"\ntransfer_input_files = in.dat\n"
+                      "output = out.txt\nqueue\n"));
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return Attr(id, "JobStatus", false) == "2"; }, 90));
+  // The helper's port and its naming key, as only the desktop knows them.
+  std::string port, key;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(env_.home() + "/gt5")) {
+    if (e.path().filename() == "gass-port") port = std::string(Trim(ReadFileOr(e.path())));
+  }
+  key = std::string(Trim(ReadFileOr(env_.home() + "/gt5/gass.key")));
+  ASSERT_FALSE(port.empty());
+  std::string base = "https://localhost:" + port + "/";
+  std::string name_of_input;
+  {
+    std::string msg =
+        "kite-" + std::string(Trim(Attr(id, "QDate", false))) + "-" + id + "-0\nRinput/in.dat";
+    WriteFile(env_.dir() + "/msg", msg);
+    auto h = RunCommand({"sh", "-c",
+                         "openssl dgst -sha256 -hmac '" + key + "' < " + env_.dir() +
+                             "/msg | sed 's/.*= //' | cut -c1-32"});
+    name_of_input = std::string(Trim(h.out));
+  }
+  auto copy = [&](const std::string& from, const std::string& to, const std::string& proxy) -> int {
+    auto r = RunCommand(
+        {"timeout", "20", "globus-url-copy", from, to},
+        {"X509_USER_PROXY=" + proxy, "X509_CERT_DIR=" + env_.home() + "/ca/certificates"});
+    return r.exit_code;
+  };
+  std::string proxy = env_.dir() + "/x509up";
+  std::string got = "file://" + env_.dir() + "/got";
+  // The job's own input, under its name: served, to the user's identity.
+  EXPECT_EQ(copy(base + name_of_input, got, proxy), 0);
+  EXPECT_EQ(ReadFileOr(env_.dir() + "/got"), "input\n");
+  // Anything else is not: a path, a made-up name.
+  EXPECT_NE(copy(base + env_.dir() + "/secret.txt", got + "2", proxy), 0);
+  EXPECT_NE(copy(base + std::string(32, 'a'), got + "3", proxy), 0);
+  EXPECT_FALSE(std::filesystem::exists(env_.dir() + "/got2"));
+  // An input cannot be written.
+  env_.Write("evil", "overwritten\n");
+  EXPECT_NE(copy("file://" + env_.dir() + "/evil", base + name_of_input, proxy), 0);
+  EXPECT_EQ(ReadFileOr(env_.dir() + "/in.dat"), "input\n");
+  // Another identity of the same CA gets nothing.
+  auto r = env_.Kite({"ca", "issue-user", "--ca", env_.home() + "/ca", "--out",
+                      env_.dir() + "/other", "CN=Someone Else"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  r = env_.Kite({"proxy", "init", "-q", "--cert", env_.dir() + "/other/usercert.pem", "--key",
+                 env_.dir() + "/other/userkey.pem", "--out", env_.dir() + "/other/x509up", "--bits",
+                 "2048"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(copy(base + name_of_input, got + "4", env_.dir() + "/other/x509up"), 0);
+  EXPECT_FALSE(std::filesystem::exists(env_.dir() + "/got4"));
+  env_.Kite({"rm", id});
+}
+
 // A gatekeeper whose grid-mapfile does not hold our identity.
 class Gt5GatekeeperForSomeoneElse : public Gt5Gatekeeper {
  protected:
@@ -234,35 +459,22 @@ TEST_F(Gt5GatekeeperWithAnEcProxy, JobsAreHeldSayingAnRsaProxyIsNeeded) {
 }
 
 // GRAM's two-phase commit makes a resent submit harmless: a job is committed only once its
-// contact is recorded, and an uncommitted one never runs. The gridmanager (with its helper) and
-// then the helper alone are killed (-9) over and over while jobs are submitted, committed and
-// run; every job runs exactly once (each appends a line to a file of its own) and its output
-// comes back whole.
-TEST_F(Gt5Gatekeeper, EveryJobRunsExactlyOnceWhileTheGridmanagerAndItsHelperAreKilled) {
+// contact is recorded, and an uncommitted one never runs. The gridmanager is killed (-9) over and
+// over while jobs are submitted, committed and run (the agent starts it again); every job runs
+// exactly once (each appends a line to a file of its own) and its output comes back whole: the
+// helper's file server outlives its gridmanager while jobs may send their output, until the next
+// gridmanager's helper takes its port over.
+TEST_F(Gt5Gatekeeper, EveryJobRunsExactlyOnceWhileTheGridmanagerIsKilledOverAndOver) {
   constexpr int kJobs = 10;
-  std::string side = env_.dir() + "/side";
-  std::filesystem::create_directories(side);
-  std::filesystem::permissions(side, std::filesystem::perms::all);  // the site's account writes
-  env_.Write("in.txt", "input for every job\n");
-  int c =
-      env_.Submit(Sub("executable = /bin/sh\ntransfer_executable = false\n"
-                      "arguments = \"-c 'echo ran >> " +
-                      side +
-                      "/ran.$(Process); cat in.txt; sleep 3; echo done $(Process)'\"\n"
-                      "transfer_input_files = in.txt\noutput = out.$(Process)\n"
-                      "queue " +
-                      std::to_string(kJobs) + "\n"));
+  int c = SubmitMarkedJobs(kJobs);
   int kills = 0;
-  auto queue_empty = [&] {
-    return env_.Kite({"q", "-json", std::to_string(c)}).out.find("\"ProcId\"") == std::string::npos;
-  };
-  for (double after : {0.5, 1.0, 1.5, 2.5}) {
+  for (double after : {0.5, 1.0, 1.5, 2.5, 4.0}) {
     pid_t pid = 0;
     bool empty = false;
     ASSERT_TRUE(WaitUntil(
         [&] {
           pid = GridmanagerPid();
-          if (pid == 0) empty = queue_empty();
+          if (pid == 0) empty = QueueEmpty(c);
           return pid != 0 || empty;
         },
         90));
@@ -270,26 +482,35 @@ TEST_F(Gt5Gatekeeper, EveryJobRunsExactlyOnceWhileTheGridmanagerAndItsHelperAreK
     std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(after * 1000)));
     if (::kill(pid, SIGKILL) == 0) ++kills;
   }
-  // Then the helper alone: the gridmanager starts another.
-  for (int i = 0; i < 2; ++i) {
+  EXPECT_GE(kills, 3);
+  int held = CheckMarkedJobs(c, kJobs);
+  std::printf("%d gridmanager kills; %d of %d jobs held because their output did not come back\n",
+              kills, held, kJobs);
+}
+
+// The helper alone killed (-9) while jobs run: the gridmanager starts another at once, on the
+// same port. Every job still runs exactly once. A job whose job manager tried to send its output
+// in the moment no helper served it is held saying so (GRAM's "failed to open stdout"), never run
+// again; every other job's output comes back whole.
+TEST_F(Gt5Gatekeeper, EveryJobRunsExactlyOnceWhileTheHelperIsKilled) {
+  constexpr int kJobs = 10;
+  int c = SubmitMarkedJobs(kJobs);
+  int kills = 0;
+  for (double after : {0.8, 1.5, 2.5}) {
     pid_t helper = 0;
-    if (!WaitUntil([&] { return (helper = Pid("kite-gt5-helper")) != 0 || queue_empty(); }, 60) ||
+    if (!WaitUntil(
+            [&] { return (helper = Pid("kite-gt5-helper " + env_.dir())) != 0 || QueueEmpty(c); },
+            60) ||
         helper == 0) {
       break;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(after * 1000)));
     if (::kill(helper, SIGKILL) == 0) ++kills;
   }
-  WaitDone(c, 240);
-  EXPECT_GE(kills, 3);
-  for (int p = 0; p < kJobs; ++p) {
-    std::string id = std::to_string(c) + "." + std::to_string(p);
-    EXPECT_EQ(ReadFileOr(side + "/ran." + std::to_string(p)), "ran\n") << id << " ran not once";
-    EXPECT_EQ(ReadFileOr(env_.dir() + "/out." + std::to_string(p)),
-              "input for every job\ndone " + std::to_string(p) + "\n")
-        << id;
-    EXPECT_EQ(Attr(id, "ExitCode", true), "0") << id;
-  }
+  EXPECT_GE(kills, 2);
+  int held = CheckMarkedJobs(c, kJobs);
+  std::printf("%d helper kills; %d of %d jobs held because their output did not come back\n", kills,
+              held, kJobs);
 }
 
 }  // namespace

@@ -105,6 +105,10 @@ TEST(Gt5States, EveryGramStateMapsAndOthersDoNot) {
   EXPECT_EQ(MapState(3), std::nullopt);
   EXPECT_EQ(MapFailure(8), gram::FailureCode::kCancelled);
   EXPECT_EQ(MapFailure(5), gram::FailureCode::kBadExecutable);
+  // Inputs that could not be fetched: before the job ran, sent again; stdout that could not be
+  // opened may be at the end: never.
+  EXPECT_TRUE(gram::IsRetryable(MapFailure(43)));
+  EXPECT_FALSE(gram::IsRetryable(MapFailure(73)));
   // A job whose output could not be sent back ran: it is held, never run again.
   EXPECT_FALSE(gram::IsRetryable(MapFailure(155)));
   EXPECT_EQ(ErrorOf(79, "x").code(), ErrorCode::kUnavailable);
