@@ -52,11 +52,15 @@ int64_t NowSeq() {
 class Helper {
  public:
   Helper(std::string proxy, std::string dir)
-      : proxy_(std::move(proxy)),
-        port_file_(dir + "/gass-port"),
-        pid_file_(dir + "/helper.pid"),
-        written_dir_(dir + "/written") {
+      : proxy_(std::move(proxy)), port_file_(dir + "/gass-port"), written_dir_(dir + "/written") {
     (void)MakeDirs(written_dir_, 0700);
+  }
+
+  // Counts the helper processes started: a job whose files were served by one process only
+  // reached it without a gap.
+  uint64_t Generation() {
+    std::lock_guard lock(mu_);
+    return gen_;
   }
 
   // Whether the site's job manager has completed a write of served file `name`.
@@ -126,7 +130,6 @@ class Helper {
   Status Start(std::unique_lock<std::mutex>& lock) {
     std::string port = "0";
     if (auto saved = ReadFile(port_file_)) port = std::string(Trim(*saved));
-    EndPredecessor();
     int to_child[2], from_child[2];
     if (pipe2(to_child, O_CLOEXEC) != 0) return Fail(ErrorCode::kIo, "pipe for the GRAM5 helper");
     if (pipe2(from_child, O_CLOEXEC) != 0) {
@@ -169,7 +172,6 @@ class Helper {
     }
     pid_ = pid;
     in_fd_ = to_child[1];
-    (void)WriteFileAtomic(pid_file_, std::to_string(pid) + "\n", 0600);
     spdlog::info("gridmanager: GRAM5 helper {} serves the jobs' files at {}", pid, f[2]);
     gass_base_ = f[2];
     if (auto colon = gass_base_.rfind(':'); colon != std::string::npos) {
@@ -187,19 +189,6 @@ class Helper {
     }
     (void)lock;
     return {};
-  }
-
-  // A helper of an earlier gridmanager still serving this site's files (it outlives its
-  // gridmanager while jobs may stage) is ended (SIGKILL: it may be inside a GRAM call), so that
-  // this one can take its port.
-  void EndPredecessor() {
-    auto text = ReadFile(pid_file_);
-    if (!text) return;
-    pid_t old = static_cast<pid_t>(std::atoi(std::string(Trim(*text)).c_str()));
-    if (old <= 1 || old == pid_) return;
-    auto exe = ReadFile("/proc/" + std::to_string(old) + "/cmdline");
-    if (!exe || exe->find("kite-gt5-helper") == std::string::npos) return;
-    ::kill(old, SIGKILL);
   }
 
   void Read(int fd, uint64_t gen) {
@@ -270,7 +259,6 @@ class Helper {
 
   const std::string proxy_;
   const std::string port_file_;
-  const std::string pid_file_;
   const std::string written_dir_;
   std::mutex mu_;
   pid_t pid_ = -1;
@@ -322,7 +310,9 @@ struct SiteShared {
   Helper helper;
   const std::string moves_file;
   std::mutex mu;
-  std::set<std::string> contacts;            // jobs seen: refreshed with a new proxy
+  std::set<std::string> contacts;  // jobs seen: refreshed with a new proxy
+  // Jobs submitted by this gridmanager, with the helper process serving them then.
+  std::map<std::string, uint64_t> served_by;
   std::map<std::string, std::string> moved;  // contact -> the contact after a restart
 };
 
@@ -447,6 +437,10 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
     }
     const std::string& contact = (*made)[0];
     Track(contact);
+    {
+      std::lock_guard lock(shared_->mu);
+      shared_->served_by[contact] = helper_.Generation();
+    }
     bool waiting = made->size() > 1 && (*made)[1] == std::to_string(gt5::kErrorWaitingForCommit);
     gram::JobStatus s{.job_id = contact,
                       .contact = contact,
@@ -515,7 +509,7 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
           reply->size() > 3 && !(*reply)[3].empty()
               ? "GRAM error " + std::to_string(parsed->error) + ": " + ForLog((*reply)[3])
               : "the GRAM5 job failed (error " + std::to_string(parsed->error) + ")";
-    } else if (s.state == gram::JobState::kDone && !OutputCameBack(r)) {
+    } else if (s.state == gram::JobState::kDone && MayHaveMissedOutput(r) && !OutputCameBack(r)) {
       // The job manager says DONE, but its stdout or stderr never reached the helper (its job
       // manager was restarted while it ran: globus-gram-job-manager 15.8 ends a reloaded job
       // without staging out; or no helper served the files at that moment). The job ran: held
@@ -537,6 +531,18 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
       s.exit = gram::ExitInfo{.signaled = false, .code = parsed->exit.value_or(0)};
     }
     return SiteAnswer{.job = std::move(s)};
+  }
+
+  // Whether the job's output may have found no helper: its job manager was restarted, or the
+  // helper serving its files changed (or this gridmanager took the job over from an earlier one)
+  // while it ran. GRAM's DONE is trusted otherwise: it may skip sending an empty output, so a
+  // missing mark alone proves nothing.
+  bool MayHaveMissedOutput(const SiteRequest& r) {
+    if (shared_->At(r.job_id) != r.job_id) return true;
+    uint64_t now = helper_.Generation();
+    std::lock_guard lock(shared_->mu);
+    auto it = shared_->served_by.find(r.job_id);
+    return it == shared_->served_by.end() || it->second != now;
   }
 
   // Whether every stdout and stderr the job sends here has been written (a completed write is
@@ -601,6 +607,7 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
     }
     std::lock_guard lock(shared_->mu);
     shared_->contacts.erase(r.job_id);
+    shared_->served_by.erase(r.job_id);
     return SiteAnswer{};
   }
 

@@ -19,6 +19,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -96,6 +97,7 @@ struct Allowed {
 };
 std::mutex gass_mu;
 std::map<std::string, Allowed> allowed;  // by URL path ("/NAME")
+std::atomic<int64_t> last_request{0};    // steady-clock seconds of the last GASS request
 
 // Where a completed write of each served file is marked (DIR/NAME, an empty file): the link
 // checks that a job's output came back, across restarts of the helper and the gridmanager.
@@ -145,10 +147,11 @@ void OnReceived(void* arg, globus_gass_transfer_request_t request, globus_byte_t
     if (n <= 0) break;
     done += static_cast<size_t>(n);
   }
-  if (last ||
-      globus_gass_transfer_request_get_status(request) != GLOBUS_GASS_TRANSFER_REQUEST_PENDING) {
+  auto status = globus_gass_transfer_request_get_status(request);
+  if (last || status != GLOBUS_GASS_TRANSFER_REQUEST_PENDING) {
     fsync(t->fd);
-    if (last) MarkWritten(t->target);
+    // The whole body is here (an empty one may end as DONE without a last piece).
+    if (last || status == GLOBUS_GASS_TRANSFER_REQUEST_DONE) MarkWritten(t->target);
     Finish(t, request);
     return;
   }
@@ -174,6 +177,9 @@ void Serve(globus_gass_transfer_request_t request) {
     auto slash = target.find('/', scheme + 3);
     target = slash == std::string::npos ? "/" : target.substr(slash);
   }
+  last_request = std::chrono::duration_cast<std::chrono::seconds>(
+                     std::chrono::steady_clock::now().time_since_epoch())
+                     .count();
   auto type = globus_gass_transfer_request_get_type(request);
   Allowed a;
   {
@@ -421,14 +427,10 @@ int main(int argc, char** argv) {
   }
   unsigned short port = argc > 2 ? static_cast<unsigned short>(std::atoi(argv[2])) : 0;
   if (argc > 3) written_dir = argv[3];
-  // The port the sites' job managers hold URLs of: the helper before this one may still be
-  // letting go of it (it was told to end just now).
+  // The port of the helper before this one, so that the URLs the sites' job managers hold stay
+  // good; while that helper still serves them (it outlives its gridmanager), a port of its own.
   std::string gass = StartGass(port);
-  for (int i = 0; gass.empty() && port != 0 && i < 30; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    gass = StartGass(port);
-  }
-  if (gass.empty() && port != 0) gass = StartGass(0);  // taken by someone else: a new one
+  if (gass.empty() && port != 0) gass = StartGass(0);
   if (gass.empty()) {
     Say({"0", "FATAL", "the GASS server could not listen"});
     return 1;
@@ -459,15 +461,23 @@ int main(int argc, char** argv) {
     q_cv.notify_all();
   }
   for (auto& w : workers) w.detach();  // one may be inside a GRAM call to a site that is slow
-  // The gridmanager has gone (ended, or killed): the jobs stay at their sites. While any of them
-  // may still fetch or send a file, the file server stays up, so that a job manager that stages
-  // while no gridmanager runs finds it, until the next helper for this site takes over the port
-  // (it ends this one with SIGTERM) or an hour has passed.
+  // The gridmanager has gone (ended, or killed): the jobs stay at their sites, and the URLs their
+  // job managers hold name this server. While any of them may still fetch or send a file, it stays
+  // up (the next gridmanager's helper serves new jobs on a port of its own), until no job
+  // manager has asked for anything for 10 minutes.
   bool serving = false;
   {
     std::lock_guard lock(gass_mu);
     serving = !allowed.empty();
   }
-  if (serving) std::this_thread::sleep_for(std::chrono::hours(1));
+  auto now_s = [] {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
+        .count();
+  };
+  if (serving) {
+    last_request = std::max<int64_t>(last_request, now_s());
+    while (now_s() - last_request < 600) std::this_thread::sleep_for(std::chrono::seconds(5));
+  }
   std::_Exit(0);
 }

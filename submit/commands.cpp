@@ -152,7 +152,7 @@ const CommandInfo kCommands[] = {
     {"should_transfer_files", "ShouldTransferFiles", F::kSpecial, U::kRecords, "", ""},
     {"when_to_transfer_output", "WhenToTransferOutput", F::kSpecial, U::kRecords, "", ""},
     {"transfer_input_files", "TransferInput", F::kSpecial, U::kActs, "grid jobs (files; no URLs or directories)", "transferinputfiles"},
-    {"transfer_output_files", "TransferOutput", F::kSpecial, U::kRecords, "grid jobs: fetched from ARC CEs, refused for Kite gatekeepers", "transferoutputfiles"},
+    {"transfer_output_files", "TransferOutput", F::kSpecial, U::kRecords, "grid jobs: fetched from ARC CEs and GRAM5 gatekeepers, refused for Kite gatekeepers", "transferoutputfiles"},
     {"transfer_output_remaps", "TransferOutputRemaps", F::kSpecial, U::kRecords, "", ""},
     {"transfer_plugins", "TransferPlugins", F::kString, U::kRecords, "", ""},
     {"transfer_checkpoint_files", "TransferCheckpoint", F::kString, U::kActs, "vanilla: what a checkpoint is", ""},
@@ -220,7 +220,7 @@ const CommandInfo kCommands[] = {
     {"globus_rsl", "GlobusRSL", F::kString, U::kRecords, "", ""},
 
     // The grid universe.
-    {"grid_resource", "GridResource", F::kSpecial, U::kActs, "kite HOST:PORT[/BATCH], arc [https://]HOST[:PORT][/PATH]; HTCondor's other types are recorded and held", ""},
+    {"grid_resource", "GridResource", F::kSpecial, U::kActs, "kite HOST:PORT[/BATCH], arc [https://]HOST[:PORT][/PATH], gt5 HOST[:PORT][/SERVICE]; HTCondor's other types are recorded and held", ""},
     {"arc_rte", "ArcRte", F::kString, U::kRecords, kArcLater, ""},
     {"arc_resources", "ArcResources", F::kString, U::kRecords, kArcLater, ""},
     {"arc_application", "ArcApplication", F::kString, U::kRecords, kArcLater, ""},

@@ -17,6 +17,7 @@
 #   BIN_DIR   kite, kite-agent, kite-gridmanager, kite-gt5-helper (default build-release/bin,
 #             else build/bin)
 #   --jobs N  jobs in each throughput run (default 100); --quick: 30
+#   --keep    keep the temporary directory (logs of the gatekeeper, job managers and Kite)
 #
 # Writes bench/results/interop-gt5.md (overwritten) and ends with one line for other scripts:
 #   INTEROP_GT5 jobs=N kite_seconds=K globus_seconds=G kite_own_seconds=O
@@ -28,13 +29,15 @@ out="$root/bench/results/interop-gt5.md"
 jobs=100
 latency_runs=3
 bindir=""
+keep=""
 args=("$@")
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) jobs=30 ;;
     --jobs) jobs="$2"; shift ;;
     --latency-runs) latency_runs="$2"; shift ;;
-    -*) echo "gt5.sh: unknown option $1" >&2; exit 2 ;;
+    --keep) keep=1 ;;
+    -*) echo "gt5.sh: ignoring option $1" >&2 ;;
     *) bindir="$1" ;;
   esac
   shift
@@ -52,7 +55,7 @@ ip link set lo up
 say() { echo "gt5.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
 now() { date +%s.%N; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 median() { tr ' ' '\n' | sort -n | awk '{ v[NR] = $1 } END { printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 tmp="$(mktemp -d /tmp/kite-gt5-bench.XXXXXX)"
@@ -62,7 +65,7 @@ cleanup() {
   [ -d "$tmp/own/home" ] && KITE_HOME="$tmp/own/home" "$bindir/kite" testgrid down >/dev/null 2>&1 || true
   pkill -KILL -f "kite-gt5-helper $tmp" 2>/dev/null || true
   "$root/tests/fixtures/gt5/stop-gatekeeper.sh" "$tmp/gk" >/dev/null 2>&1 || true
-  rm -rf "$tmp"
+  if [ -n "$keep" ]; then say "kept $tmp"; else rm -rf "$tmp"; fi
 }
 trap cleanup EXIT
 
@@ -99,6 +102,10 @@ kite_side() {
   t0="$(now)"; c="$(sub "$jobs" many)"
   k wait --timeout 3600 "$c" >/dev/null || die "$name: $jobs jobs did not finish: $(k q -nobatch | tail -2)"
   t1="$(now)"
+  local ok
+  ok="$(k history -constraint "ClusterId == $c && JobStatus == 4 && ExitCode == 0" -limit "$((jobs + 1))" |
+    grep -cE '^\s*[0-9]+\.[0-9]+\s')" || true
+  [ "$ok" = "$jobs" ] || die "$name: $ok of $jobs jobs completed with exit code 0 (cluster '$c')"
   k agent stop >/dev/null 2>&1 || true
   echo "$(secs "$t0" "$t1") $(echo "${lat[*]}" | median)"
 }
