@@ -118,9 +118,12 @@ class Gt5Gatekeeper : public ::testing::Test {
     return r.exit_code == 0 ? std::atoi(r.out.c_str()) : 0;
   }
   pid_t GridmanagerPid() const { return Pid("kite-gridmanager --home " + env_.home()); }
-  bool QueueEmpty(int cluster) const {
-    return env_.Kite({"q", "-json", std::to_string(cluster)}).out.find("\"ProcId\"") ==
-           std::string::npos;
+  // None of the cluster's jobs is idle or running (all ended, or held): no gridmanager is
+  // started for it any more.
+  bool NothingActive(int cluster) const {
+    auto r = env_.Kite({"q", "-json", std::to_string(cluster)});
+    return r.out.find("\"JobStatus\": 1") == std::string::npos &&
+           r.out.find("\"JobStatus\": 2") == std::string::npos;
   }
   // `n` jobs that each append "ran" to side_/ran.PROC (outside the site's directories), read a
   // staged input, sleep 3 s and say they are done: the cluster id.
@@ -144,13 +147,7 @@ class Gt5Gatekeeper : public ::testing::Test {
   // that completed without its output is counted there instead of failing the test (the known
   // defect docs/grid-gt5.md describes for a helper killed under running jobs).
   int CheckMarkedJobs(int c, int n, int* lost = nullptr) const {
-    EXPECT_TRUE(WaitUntil(
-        [&] {
-          auto r = env_.Kite({"q", "-json", std::to_string(c)});
-          return r.out.find("\"JobStatus\": 1") == std::string::npos &&
-                 r.out.find("\"JobStatus\": 2") == std::string::npos;
-        },
-        240))
+    EXPECT_TRUE(WaitUntil([&] { return NothingActive(c); }, 240))
         << env_.Kite({"q", "-nobatch"}).out;
     int held = 0;
     for (int p = 0; p < n; ++p) {
@@ -482,7 +479,7 @@ TEST_F(Gt5Gatekeeper, EveryJobRunsExactlyOnceWhileTheGridmanagerIsKilledOverAndO
     ASSERT_TRUE(WaitUntil(
         [&] {
           pid = GridmanagerPid();
-          if (pid == 0) empty = QueueEmpty(c);
+          if (pid == 0) empty = NothingActive(c);
           return pid != 0 || empty;
         },
         90));
@@ -508,7 +505,9 @@ TEST_F(Gt5Gatekeeper, EveryJobRunsExactlyOnceWhileTheHelperIsKilled) {
   for (double after : {0.8, 1.5, 2.5}) {
     pid_t helper = 0;
     if (!WaitUntil(
-            [&] { return (helper = Pid("kite-gt5-helper " + env_.dir())) != 0 || QueueEmpty(c); },
+            [&] {
+              return (helper = Pid("kite-gt5-helper " + env_.dir())) != 0 || NothingActive(c);
+            },
             60) ||
         helper == 0) {
       break;
