@@ -316,11 +316,14 @@ struct SiteShared {
   std::map<std::string, std::string> moved;  // contact -> the contact after a restart
 };
 
+// Never destroyed: a gridmanager that exits leaves its helpers to notice (their input closes) and
+// to go on serving while its jobs' files are named, as after a kill; destroying them at exit
+// would end them.
 std::shared_ptr<SiteShared> SharedFor(const std::string& proxy, const std::string& dir) {
   static std::mutex mu;
-  static std::map<std::string, std::shared_ptr<SiteShared>> by_dir;
+  static auto* by_dir = new std::map<std::string, std::shared_ptr<SiteShared>>;
   std::lock_guard lock(mu);
-  auto& s = by_dir[dir];
+  auto& s = (*by_dir)[dir];
   if (!s) s = std::make_shared<SiteShared>(proxy, dir);
   return s;
 }
