@@ -256,6 +256,11 @@ Result<StatusReply> ParseStatus(const std::vector<std::string>& f) {
   return r;
 }
 
+bool JobManagerGone(const Error& e) {
+  return e.code() == ErrorCode::kUnavailable &&
+         e.message().starts_with("GRAM error " + std::to_string(kErrorContactingJobManager) + ":");
+}
+
 Error ErrorOf(int e, const std::string& text) {
   std::string msg = "GRAM error " + std::to_string(e) + ": " + text;
   switch (e) {

@@ -82,6 +82,11 @@ inline constexpr int kErrorJmStopped = 130;
 inline constexpr int kErrorJobContactNotFound = 156;
 inline constexpr int kErrorAuthorizationDenied = 162;
 
+// Whether `e` (from ErrorOf) says no job manager answers at a job's contact (GRAM error 79):
+// the one case for GRAM's restart. A helper that died, or a gatekeeper that does not answer, is
+// not: restarting a job whose job manager is alive would name its output again mid-run.
+bool JobManagerGone(const Error& e);
+
 // GRAM's error as Kite's error: no answer (kUnavailable), the job is unknown (kNotFound), the
 // identity is refused (kAuthFailed), or the site's refusal (kInvalidInput), with `text`.
 Error ErrorOf(int gram_error, const std::string& text);

@@ -400,6 +400,9 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
       {
         std::lock_guard lock(shared_->mu);
         jobs = shared_->contacts;
+        // Output sent after a refresh has been seen to go missing (docs/grid-gt5.md): these
+        // jobs' ends are checked against the helper's marks.
+        shared_->served_by.clear();
       }
       for (const auto& c : jobs) {
         if (auto st = helper_.Call({"REFRESH", shared_->At(c)}); !st) {
@@ -467,7 +470,7 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
     Track(r.job_id);
     std::string at = shared_->At(r.job_id);
     auto reply = helper_.Call({"STATUS", at});
-    if (!reply && reply.error().code() == ErrorCode::kUnavailable) {
+    if (!reply && gt5::JobManagerGone(reply.error())) {
       // No job manager answers at the contact: restart it from its saved state (GRAM's
       // jm_restart), then ask again where the new one listens. A job submitted with two-phase
       // commit is restarted with it too: the new job manager waits for a commit.

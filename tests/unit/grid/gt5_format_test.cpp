@@ -112,6 +112,10 @@ TEST(Gt5States, EveryGramStateMapsAndOthersDoNot) {
   // A job whose output could not be sent back ran: it is held, never run again.
   EXPECT_FALSE(gram::IsRetryable(MapFailure(155)));
   EXPECT_EQ(ErrorOf(79, "x").code(), ErrorCode::kUnavailable);
+  // Only a job manager that does not answer is restarted; a dead helper or gatekeeper is not.
+  EXPECT_TRUE(JobManagerGone(ErrorOf(79, "connecting to the job manager failed")));
+  EXPECT_FALSE(JobManagerGone(ErrorOf(12, "connection failed")));
+  EXPECT_FALSE(JobManagerGone(Error(ErrorCode::kUnavailable, "the GRAM5 helper exited")));
   EXPECT_EQ(ErrorOf(7, "x").code(), ErrorCode::kAuthFailed);
   EXPECT_EQ(ErrorOf(156, "x").code(), ErrorCode::kNotFound);
 }
