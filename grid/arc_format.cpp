@@ -7,6 +7,7 @@
 #include <set>
 
 #include "common/strings.h"
+#include "grid/rsl.h"
 
 namespace kite::grid::arc {
 namespace {
@@ -71,16 +72,6 @@ Status ForEachJob(std::string_view body, F each) {
 
 }  // namespace
 
-std::string XrslQuote(std::string_view text) {
-  std::string out = "\"";
-  for (char ch : text) {
-    if (ch == '"') out += '"';
-    out += ch;
-  }
-  out += '"';
-  return out;
-}
-
 Result<ArcJob> DescribeJob(const gram::JobDescription& desc, const JobFiles& files,
                            std::string_view name, std::string_view delegation_id) {
   auto bad = [](const std::string& why) { return Fail(ErrorCode::kInvalidInput, why); };
@@ -95,12 +86,12 @@ Result<ArcJob> DescribeJob(const gram::JobDescription& desc, const JobFiles& fil
       return bad("two of the job's files would be '" + site + "' in the CE's session directory");
     }
     job.uploads.push_back({site, f->path});
-    inputs += "(" + XrslQuote(site) + " \"\")";
+    inputs += "(" + RslQuote(site) + " \"\")";
     return {};
   };
 
   std::string x = "&";
-  x += "(jobname=" + XrslQuote(name) + ")";
+  x += "(jobname=" + RslQuote(name) + ")";
   std::string executable;
   // Staged inputs first, so the executable's name is checked against theirs.
   for (const auto& s : desc.stage_in) {
@@ -111,30 +102,30 @@ Result<ArcJob> DescribeJob(const gram::JobDescription& desc, const JobFiles& fil
     if (f == nullptr) return bad("no file on this machine for the executable");
     executable = BaseNameOf(f->path);
     if (auto st = upload(desc.executable.gass, executable); !st) return Fail(st.error());
-    x += "(executable=" + XrslQuote(executable) + ")";
-    x += "(executables=" + XrslQuote(executable) + ")";
+    x += "(executable=" + RslQuote(executable) + ")";
+    x += "(executables=" + RslQuote(executable) + ")";
   } else if (!desc.executable.site.empty()) {
-    x += "(executable=" + XrslQuote(desc.executable.site) + ")";
+    x += "(executable=" + RslQuote(desc.executable.site) + ")";
   } else {
     return bad("the job has no executable");
   }
   if (!desc.arguments.empty()) {
     x += "(arguments=";
     for (size_t i = 0; i < desc.arguments.size(); ++i) {
-      x += (i ? " " : "") + XrslQuote(desc.arguments[i]);
+      x += (i ? " " : "") + RslQuote(desc.arguments[i]);
     }
     x += ")";
   }
   if (!desc.environment.empty()) {
     x += "(environment=";
-    for (const auto& [k, v] : desc.environment) x += "(" + XrslQuote(k) + " " + XrslQuote(v) + ")";
+    for (const auto& [k, v] : desc.environment) x += "(" + RslQuote(k) + " " + RslQuote(v) + ")";
     x += ")";
   }
   if (!desc.stdin_file.gass.empty()) {
     if (auto st = upload(desc.stdin_file.gass, kStdinName); !st) return Fail(st.error());
-    x += "(stdin=" + XrslQuote(kStdinName) + ")";
+    x += "(stdin=" + RslQuote(kStdinName) + ")";
   } else if (!desc.stdin_file.site.empty()) {
-    x += "(stdin=" + XrslQuote(desc.stdin_file.site) + ")";
+    x += "(stdin=" + RslQuote(desc.stdin_file.site) + ")";
   }
   std::string outputs;
   auto download = [&](const gram::FileRef& ref, const char* site, const char* attr) -> Status {
@@ -142,8 +133,8 @@ Result<ArcJob> DescribeJob(const gram::JobDescription& desc, const JobFiles& fil
     const LocalFile* f = FindFile(files.out, ref.gass);
     if (f == nullptr) return bad("no file on this machine for the job's " + std::string(attr));
     job.downloads.push_back({site, f->path});
-    x += "(" + std::string(attr) + "=" + XrslQuote(site) + ")";
-    outputs += "(" + XrslQuote(site) + " \"\")";
+    x += "(" + std::string(attr) + "=" + RslQuote(site) + ")";
+    outputs += "(" + RslQuote(site) + " \"\")";
     return {};
   };
   if (auto st = download(desc.stdout_file, kStdoutName, "stdout"); !st) return Fail(st.error());
@@ -153,20 +144,20 @@ Result<ArcJob> DescribeJob(const gram::JobDescription& desc, const JobFiles& fil
       return bad("cannot fetch '" + f.name + "' from an ARC CE's session directory");
     }
     job.downloads.push_back({f.name, f.path});
-    outputs += "(" + XrslQuote(f.name) + " \"\")";
+    outputs += "(" + RslQuote(f.name) + " \"\")";
   }
   if (!inputs.empty()) x += "(inputfiles=" + inputs + ")";
   if (!outputs.empty()) x += "(outputfiles=" + outputs + ")";
 
   const gram::ResourceRequest& r = desc.resources;
-  if (r.cpus > 0) x += "(count=" + XrslQuote(std::to_string(r.cpus)) + ")";
-  if (r.memory_mb > 0) x += "(memory=" + XrslQuote(std::to_string(r.memory_mb)) + ")";
+  if (r.cpus > 0) x += "(count=" + RslQuote(std::to_string(r.cpus)) + ")";
+  if (r.memory_mb > 0) x += "(memory=" + RslQuote(std::to_string(r.memory_mb)) + ")";
   if (r.walltime_s > 0) {
     // xRSL counts wall time in minutes; a part of one is a whole one, as for Slurm.
-    x += "(walltime=" + XrslQuote(std::to_string((r.walltime_s + 59) / 60)) + ")";
+    x += "(walltime=" + RslQuote(std::to_string((r.walltime_s + 59) / 60)) + ")";
   }
-  if (!r.queue.empty()) x += "(queue=" + XrslQuote(r.queue) + ")";
-  if (!delegation_id.empty()) x += "(delegationid=" + XrslQuote(delegation_id) + ")";
+  if (!r.queue.empty()) x += "(queue=" + RslQuote(r.queue) + ")";
+  if (!delegation_id.empty()) x += "(delegationid=" + RslQuote(delegation_id) + ")";
   job.xrsl = std::move(x);
   return job;
 }

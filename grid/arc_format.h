@@ -43,8 +43,6 @@ inline constexpr char kStderrName[] = "_kite_stderr";
 Result<ArcJob> DescribeJob(const gram::JobDescription& desc, const JobFiles& files,
                            std::string_view name, std::string_view delegation_id);
 
-// `text` as an xRSL string literal: in double quotes, each quote inside doubled.
-std::string XrslQuote(std::string_view text);
 
 // One job of a reply to a bulk request (action=new, status, kill, clean, info).
 struct JobReply {

@@ -30,15 +30,6 @@ std::optional<int> Int(std::string_view s) {
 
 }  // namespace
 
-std::string RslQuote(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
-}
-
 std::string ServedName(std::string_view key, std::string_view base, std::string_view file) {
   std::string msg = std::string(base) + '\n' + std::string(file);
   unsigned char mac[EVP_MAX_MD_SIZE];

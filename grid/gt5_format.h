@@ -11,6 +11,7 @@
 
 #include "common/error.h"
 #include "gram/protocol.h"
+#include "grid/rsl.h"
 #include "grid/site_link.h"
 
 namespace kite::grid::gt5 {
@@ -31,9 +32,6 @@ struct Gt5Job {
 
 // How long an uncommitted job waits at the site for the commit (RSL two_phase), in seconds.
 inline constexpr int kCommitTimeout = 600;
-
-// An RSL string literal: in double quotes, a double quote doubled.
-std::string RslQuote(std::string_view text);
 
 // The name under which the helper serves `file` of the job whose request ids start with `base`:
 // 32 hex digits of HMAC-SHA256 under `key`. A site is told only its own jobs' names and cannot
@@ -76,8 +74,8 @@ inline constexpr int kErrorConnectionFailed = 12;
 inline constexpr int kErrorProtocolFailed = 10;
 inline constexpr int kErrorUserProxyNotFound = 29;
 inline constexpr int kErrorContactingJobManager = 79;
+inline constexpr int kErrorJobQueryDenial = 94;  // the job manager refuses it in this state
 inline constexpr int kErrorWaitingForCommit = 110;
-inline constexpr int kErrorCommitTimedOut = 111;
 inline constexpr int kErrorJmStopped = 130;
 inline constexpr int kErrorJobContactNotFound = 156;
 inline constexpr int kErrorAuthorizationDenied = 162;

@@ -13,7 +13,6 @@
 
 #include <boost/asio/post.hpp>
 #include <chrono>
-#include <condition_variable>
 #include <filesystem>
 #include <future>
 #include <map>
@@ -41,6 +40,13 @@ using Fields = std::vector<std::string>;
 
 // How long one request to the helper may take: GRAM's own calls time out well before.
 constexpr auto kCallTimeout = std::chrono::seconds(180);
+// How many times a job manager that could not send a job's output is restarted to send it again
+// before the job is held.
+constexpr int kStageOutRetries = 4;
+// How long a job GRAM says is done may take to send its output.
+constexpr auto kOutputWait = std::chrono::minutes(5);
+// How long a job manager finishing a job may refuse its commit-end.
+constexpr auto kEndWait = std::chrono::seconds(20);
 
 int64_t NowSeq() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
@@ -54,13 +60,6 @@ class Helper {
   Helper(std::string proxy, std::string dir)
       : proxy_(std::move(proxy)), port_file_(dir + "/gass-port"), written_dir_(dir + "/written") {
     (void)MakeDirs(written_dir_, 0700);
-  }
-
-  // Counts the helper processes started: a job whose files were served by one process only
-  // reached it without a gap.
-  uint64_t Generation() {
-    std::lock_guard lock(mu_);
-    return gen_;
   }
 
   // Whether the site's job manager has completed a write of served file `name`.
@@ -287,6 +286,22 @@ struct SiteShared {
   }
   // Where the job first at `contact` is now: a restarted job manager listens on a new port, and
   // the gridmanager keeps the contact the job was submitted under.
+  // Restarts made to send a job's output again (for this gridmanager's life).
+  int Retries(const std::string& contact) {
+    std::lock_guard lock(mu);
+    return retries[contact];
+  }
+  void CountRetry(const std::string& contact) {
+    std::lock_guard lock(mu);
+    ++retries[contact];
+  }
+  // How long the job has been done at the site with its output not yet here.
+  std::chrono::steady_clock::duration WaitingForOutput(const std::string& contact) {
+    std::lock_guard lock(mu);
+    auto now = std::chrono::steady_clock::now();
+    auto [it, added] = done_since.try_emplace(contact, now);
+    return now - it->second;
+  }
   std::string At(const std::string& contact) {
     std::lock_guard lock(mu);
     std::string c = contact;
@@ -310,9 +325,9 @@ struct SiteShared {
   Helper helper;
   const std::string moves_file;
   std::mutex mu;
-  std::set<std::string> contacts;  // jobs seen: refreshed with a new proxy
-  // Jobs submitted by this gridmanager, with the helper process serving them then.
-  std::map<std::string, uint64_t> served_by;
+  std::set<std::string> contacts;      // jobs seen: refreshed with a new proxy
+  std::map<std::string, int> retries;  // contact -> restarts made to send its output again
+  std::map<std::string, std::chrono::steady_clock::time_point> done_since;  // output awaited
   std::map<std::string, std::string> moved;  // contact -> the contact after a restart
 };
 
@@ -400,9 +415,6 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
       {
         std::lock_guard lock(shared_->mu);
         jobs = shared_->contacts;
-        // Output sent after a refresh has been seen to go missing (docs/grid-gt5.md): these
-        // jobs' ends are checked against the helper's marks.
-        shared_->served_by.clear();
       }
       for (const auto& c : jobs) {
         if (auto st = helper_.Call({"REFRESH", shared_->At(c)}); !st) {
@@ -443,10 +455,6 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
     }
     const std::string& contact = (*made)[0];
     Track(contact);
-    {
-      std::lock_guard lock(shared_->mu);
-      shared_->served_by[contact] = helper_.Generation();
-    }
     bool waiting = made->size() > 1 && (*made)[1] == std::to_string(gt5::kErrorWaitingForCommit);
     gram::JobStatus s{.job_id = contact,
                       .contact = contact,
@@ -466,36 +474,61 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
     return now;
   }
 
+  // Starts a new job manager for the job at `at` from its saved state (GRAM's jm_restart),
+  // naming the job's stdout and stderr again at the helper serving now: the new contact, or empty
+  // when the restart was refused. A job submitted with two-phase commit is restarted with it and
+  // committed.
+  std::string Restart(const SiteRequest& r, const std::string& at) {
+    auto gass = helper_.GassBase();
+    std::string stdio = gass ? gt5::StdioRsl(r.job, *gass, key_, Base(r.request_id)) : "";
+    std::string rsl = "&(restart=" + RslQuote(at) + ")" + (stdio.empty() ? "" : stdio.substr(1));
+    auto restarted = helper_.Call({"SUBMIT", gatekeeper_, rsl});
+    if (!restarted || restarted->empty() || !ValidContact((*restarted)[0])) {
+      spdlog::warn("gridmanager: GRAM5 job {}: its job manager could not be restarted: {}",
+                   r.job_id, restarted ? "no contact" : restarted.error().message());
+      return "";
+    }
+    const std::string now_at = (*restarted)[0];
+    shared_->Moved(at, now_at);
+    if (restarted->size() > 1 && (*restarted)[1] == std::to_string(gt5::kErrorWaitingForCommit)) {
+      if (auto c = helper_.Call({"COMMIT", now_at}); !c) {
+        spdlog::warn("gridmanager: GRAM5 job {}: its restarted job manager took no commit: {}",
+                     r.job_id, c.error().message());
+      }
+    }
+    spdlog::info("gridmanager: restarted the job manager of GRAM5 job {}: now at {}", r.job_id,
+                 now_at);
+    return now_at;
+  }
+
   Result<SiteAnswer> StatusOf(const SiteRequest& r) {
     Track(r.job_id);
     std::string at = shared_->At(r.job_id);
     auto reply = helper_.Call({"STATUS", at});
     if (!reply && gt5::JobManagerGone(reply.error())) {
-      // No job manager answers at the contact: restart it from its saved state (GRAM's
-      // jm_restart), then ask again where the new one listens. A job submitted with two-phase
-      // commit is restarted with it too: the new job manager waits for a commit.
-      std::string rsl = "&(restart=" + gt5::RslQuote(at) + ")";
-      auto restarted = helper_.Call({"SUBMIT", gatekeeper_, rsl});
-      if (restarted && !restarted->empty() && ValidContact((*restarted)[0])) {
-        const std::string& now_at = (*restarted)[0];
-        shared_->Moved(at, now_at);
-        if (restarted->size() > 1 &&
-            (*restarted)[1] == std::to_string(gt5::kErrorWaitingForCommit)) {
-          if (auto c = helper_.Call({"COMMIT", now_at}); !c) return Fail(c.error());
-        }
-        // The reloaded job's stdout and stderr, named again: without it the new job manager
-        // ends the job without sending them.
-        auto gass = helper_.GassBase();
-        std::string stdio = gass ? gt5::StdioRsl(r.job, *gass, key_, Base(r.request_id)) : "";
-        if (!stdio.empty()) {
-          if (auto u = helper_.Call({"STDIO", now_at, stdio}); !u) {
-            spdlog::warn("gridmanager: GRAM5 job {}: its output could not be named again: {}",
-                         r.job_id, u.error().message());
+      // No job manager answers at the contact: start one, then ask it.
+      if (std::string now_at = Restart(r, at); !now_at.empty()) {
+        reply = helper_.Call({"STATUS", now_at});
+      }
+    }
+    if (reply) {
+      auto parsed = gt5::ParseStatus(*reply);
+      if (parsed && gt5::MapState(parsed->state) == gram::JobState::kFailed &&
+          gt5::MapFailure(parsed->error) == gram::FailureCode::kStageOutFailed &&
+          shared_->Retries(r.job_id) < kStageOutRetries) {
+        // The job ran, and its output found no file server (the helper was down when the job
+        // manager sent it). A job manager restarted from a job failed this way sends the
+        // output again (GRAM clears such a failure on restart): stop this one, start another.
+        spdlog::info(
+            "gridmanager: GRAM5 job {} ran but its output did not come back ({}): "
+            "its job manager is restarted to send it again",
+            r.job_id, reply->size() > 3 ? ForLog((*reply)[3]) : std::string("?"));
+        shared_->CountRetry(r.job_id);
+        if (Stop(r, at)) {
+          if (std::string now_at = Restart(r, at); !now_at.empty()) {
+            reply = helper_.Call({"STATUS", now_at});
           }
         }
-        spdlog::info("gridmanager: restarted the job manager of GRAM5 job {}: now at {}", r.job_id,
-                     now_at);
-        reply = helper_.Call({"STATUS", now_at});
       }
     }
     if (!reply) return Fail(reply.error());
@@ -515,20 +548,25 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
           reply->size() > 3 && !(*reply)[3].empty()
               ? "GRAM error " + std::to_string(parsed->error) + ": " + ForLog((*reply)[3])
               : "the GRAM5 job failed (error " + std::to_string(parsed->error) + ")";
-    } else if (s.state == gram::JobState::kDone && MayHaveMissedOutput(r) && !OutputCameBack(r)) {
-      // The job manager says DONE, but its stdout or stderr never reached the helper (its job
-      // manager was restarted while it ran: globus-gram-job-manager 15.8 ends a reloaded job
-      // without staging out; or no helper served the files at that moment). The job ran: held
-      // with the reason, never sent again.
+    } else if (s.state == gram::JobState::kDone && !OutputCameBack(r)) {
+      // GRAM says DONE as soon as the job has ended, before its job manager has sent the output
+      // (and a commit-end then would lose it): done only once every output file has reached the
+      // helper. A job manager restarted under a running job never sends it (Debian 12's
+      // globus-gram-job-manager 15.8 ends a reloaded job without staging out); output that does
+      // not come in time is held. The job ran: never sent again.
+      bool reloaded = shared_->At(r.job_id) != r.job_id;
+      auto waited = shared_->WaitingForOutput(r.job_id);
+      if (!reloaded && waited < kOutputWait) {
+        s.state = gram::JobState::kStageOut;
+        return SiteAnswer{.job = std::move(s)};
+      }
       s.state = gram::JobState::kFailed;
       s.failure = gram::FailureCode::kStageOutFailed;
-      s.failure_message = "the job ran at the GRAM5 site (exit code " +
-                          (parsed->exit ? std::to_string(*parsed->exit) : std::string("unknown")) +
-                          ")" +
-                          (shared_->At(r.job_id) != r.job_id
-                               ? ", but its job manager was restarted while it ran and"
-                               : ", but") +
-                          " its stdout or stderr did not come back";
+      s.failure_message =
+          "the job ran at the GRAM5 site (exit code " +
+          (parsed->exit ? std::to_string(*parsed->exit) : std::string("unknown")) + ")" +
+          (reloaded ? ", but its job manager was restarted while it ran and" : ", but") +
+          " its output did not come back";
     } else if (s.state == gram::JobState::kDone) {
       if (!parsed->exit) {
         spdlog::warn("gridmanager: GRAM5 job {} is done and its site gives no exit code: 0",
@@ -539,23 +577,40 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
     return SiteAnswer{.job = std::move(s)};
   }
 
-  // Whether the job's output may have found no helper: its job manager was restarted, or the
-  // helper serving its files changed (or this gridmanager took the job over from an earlier one)
-  // while it ran. GRAM's DONE is trusted otherwise: it may skip sending an empty output, so a
-  // missing mark alone proves nothing.
-  bool MayHaveMissedOutput(const SiteRequest& r) {
-    if (shared_->At(r.job_id) != r.job_id) return true;
-    uint64_t now = helper_.Generation();
-    std::lock_guard lock(shared_->mu);
-    auto it = shared_->served_by.find(r.job_id);
-    return it == shared_->served_by.end() || it->second != now;
+  // Whether every file the job sends here (stdout, stderr, transfer_output_files) has been
+  // written: a completed write is marked on disk by the helper that took it, and a job manager
+  // sends every one, empty or not.
+  bool OutputCameBack(const SiteRequest& r) {
+    for (const auto& name : OutputNames(r)) {
+      if (!helper_.Written(name)) return false;
+    }
+    return true;
+  }
+  std::vector<std::string> OutputNames(const SiteRequest& r) {
+    std::vector<std::string> names;
+    auto gass = helper_.GassBase();
+    if (r.files && gass) {
+      if (auto job = gt5::DescribeJob(r.job, *r.files, *gass, key_, Base(r.request_id))) {
+        for (const auto& f : job->served) {
+          if (f.mode == 'W') names.push_back(f.name);
+        }
+        return names;
+      }
+    }
+    return gt5::StdioNames(r.job, key_, Base(r.request_id));
   }
 
-  // Whether every stdout and stderr the job sends here has been written (a completed write is
-  // marked on disk by the helper that took it).
-  bool OutputCameBack(const SiteRequest& r) {
-    for (const auto& name : gt5::StdioNames(r.job, key_, Base(r.request_id))) {
-      if (!helper_.Written(name)) return false;
+  static bool Denied(const Error& e) {
+    return e.message().starts_with("GRAM error " + std::to_string(gt5::kErrorJobQueryDenial) + ":");
+  }
+
+  // Stops the job manager of the job at `at`: it keeps the job's state on disk and takes a
+  // restart of the job at once (GRAM's own tests restart right after the stop).
+  bool Stop(const SiteRequest& r, const std::string& at) {
+    if (auto stop = helper_.Call({"STOP", at}); !stop) {
+      spdlog::warn("gridmanager: GRAM5 job {}: its job manager did not stop: {}", r.job_id,
+                   stop.error().message());
+      return false;
     }
     return true;
   }
@@ -597,6 +652,14 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
 
   Result<SiteAnswer> CommitEnd(const SiteRequest& r) {
     auto st = helper_.Call({"END", shared_->At(r.job_id)});
+    // A job manager still finishing the job (its last output written, its state not yet
+    // changed) refuses the commit-end for a moment; one that never gets it keeps the job's
+    // files at the site until its two-phase timeout.
+    auto until = std::chrono::steady_clock::now() + kEndWait;
+    while (!st && Denied(st.error()) && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      st = helper_.Call({"END", shared_->At(r.job_id)});
+    }
     if (!st && st.error().code() != ErrorCode::kNotFound && SiteDown(st.error())) {
       return Fail(st.error());
     }
@@ -613,7 +676,8 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
     }
     std::lock_guard lock(shared_->mu);
     shared_->contacts.erase(r.job_id);
-    shared_->served_by.erase(r.job_id);
+    shared_->retries.erase(r.job_id);
+    shared_->done_since.erase(r.job_id);
     return SiteAnswer{};
   }
 

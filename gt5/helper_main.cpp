@@ -15,8 +15,10 @@
 #include <globus/globus_gram_protocol.h>
 #include <globus/globus_gss_assist.h>
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -35,6 +37,24 @@
 #include <vector>
 
 #include "grid/gt5_wire.h"
+
+// Globus's TCP driver binds its listeners without SO_REUSEADDR, and the GASS transfer API has no
+// way to ask for it. A helper started again after one that was killed with connections open
+// could then not have its port back for a minute (the old connections wait in TIME_WAIT), and
+// every URL the sites' job managers hold would fail. This bind, exported to the Globus libraries
+// in place of libc's (gt5/CMakeLists.txt), sets SO_REUSEADDR on stream sockets first; two
+// listeners still cannot share a port, so a helper that is still alive keeps its own.
+extern "C" int bind(int fd, const struct sockaddr* addr, socklen_t len) {
+  using Bind = int (*)(int, const struct sockaddr*, socklen_t);
+  static const auto real = reinterpret_cast<Bind>(dlsym(RTLD_NEXT, "bind"));
+  int type = 0;
+  socklen_t type_len = sizeof type;
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &type_len) == 0 && type == SOCK_STREAM) {
+    int one = 1;
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  }
+  return real(fd, addr, len);
+}
 
 namespace {
 
@@ -318,6 +338,14 @@ void Handle(const std::vector<std::string>& f) {
       return;
     }
     globus_gram_client_job_info_destroy(&info);
+  } else if (verb == "STOP") {  // STOP CONTACT: the job manager exits, keeping the job's state
+    int state = 0, failure = 0;
+    rc = globus_gram_client_job_signal(arg(2).c_str(), GLOBUS_GRAM_PROTOCOL_JOB_SIGNAL_STOP_MANAGER,
+                                       nullptr, &state, &failure);
+    if (rc == GLOBUS_SUCCESS) {
+      Say({id, "OK"});
+      return;
+    }
   } else if (verb == "STDIO") {  // STDIO CONTACT RSL: new stdout/stderr URLs (the GASS moved)
     int state = 0, failure = 0;
     rc = globus_gram_client_job_signal(arg(2).c_str(), GLOBUS_GRAM_PROTOCOL_JOB_SIGNAL_STDIO_UPDATE,

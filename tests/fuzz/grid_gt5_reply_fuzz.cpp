@@ -22,6 +22,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)ErrorOf(s->error, rest.size() > 3 ? rest[3] : "");
     }
   }
-  (void)RslQuote(text);
+  (void)kite::grid::RslQuote(text);
   return 0;
 }

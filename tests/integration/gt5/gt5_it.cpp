@@ -143,10 +143,8 @@ class Gt5Gatekeeper : public ::testing::Test {
   }
   // Waits until none of the cluster's `n` marked jobs is idle or running, then checks each: it
   // ran exactly once, and either completed with its whole output and exit code 0, or is held
-  // saying its output did not come back. Returns how many are held. With `lost` given, a job
-  // that completed without its output is counted there instead of failing the test (the known
-  // defect docs/grid-gt5.md describes for a helper killed under running jobs).
-  int CheckMarkedJobs(int c, int n, int* lost = nullptr) const {
+  // saying its output did not come back. Returns how many are held.
+  int CheckMarkedJobs(int c, int n) const {
     EXPECT_TRUE(WaitUntil([&] { return NothingActive(c); }, 240))
         << env_.Kite({"q", "-nobatch"}).out;
     int held = 0;
@@ -156,18 +154,13 @@ class Gt5Gatekeeper : public ::testing::Test {
       if (Attr(id, "JobStatus", false) == "5") {
         ++held;
         std::string reason = Attr(id, "HoldReason", false);
+        std::printf("held %s: %s\n", id.c_str(), reason.c_str());
         EXPECT_NE(reason.find("stage-out-failed"), std::string::npos) << id << ": " << reason;
         continue;
       }
       EXPECT_EQ(Attr(id, "JobStatus", true), "4") << id;
       std::string out = ReadFileOr(env_.dir() + "/out." + std::to_string(p));
       std::string want = "input for every job\ndone " + std::to_string(p) + "\n";
-      if (lost != nullptr && out != want) {
-        ++*lost;
-        std::printf("KNOWN DEFECT: %s completed without its output (%zu bytes)\n", id.c_str(),
-                    out.size());
-        continue;
-      }
       EXPECT_EQ(out, want) << id << " completed without its output";
       EXPECT_EQ(Attr(id, "ExitCode", true), "0") << id;
     }
@@ -296,12 +289,56 @@ TEST_F(Gt5Gatekeeper, AJobManagerKilledUnderARunningJobIsRestartedAndTheJobRunsO
     std::printf("the restarted job manager sent the job's output back\n");
   } else {
     std::string reason = Attr(id, "HoldReason", false);
-    EXPECT_NE(reason.find("restarted while it ran and its stdout or stderr did not come back"),
+    EXPECT_NE(reason.find("restarted while it ran and its output did not come back"),
               std::string::npos)
         << reason;
     EXPECT_NE(reason.find("exit code 0"), std::string::npos) << reason;
     std::printf("held: %s\n", reason.c_str());
   }
+}
+
+// The job manager finds no file server when it sends a job's output (the helper died, and the
+// gridmanager, stopped, has not started it again): GRAM fails the job with "failed to open
+// stdout". The link stops and restarts that job manager, which sends stdout and the output file
+// again; the job completes with both, having run once.
+TEST_F(Gt5Gatekeeper, OutputThatFoundNoFileServerIsSentAgainByARestartedJobManager) {
+  std::string side = env_.dir() + "/side";
+  std::filesystem::create_directories(side);
+  std::filesystem::permissions(side, std::filesystem::perms::all);
+  int c =
+      env_.Submit(Sub("executable = /bin/sh\ntransfer_executable = false\n"
+                      "arguments = \"-c 'echo ran >> " +
+                      side + "/ran; while [ ! -e " + side +
+                      "/go ]; do sleep 0.2; done; seq 1 5 > result.txt; echo finished'\"\n"
+                      "transfer_output_files = result.txt\noutput = out.txt\nqueue\n"));
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return Attr(id, "JobStatus", false) == "2"; }, 90));
+  pid_t gm = GridmanagerPid();
+  pid_t helper = Pid("kite-gt5-helper " + env_.dir());
+  ASSERT_NE(gm, 0);
+  ASSERT_NE(helper, 0);
+  ASSERT_EQ(::kill(gm, SIGSTOP), 0);
+  ASSERT_EQ(::kill(helper, SIGKILL), 0);
+  WriteFile(side + "/go", "");
+  // The job manager's stage-out fails (nothing listens at the helper's port).
+  bool failed = WaitUntil(
+      [&] {
+        auto r = RunCommand({"sh", "-c", "cat " + gk_dir_ + "/log/jm/*.log"});
+        return r.out.find("staging failed") != std::string::npos;
+      },
+      60);
+  ::kill(gm, SIGCONT);
+  ASSERT_TRUE(failed) << "the job manager did not try to send the output";
+  ASSERT_TRUE(WaitUntil(
+      [&] { return Attr(id, "JobStatus", false) == "5" || Attr(id, "JobStatus", true) == "4"; },
+      120))
+      << env_.Kite({"q", "-nobatch"}).out;
+  ASSERT_EQ(Attr(id, "JobStatus", true), "4") << Attr(id, "HoldReason", false);
+  EXPECT_EQ(ReadFileOr(side + "/ran"), "ran\n");
+  EXPECT_EQ(ReadFileOr(env_.dir() + "/out.txt"), "finished\n");
+  EXPECT_EQ(ReadFileOr(env_.dir() + "/result.txt"), "1\n2\n3\n4\n5\n");
+  EXPECT_NE(ReadFileOr(env_.home() + "/gridmanager.log").find("restarted to send it again"),
+            std::string::npos);
 }
 
 // A proxy refreshed on the desktop (`kite proxy init` again) reaches the job manager of a running
@@ -354,16 +391,8 @@ TEST_F(Gt5Gatekeeper, ARefreshedProxyReachesARunningJob) {
   ASSERT_TRUE(WaitUntil(
       [&] { return Attr(id, "JobStatus", false) == "5" || Attr(id, "JobStatus", true) == "4"; },
       90));
+  ASSERT_EQ(Attr(id, "JobStatus", true), "4") << Attr(id, "HoldReason", false);
   auto lines = Split(ReadFileOr(env_.dir() + "/out.txt"), '\n');
-  if (Attr(id, "JobStatus", false) == "5" || lines.empty()) {
-    // The known defect of docs/grid-gt5.md: output sent after a refresh can go missing; the job
-    // must then be held saying so, never completed without it.
-    std::string reason = Attr(id, "HoldReason", false);
-    EXPECT_NE(reason.find("did not come back"), std::string::npos) << reason;
-    std::printf("KNOWN DEFECT: %s held, its output did not come back after the refresh\n",
-                id.c_str());
-    return;
-  }
   ASSERT_EQ(lines.size(), 2u) << ReadFileOr(env_.dir() + "/out.txt");
   auto when = [](const std::string& line) {
     auto d = RunCommand({"date", "-u", "-d", line.substr(9), "+%s"});
@@ -527,12 +556,9 @@ TEST_F(Gt5Gatekeeper, EveryJobRunsExactlyOnceWhileTheHelperIsKilled) {
     if (::kill(helper, SIGKILL) == 0) ++kills;
   }
   EXPECT_GE(kills, 2);
-  int lost = 0;
-  int held = CheckMarkedJobs(c, kJobs, &lost);
-  std::printf(
-      "%d helper kills; %d of %d jobs held because their output did not come back; %d completed "
-      "without it (known defect)\n",
-      kills, held, kJobs, lost);
+  int held = CheckMarkedJobs(c, kJobs);
+  std::printf("%d helper kills; %d of %d jobs held because their output did not come back\n", kills,
+              held, kJobs);
 }
 
 }  // namespace
