@@ -144,23 +144,26 @@ Status GetEnvironment(const json::object& o, JobDescription* j) {
   return {};
 }
 
-Status GetStageIn(const json::object& o, JobDescription* j) {
-  const json::value* v = o.if_contains("stage_in");
+// "stage_in" or "stage_out": a list of {gass, as}. An input lands in the job's directory itself;
+// an output may be in a subdirectory of it.
+Status GetStageList(const json::object& o, std::string_view key, bool subdirs,
+                    std::vector<StageFile>* out) {
+  const json::value* v = o.if_contains(key);
   if (v == nullptr || v->is_null()) return {};
   if (!v->is_array() || v->as_array().size() > kMaxList) {
-    return Bad("stage_in", "not a list of {gass, as}");
+    return Bad(key, "not a list of {gass, as}");
   }
   for (const auto& e : v->as_array()) {
-    if (!e.is_object()) return Bad("stage_in", "entry not an object");
+    if (!e.is_object()) return Bad(key, "entry not an object");
     StageFile f;
     if (auto st = GetString(e.as_object(), "gass", &f.gass, true); !st) return st;
     if (auto st = GetString(e.as_object(), "as", &f.as); !st) return st;
     if (f.as.empty()) f.as = f.gass;
-    if (!ValidRelativeName(f.gass)) return Bad("stage_in", "bad gass name " + f.gass);
-    if (!ValidRelativeName(f.as) || f.as.find('/') != std::string::npos) {
-      return Bad("stage_in", "bad file name " + f.as);
+    if (!ValidRelativeName(f.gass)) return Bad(key, "bad gass name " + f.gass);
+    if (!ValidRelativeName(f.as) || (!subdirs && f.as.find('/') != std::string::npos)) {
+      return Bad(key, "bad file name " + f.as);
     }
-    j->stage_in.push_back(std::move(f));
+    out->push_back(std::move(f));
   }
   return {};
 }
@@ -210,7 +213,8 @@ Result<JobDescription> JobFromObject(const json::object& o) {
   if (st) st = GetFileRef(o, "stdin", &j.stdin_file);
   if (st) st = GetFileRef(o, "stdout", &j.stdout_file);
   if (st) st = GetFileRef(o, "stderr", &j.stderr_file);
-  if (st) st = GetStageIn(o, &j);
+  if (st) st = GetStageList(o, "stage_in", false, &j.stage_in);
+  if (st) st = GetStageList(o, "stage_out", true, &j.stage_out);
   if (st) st = GetString(o, "gass_url", &j.gass_url);
   if (st) st = GetBool(o, "stream_output", &j.stream_output);
   if (st) st = GetBool(o, "stream_error", &j.stream_error);
@@ -220,7 +224,7 @@ Result<JobDescription> JobFromObject(const json::object& o) {
   if (!st) return Fail(st.error());
   bool uses_gass = !j.executable.gass.empty() || !j.stdin_file.gass.empty() ||
                    !j.stdout_file.gass.empty() || !j.stderr_file.gass.empty() ||
-                   !j.stage_in.empty();
+                   !j.stage_in.empty() || !j.stage_out.empty();
   if (uses_gass && !j.gass_url.starts_with("https://")) {
     return Bad("gass_url", "an https:// URL is required when files name gass");
   }
@@ -254,6 +258,13 @@ json::object JobToObject(const JobDescription& j) {
   json::array stage;
   for (const auto& f : j.stage_in) stage.push_back(json::object{{"gass", f.gass}, {"as", f.as}});
   o["stage_in"] = std::move(stage);
+  if (!j.stage_out.empty()) {
+    json::array results;
+    for (const auto& f : j.stage_out) {
+      results.push_back(json::object{{"gass", f.gass}, {"as", f.as}});
+    }
+    o["stage_out"] = std::move(results);
+  }
   if (!j.gass_url.empty()) o["gass_url"] = j.gass_url;
   o["stream_output"] = j.stream_output;
   o["stream_error"] = j.stream_error;

@@ -100,6 +100,10 @@ struct JobDescription {
   FileRef stdout_file;  // gass: streamed/staged there; site: written there; none: kept at site
   FileRef stderr_file;
   std::vector<StageFile> stage_in;
+  // Sent whole to GASS once the job has ended, after stdout and stderr (transfer_output_files):
+  // `as` names a file in the job's directory at the site (a subdirectory allowed). A file the
+  // job did not make fails it (stage-out-failed).
+  std::vector<StageFile> stage_out;
   std::string gass_url;        // base URL of the job's files on GASS: https://HOST:PORT/jobs/<id>
   bool stream_output = false;  // send stdout while the job runs (else only at the end)
   bool stream_error = false;

@@ -1,6 +1,7 @@
 // JobManager: GASS staging. Stage-in fetches the executable (made 0755), stdin and the listed
 // files into the job directory; output is sent at byte offsets while the job runs (when streamed)
 // and whole at the end; offsets acknowledged by GASS are stored so a restart resumes exactly.
+// The job's output files (stage_out) follow stdout and stderr at the end, each whole.
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
@@ -28,7 +29,8 @@ bool JobManager::NeedsStageIn(const JobRecord& j) const {
 }
 
 bool JobManager::NeedsStageOut(const JobRecord& j) const {
-  return !j.desc.stdout_file.gass.empty() || !j.desc.stderr_file.gass.empty();
+  return !j.desc.stdout_file.gass.empty() || !j.desc.stderr_file.gass.empty() ||
+         !j.desc.stage_out.empty();
 }
 
 bool JobManager::Streams(const JobRecord& j) const {
@@ -156,9 +158,15 @@ void JobManager::StartOutput(JobRecord& j, bool final) {
        !j.desc.stdout_file.gass.empty() && (final || j.desc.stream_output)},
       {spec.stderr_path, j.desc.stderr_file.gass, j.stderr_offset,
        !j.desc.stderr_file.gass.empty() && (final || j.desc.stream_error)}};
+  // transfer_output_files: whole, once the job has ended (gass name, path here).
+  std::vector<std::pair<std::string, std::string>> results;
+  if (final) {
+    for (const auto& f : j.desc.stage_out) results.emplace_back(f.gass, JobDir(j.id) + "/" + f.as);
+  }
   std::string id = j.id, url = j.gass_url, cred = DelegationPath(j.delegation_id);
-  stager_->Run([this, id, url, cred, streams, final] {
+  stager_->Run([this, id, url, cred, streams, results, final] {
     std::vector<int64_t> offsets;
+    std::string missing;  // an output file the job did not make
     Status st = [&]() -> Status {
       auto place = PlaceOf(url);
       if (!place) return Fail(place.error());
@@ -174,9 +182,18 @@ void JobManager::StartOutput(JobRecord& j, bool final) {
         if (!r) return Fail(r.error().Wrap("sending " + s.remote));
         offsets.back() = static_cast<int64_t>(*r);
       }
+      for (const auto& [remote, local] : results) {
+        struct stat fs {};
+        if (::lstat(local.c_str(), &fs) != 0 || !S_ISREG(fs.st_mode)) {
+          missing = remote.substr(remote.find('/') + 1);
+          return Fail(ErrorCode::kNotFound, "the job made no regular file '" + missing + "'");
+        }
+        gass::OutputStreamer streamer(**client, local, place->prefix + "/" + remote, 0);
+        if (auto r = streamer.Finish(); !r) return Fail(r.error().Wrap("sending " + remote));
+      }
       return {};
     }();
-    boost::asio::post(io_, [this, id, st, offsets, final] {
+    boost::asio::post(io_, [this, id, st, offsets, missing, final] {
       busy_.erase(id);
       auto it = jobs_.find(id);
       if (it == jobs_.end() || stopped_) return;
@@ -191,6 +208,12 @@ void JobManager::StartOutput(JobRecord& j, bool final) {
       if (st && final) {
         delivery_.erase(id);
         Apply(job, JobEvent::kStagedOut);
+      } else if (!missing.empty()) {
+        // As HTCondor holds a job whose transfer_output_files it cannot find: it ran, and
+        // running it again would not make the file.
+        delivery_.erase(id);
+        Apply(job, JobEvent::kFailed, FailureCode::kStageOutFailed,
+              "transfer_output_files: " + st.error().message());
       } else if (!st && final && st.error().code() != ErrorCode::kUnavailable &&
                  st.error().code() != ErrorCode::kTimeout) {
         // The job ended and the client's GASS server answers, but refuses or fails the delivery:

@@ -43,7 +43,6 @@ inline constexpr char kStderrName[] = "_kite_stderr";
 Result<ArcJob> DescribeJob(const gram::JobDescription& desc, const JobFiles& files,
                            std::string_view name, std::string_view delegation_id);
 
-
 // One job of a reply to a bulk request (action=new, status, kill, clean, info).
 struct JobReply {
   std::string id;      // empty only in a refusal (code 300 or more) of a new job

@@ -25,7 +25,10 @@ GridType KiteRow() {
       .parse = [](std::string_view c) { return ParseHostPortContact(c, BatchNameChar); },
       .label =
           [](const GridResource& r) { return "kite->" + (r.batch.empty() ? "fork" : r.batch); },
-      .caps = {.two_phase_commit = true, .site_info = true},
+      .caps = {.two_phase_commit = true,
+               .site_info = true,
+               .output_files = true,
+               .output_files_by_gass = true},
   };
 }
 

@@ -27,9 +27,12 @@ struct GridTypeCaps {
   // The site answers a request for site information (batch system, free CPUs, limits): the broker
   // can rank it.
   bool site_info = false;
-  // transfer_output_files (and transfer_output_remaps) come back: the link fetches the files the
-  // job names from the site. Submit refuses them for types without it.
+  // transfer_output_files (and transfer_output_remaps) come back. Submit refuses them for types
+  // without it.
   bool output_files = false;
+  // ... sent by the site itself to the gridmanager's GASS server once the job has ended, as its
+  // stdout (the job description's stage_out), rather than fetched by the link.
+  bool output_files_by_gass = false;
 };
 
 struct GridType {

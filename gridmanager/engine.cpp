@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <boost/asio/post.hpp>
 #include <cerrno>
+#include <set>
 
 #include "classad/io.h"
 #include "grid/codes.h"
@@ -425,8 +426,12 @@ void Engine::Request(Job& j, Op op, const std::string& suffix, bool only_pending
 
 void Engine::Submit(Job& j) {
   // Output starts afresh with each attempt: nothing of this attempt can have been written yet,
-  // since a job's output flows only after its GridJobId is stored and it is committed.
+  // since a job's output flows only after its GridJobId is stored and it is committed. Output
+  // files are left as they are until the site replaces them.
+  std::set<std::string> results;
+  for (const auto& f : j.plan.desc.stage_out) results.insert(f.gass);
   for (auto& w : j.plan.writable) {
+    if (results.contains(w.name)) continue;
     if (::truncate(w.path.c_str(), 0) != 0 && errno != ENOENT) {
       spdlog::warn("gridmanager: job {}: cannot empty {}", j.id, w.path);
     }

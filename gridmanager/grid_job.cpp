@@ -224,6 +224,13 @@ Result<GridJobPlan> PlanGridJob(const classad::ClassAd& ad) {
         PlanResults(*outputs, ad.EvaluateString("TransferOutputRemaps").value_or(""), iwd);
     if (!results) return Fail(results.error());
     p.results = std::move(*results);
+    if (type->caps.output_files_by_gass) {
+      for (const auto& [name, path] : p.results) {
+        std::string gass_name = "output/" + name;
+        p.writable.push_back({gass_name, path});
+        p.desc.stage_out.push_back({gass_name, name});
+      }
+    }
   }
   auto resources = PlanResources(ad);
   if (!resources) return Fail(resources.error());

@@ -27,7 +27,8 @@ struct GridJobPlan {
   GridResource resource;
   gram::JobDescription desc;
   std::vector<gass::ReadableFile> readable;  // executable, stdin, transfer_input_files
-  std::vector<gass::WritableFile> writable;  // stdout, stderr
+  // stdout, stderr; and transfer_output_files ("output/NAME") for types whose site sends them
+  std::vector<gass::WritableFile> writable;
   // transfer_output_files, for grid types whose link fetches them (GridTypeCaps::output_files):
   // the name at the site, the path here (its base name under Iwd, or where a remap puts it).
   std::vector<std::pair<std::string, std::string>> results;

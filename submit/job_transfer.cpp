@@ -130,7 +130,7 @@ Status CheckGridTransfers(JobContext& ctx, const std::vector<std::string>& input
   if (!universe) return Fail(universe.error());
   if (*universe != kGridUniverse) return {};
   if (!outputs.empty()) {
-    // Some grid types' links fetch them (GridTypeCaps::output_files): files by name, no
+    // Grid types that bring them back (GridTypeCaps::output_files): files by name, no
     // directories or URLs.
     auto resource = ctx.Get("grid_resource");
     if (!resource) return Fail(resource.error());

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -198,8 +199,8 @@ TEST_F(GridE2E, IdentityOutsideTheGridMapfileIsHeld) {
 }
 
 // The files a user names are sent as what they name: /bin/sh (a symbolic link on Debian) as the
-// executable, an input through "..", an input that is a link. Directories as input and
-// transfer_output_files are refused at submit, naming the command, with nothing queued.
+// executable, an input through "..", an input that is a link. Directories as input or output
+// are refused at submit, naming the command, with nothing queued.
 TEST_F(GridE2E, LinkedAndRelativeInputsAreSentAndWhatCannotBeSentIsRefusedAtSubmit) {
   std::string sub = env_.dir() + "/sub";
   ASSERT_EQ(::mkdir(sub.c_str(), 0755), 0);
@@ -221,7 +222,7 @@ TEST_F(GridE2E, LinkedAndRelativeInputsAreSentAndWhatCannotBeSentIsRefusedAtSubm
   for (auto [extra, word] : std::vector<std::pair<std::string, std::string>>{
            {"transfer_input_files = " + sub + "\n", "is a directory"},
            {"transfer_input_files = adir/\n", "is a directory"},
-           {"transfer_output_files = result.dat\n", "transfer_output_files"}}) {
+           {"transfer_output_files = results/\n", "transfer_output_files"}}) {
     env_.Write("bad.sub",
                Sub("executable = /bin/true\ntransfer_executable = false\n" + extra + "queue\n"));
     auto r = env_.Kite({"submit", "bad.sub"});
@@ -229,6 +230,48 @@ TEST_F(GridE2E, LinkedAndRelativeInputsAreSentAndWhatCannotBeSentIsRefusedAtSubm
     EXPECT_NE(r.err.find(word), std::string::npos) << r.err;
   }
   EXPECT_EQ(env_.Kite({"q", "-nobatch"}).out, before);
+}
+
+// transfer_output_files come back from a Kite gatekeeper as a user names them: a file in the
+// job's directory, one in a subdirectory put elsewhere by a remap, an empty one and a large one,
+// each byte-identical, an old copy here replaced. A file the job did not make holds its job with
+// the name, after the job ran once.
+TEST_F(GridE2E, OutputFilesComeBackAndOneTheJobDidNotMakeHoldsIt) {
+  std::filesystem::create_directories(env_.dir() + "/tables");
+  WriteFile(env_.dir() + "/result.dat", "an old result, longer than the new one\n");
+  int c = env_.Submit(
+      Sub("executable = /bin/sh\ntransfer_executable = false\n"
+          "arguments = \"-c 'mkdir -p sub && seq 1 1000 > sub/table.csv && echo new > result.dat "
+          "&& : > empty.txt && seq 1 700000 > big.txt && echo done'\"\n"
+          "transfer_output_files = result.dat, sub/table.csv, empty.txt, big.txt\n"
+          "transfer_output_remaps = \"table.csv = tables/t.csv\"\n"
+          "output = out.txt\nqueue\n"));
+  WaitDone(c, 120);
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_EQ(Attr(id, "JobStatus", true), "4") << Attr(id, "HoldReason", false);
+  EXPECT_EQ(ReadFileOr(env_.dir() + "/out.txt"), "done\n");
+  EXPECT_EQ(ReadFileOr(env_.dir() + "/result.dat"), "new\n");
+  EXPECT_EQ(
+      RunCommand({"sh", "-c", "seq 1 1000 | cmp - " + env_.dir() + "/tables/t.csv"}).exit_code, 0);
+  EXPECT_TRUE(std::filesystem::exists(env_.dir() + "/empty.txt"));
+  EXPECT_EQ(std::filesystem::file_size(env_.dir() + "/empty.txt"), 0u);
+  EXPECT_EQ(RunCommand({"sh", "-c", "seq 1 700000 | cmp - " + env_.dir() + "/big.txt"}).exit_code,
+            0);
+  EXPECT_FALSE(std::filesystem::exists(env_.dir() + "/table.csv"));
+
+  std::string side = env_.dir() + "/ran";
+  int missing =
+      env_.Submit(Sub("executable = /bin/sh\ntransfer_executable = false\n"
+                      "arguments = \"-c 'echo ran >> " +
+                      side +
+                      "'\"\n"
+                      "transfer_output_files = never.txt\nqueue\n"));
+  std::string mid = std::to_string(missing) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return env_.JobStatus(mid) == 5; }, 60));
+  std::string reason = Attr(mid, "HoldReason", false);
+  EXPECT_NE(reason.find("stage-out-failed"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("the job made no regular file 'never.txt'"), std::string::npos) << reason;
+  EXPECT_EQ(ReadFileOr(side), "ran\n");
 }
 
 // A proxy no gridmanager can use holds its grid jobs (HoldReasonCode 4) with a reason naming the

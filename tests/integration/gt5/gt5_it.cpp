@@ -125,6 +125,20 @@ class Gt5Gatekeeper : public ::testing::Test {
     return r.out.find("\"JobStatus\": 1") == std::string::npos &&
            r.out.find("\"JobStatus\": 2") == std::string::npos;
   }
+  // One job that appends "ran" to side_/ran, waits until Go(), then runs `then`; `extra` adds
+  // submit commands. Its stdout goes to out.txt. The job's id.
+  std::string SubmitWaitingJob(const std::string& then, const std::string& extra = "") {
+    side_ = env_.dir() + "/side";
+    std::filesystem::create_directories(side_);
+    std::filesystem::permissions(side_, std::filesystem::perms::all);  // the site's account writes
+    int c =
+        env_.Submit(Sub("executable = /bin/sh\ntransfer_executable = false\n"
+                        "arguments = \"-c 'echo ran >> " +
+                        side_ + "/ran; while [ ! -e " + side_ + "/go ]; do sleep 0.2; done; " +
+                        then + "'\"\n" + extra + "output = out.txt\nqueue\n"));
+    return std::to_string(c) + ".0";
+  }
+  void Go() const { WriteFile(side_ + "/go", ""); }
   // `n` jobs that each append "ran" to side_/ran.PROC (outside the site's directories), read a
   // staged input, sleep 3 s and say they are done: the cluster id.
   int SubmitMarkedJobs(int n) {
@@ -302,16 +316,8 @@ TEST_F(Gt5Gatekeeper, AJobManagerKilledUnderARunningJobIsRestartedAndTheJobRunsO
 // stdout". The link stops and restarts that job manager, which sends stdout and the output file
 // again; the job completes with both, having run once.
 TEST_F(Gt5Gatekeeper, OutputThatFoundNoFileServerIsSentAgainByARestartedJobManager) {
-  std::string side = env_.dir() + "/side";
-  std::filesystem::create_directories(side);
-  std::filesystem::permissions(side, std::filesystem::perms::all);
-  int c =
-      env_.Submit(Sub("executable = /bin/sh\ntransfer_executable = false\n"
-                      "arguments = \"-c 'echo ran >> " +
-                      side + "/ran; while [ ! -e " + side +
-                      "/go ]; do sleep 0.2; done; seq 1 5 > result.txt; echo finished'\"\n"
-                      "transfer_output_files = result.txt\noutput = out.txt\nqueue\n"));
-  std::string id = std::to_string(c) + ".0";
+  std::string id = SubmitWaitingJob("seq 1 5 > result.txt; echo finished",
+                                    "transfer_output_files = result.txt\n");
   ASSERT_TRUE(WaitUntil([&] { return Attr(id, "JobStatus", false) == "2"; }, 90));
   pid_t gm = GridmanagerPid();
   pid_t helper = Pid("kite-gt5-helper " + env_.dir());
@@ -319,7 +325,7 @@ TEST_F(Gt5Gatekeeper, OutputThatFoundNoFileServerIsSentAgainByARestartedJobManag
   ASSERT_NE(helper, 0);
   ASSERT_EQ(::kill(gm, SIGSTOP), 0);
   ASSERT_EQ(::kill(helper, SIGKILL), 0);
-  WriteFile(side + "/go", "");
+  Go();
   // The job manager's stage-out fails (nothing listens at the helper's port).
   bool failed = WaitUntil(
       [&] {
@@ -334,7 +340,7 @@ TEST_F(Gt5Gatekeeper, OutputThatFoundNoFileServerIsSentAgainByARestartedJobManag
       120))
       << env_.Kite({"q", "-nobatch"}).out;
   ASSERT_EQ(Attr(id, "JobStatus", true), "4") << Attr(id, "HoldReason", false);
-  EXPECT_EQ(ReadFileOr(side + "/ran"), "ran\n");
+  EXPECT_EQ(ReadFileOr(side_ + "/ran"), "ran\n");
   EXPECT_EQ(ReadFileOr(env_.dir() + "/out.txt"), "finished\n");
   EXPECT_EQ(ReadFileOr(env_.dir() + "/result.txt"), "1\n2\n3\n4\n5\n");
   EXPECT_NE(ReadFileOr(env_.home() + "/gridmanager.log").find("restarted to send it again"),
@@ -402,6 +408,48 @@ TEST_F(Gt5Gatekeeper, ARefreshedProxyReachesARunningJob) {
   EXPECT_LE(std::abs(when(lines[0]) - first), 5) << lines[0];
   EXPECT_LE(std::abs(when(lines[1]) - second), 5)
       << lines[1] << " (refreshed proxy ends at " << second << ")";
+}
+
+// A job that runs past the point where its first proxy would have stopped the site's job manager
+// (GRAM5's job manager stops managing 10 minutes before its proxy expires, a setting of the whole
+// job manager): the user makes a new proxy while it runs, the link hands it to the job manager,
+// and the job completes with its output, its job manager never lost.
+TEST_F(Gt5Gatekeeper, AJobRunningPastItsFirstProxysEndAtTheSiteCompletesAfterARefresh) {
+  auto init = [&](const std::string& valid) {
+    auto r =
+        env_.Kite({"proxy", "init", "-q", "--valid", valid, "--cert",
+                   env_.dir() + "/globus/usercert.pem", "--key", env_.dir() + "/globus/userkey.pem",
+                   "--out", env_.dir() + "/x509up", "--bits", "2048"});
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  };
+  env_.StopAgent();
+  WriteFile(env_.home() + "/config.toml",
+            "[grid]\nprobe_interval = 1\n[credentials]\ncheck_interval = 1\nmin_lifetime = 60\n");
+  ASSERT_NO_FATAL_FAILURE(init("0:11"));
+  // The job manager's own end under the first proxy: 11 minutes less 10.
+  auto jm_end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  env_.StartAgent();
+  std::string id = SubmitWaitingJob("echo finished");
+  ASSERT_TRUE(WaitUntil([&] { return Attr(id, "JobStatus", false) == "2"; }, 50));
+  ASSERT_NO_FATAL_FAILURE(init("13:00"));
+  ASSERT_TRUE(WaitUntil(
+      [&] {
+        return ReadFileOr(env_.home() + "/gridmanager.log").find("refreshed delegation") !=
+               std::string::npos;
+      },
+      30))
+      << "the gridmanager did not refresh the site";
+  std::this_thread::sleep_until(jm_end + std::chrono::seconds(15));
+  Go();
+  ASSERT_TRUE(WaitUntil(
+      [&] { return Attr(id, "JobStatus", false) == "5" || Attr(id, "JobStatus", true) == "4"; },
+      90));
+  ASSERT_EQ(Attr(id, "JobStatus", true), "4") << Attr(id, "HoldReason", false);
+  EXPECT_EQ(ReadFileOr(side_ + "/ran"), "ran\n");
+  EXPECT_EQ(ReadFileOr(env_.dir() + "/out.txt"), "finished\n");
+  EXPECT_EQ(ReadFileOr(env_.home() + "/gridmanager.log").find("restarted the job manager"),
+            std::string::npos)
+      << "the job manager stopped under the first proxy";
 }
 
 // The helper's GASS server is reachable by anyone who holds the user's identity, which every site

@@ -9,7 +9,8 @@ namespace {
 constexpr char kGood[] = R"({"request_id":"r1","job":{"executable":{"site":"/bin/echo"},
   "arguments":["a","b c"],"environment":{"X":"1"},"stdout":{"gass":"out.txt"},
   "gass_url":"https://h:1/jobs/7","stream_output":true,"delegation_id":"d",
-  "callback_url":"https://h:2/cb","stage_in":[{"gass":"in.dat"}]}})";
+  "callback_url":"https://h:2/cb","stage_in":[{"gass":"in.dat"}],
+  "stage_out":[{"gass":"output/sub/r.dat","as":"sub/r.dat"}]}})";
 
 TEST(Protocol, ParsesACompleteSubmit) {
   auto r = ParseSubmitRequest(kGood);
@@ -22,6 +23,7 @@ TEST(Protocol, ParsesACompleteSubmit) {
   EXPECT_TRUE(r->job.stream_output);
   ASSERT_EQ(r->job.stage_in.size(), 1u);
   EXPECT_EQ(r->job.stage_in[0].as, "in.dat");  // defaults to the GASS name
+  EXPECT_EQ(r->job.stage_out, (std::vector<StageFile>{{"output/sub/r.dat", "sub/r.dat"}}));
 }
 
 TEST(Protocol, SubmitRoundTrips) {
@@ -67,6 +69,16 @@ TEST(Protocol, RefusesMalformedSubmitsNamingTheProblem) {
       {R"({"request_id":"r","job":{"executable":{"site":"/x"},"stage_in":[{"gass":"a",
         "as":"d/e"}]}})",
        "stage_in"},
+      {R"({"request_id":"r","job":{"executable":{"site":"/x"},"stage_out":[{"gass":"o",
+        "as":"../e"}]}})",
+       "stage_out: bad file name"},
+      {R"({"request_id":"r","job":{"executable":{"site":"/x"},"stage_out":[{"gass":"o",
+        "as":"/etc/passwd"}]}})",
+       "stage_out: bad file name"},
+      {R"({"request_id":"r","job":{"executable":{"site":"/x"},"stage_out":[{"gass":"o"}]}})",
+       "gass_url"},
+      {R"({"request_id":"r","job":{"executable":{"site":"/x"},"stage_out":{"gass":"o"}}})",
+       "stage_out: not a list"},
       {R"({"request_id":"r","job":{"executable":{"site":"/x"},"resources":4}})",
        "resources: not an object"},
       {R"({"request_id":"r","job":{"executable":{"site":"/x"},"resources":{"cpus":-1}}})",

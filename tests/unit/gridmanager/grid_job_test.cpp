@@ -107,9 +107,10 @@ TEST(ParseGridResource, ReadsAnArcCeAsHTCondorDoes) {
   }
 }
 
-// transfer_output_files come back from the types whose link fetches them (ARC), under Iwd by base
-// name or where a remap puts them; Kite's own type refuses them.
-TEST(PlanGridJob, OutputFilesComeBackFromTypesThatFetchThem) {
+// transfer_output_files come back from the types that bring them back, under Iwd by base name or
+// where a remap puts them: fetched by ARC's link; sent by a Kite site to GASS (stage_out, each
+// writable there as "output/NAME"). (Submit's tests cover a type that does not.)
+TEST(PlanGridJob, OutputFilesComeBackFromTypesThatBringThemBack) {
   std::string arc =
       "GridResource = \"arc https://ce.example.org/arex\"\n"
       "x509userproxy = \"/tmp/x509up_u1\"\nIwd = \"/home/jane/run\"\n"
@@ -130,10 +131,21 @@ TEST(PlanGridJob, OutputFilesComeBackFromTypesThatFetchThem) {
   auto twice = PlanGridJob(Ad(arc + "TransferOutput = \"a/x, b/x\"\n"));
   ASSERT_FALSE(twice);
   EXPECT_NE(twice.error().message().find("two output files"), std::string::npos);
-  auto kite = PlanGridJob(Ad(std::string(kBase) + "Cmd = \"p\"\nTransferOutput = \"r.dat\"\n"));
-  ASSERT_FALSE(kite);
-  EXPECT_NE(kite.error().message().find("Kite gatekeeper does not send back"), std::string::npos)
-      << kite.error().message();
+  EXPECT_TRUE(plan->desc.stage_out.empty());  // ARC's link fetches them
+  auto kite =
+      PlanGridJob(Ad(std::string(kBase) + "Cmd = \"p\"\nIwd = \"/home/jane/run\"\n"
+                                          "TransferOutput = \"r.dat, sub/t.csv\"\n"
+                                          "TransferOutputRemaps = \"t.csv = tables/t.csv\"\n"));
+  ASSERT_TRUE(kite) << kite.error().ToString();
+  EXPECT_EQ(
+      kite->desc.stage_out,
+      (std::vector<gram::StageFile>{{"output/r.dat", "r.dat"}, {"output/sub/t.csv", "sub/t.csv"}}));
+  std::vector<std::pair<std::string, std::string>> writable;
+  for (const auto& w : kite->writable) writable.emplace_back(w.name, w.path);
+  EXPECT_NE(std::find(writable.begin(), writable.end(),
+                      std::pair<std::string, std::string>{"output/sub/t.csv",
+                                                          "/home/jane/run/tables/t.csv"}),
+            writable.end());
 }
 
 TEST(PlanGridJob, StagesExecutableInputAndOutputs) {

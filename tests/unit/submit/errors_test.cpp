@@ -142,22 +142,30 @@ TEST_F(ErrorsTest, EveryErrorNamesFileAndLine) {
   }
 }
 
+// A grid type of the tests' own: one word as its contact, and no output files back.
+void AddToyGridType() {
+  static const bool added =
+      grid::AddGridType({
+                            .name = "toy",
+                            .display = "toy site",
+                            .syntax = "NAME",
+                            .example = "box1",
+                            .parse = [](std::string_view c) -> Result<grid::GridResource> {
+                              if (c.empty() || c.find_first_of(" /:") != std::string_view::npos) {
+                                return Fail(ErrorCode::kInvalidInput, "one word");
+                              }
+                              return grid::GridResource{.host = std::string(c), .port = 1};
+                            },
+                            .label = [](const grid::GridResource& r) { return r.host; },
+                        })
+          .has_value();
+  EXPECT_TRUE(added);
+}
+
 // A grid type added as one registry row is read by that row: its own contact syntax, its name
 // in the messages, and the list of types Kite runs.
 TEST_F(ErrorsTest, GridResourceIsReadByItsTypesRegistryRow) {
-  ASSERT_TRUE(grid::AddGridType({
-      .name = "toy",
-      .display = "toy site",
-      .syntax = "NAME",
-      .example = "box1",
-      .parse = [](std::string_view c) -> Result<grid::GridResource> {
-        if (c.empty() || c.find_first_of(" /:") != std::string_view::npos) {
-          return Fail(ErrorCode::kInvalidInput, "one word");
-        }
-        return grid::GridResource{.host = std::string(c), .port = 1};
-      },
-      .label = [](const grid::GridResource& r) { return r.host; },
-  }));
+  AddToyGridType();
   auto c = MustParse("universe = grid\ngrid_resource = TOY box1\nexecutable = prog\nqueue\n");
   EXPECT_EQ(Get(c, "GridResource"), "\"toy box1:1\"");
   EXPECT_NE(ErrorOf("universe = grid\ngrid_resource = toy a:b\nexecutable = prog\nqueue\n")
@@ -168,9 +176,9 @@ TEST_F(ErrorsTest, GridResourceIsReadByItsTypesRegistryRow) {
             std::string::npos);
 }
 
-// transfer_output_files of a grid job: taken for a type whose link fetches them (ARC), as files;
-// refused, saying so, for one whose link does not.
-TEST_F(ErrorsTest, GridOutputFilesGoToTypesThatFetchThem) {
+// transfer_output_files of a grid job: taken for the types that bring them back (ARC, Kite), as
+// files; refused, saying so, for one that does not.
+TEST_F(ErrorsTest, GridOutputFilesGoToTypesThatBringThemBack) {
   const std::string arc = "universe = grid\ngrid_resource = arc ce.example.org\nexecutable = p\n";
   auto c = MustParse(arc + "transfer_output_files = result.dat, sub/t.csv\nqueue\n");
   EXPECT_EQ(Get(c, "TransferOutput"), "\"result.dat,sub/t.csv\"");
@@ -180,9 +188,15 @@ TEST_F(ErrorsTest, GridOutputFilesGoToTypesThatFetchThem) {
               std::string::npos)
         << bad;
   }
-  EXPECT_NE(ErrorOf("universe = grid\ngrid_resource = kite gk:1\nexecutable = p\n"
+  auto kite = MustParse(
+      "universe = grid\ngrid_resource = kite gk:1\nexecutable = p\n"
+      "transfer_output_files = r.dat\nqueue\n");
+  EXPECT_EQ(Get(kite, "TransferOutput"), "\"r.dat\"");
+  // A type that does not bring them back.
+  AddToyGridType();
+  EXPECT_NE(ErrorOf("universe = grid\ngrid_resource = toy x\nexecutable = p\n"
                     "transfer_output_files = r.dat\nqueue\n")
-                .find("not supported for grid jobs to a Kite gatekeeper"),
+                .find("transfer_output_files is not supported for grid jobs to a toy site"),
             std::string::npos);
 }
 
