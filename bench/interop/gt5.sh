@@ -56,7 +56,7 @@ say() { echo "gt5.sh: $*" >&2; }
 die() { say "$*"; exit 1; }
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
-median() { tr ' ' '\n' | sort -n | awk '{ v[NR] = $1 } END { printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median() { tr ' ' '\n' | sort -n | awk '{ v[NR] = $1 } END { printf "%.3f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 tmp="$(mktemp -d /tmp/kite-gt5-bench.XXXXXX)"
 chmod 0755 "$tmp"
