@@ -582,10 +582,10 @@ TEST_F(Gt5Gatekeeper, EveryJobRunsExactlyOnceWhileTheGridmanagerIsKilledOverAndO
 }
 
 // The helper alone killed (-9) while jobs run: the gridmanager starts another at once, on the
-// same port when it can. Every job still runs exactly once. A job whose job manager tried to send
-// its output in the moment no helper served it is mostly held saying so (GRAM's "failed to open
-// stdout"), never run again. Known defect (docs/grid-gt5.md): now and then a job completes here
-// without its output, and the test says how many, without failing on it.
+// same port. Every job still runs exactly once and completes with its output: a job manager that
+// tried to send it in the moment no helper served it (GRAM's "failed to open stdout") is
+// restarted and sends it again. A job may be held saying its output did not come back, never
+// run again and never completed without it.
 TEST_F(Gt5Gatekeeper, EveryJobRunsExactlyOnceWhileTheHelperIsKilled) {
   constexpr int kJobs = 10;
   int c = SubmitMarkedJobs(kJobs);
