@@ -247,9 +247,12 @@ Result<StatusReply> ParseStatus(const std::vector<std::string>& f) {
   return r;
 }
 
+bool IsGramError(const Error& e, int gram_error) {
+  return e.message().starts_with("GRAM error " + std::to_string(gram_error) + ":");
+}
+
 bool JobManagerGone(const Error& e) {
-  return e.code() == ErrorCode::kUnavailable &&
-         e.message().starts_with("GRAM error " + std::to_string(kErrorContactingJobManager) + ":");
+  return e.code() == ErrorCode::kUnavailable && IsGramError(e, kErrorContactingJobManager);
 }
 
 Error ErrorOf(int e, const std::string& text) {

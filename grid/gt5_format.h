@@ -84,6 +84,8 @@ inline constexpr int kErrorAuthorizationDenied = 162;
 // the one case for GRAM's restart. A helper that died, or a gatekeeper that does not answer, is
 // not: restarting a job whose job manager is alive would name its output again mid-run.
 bool JobManagerGone(const Error& e);
+// Whether `e` (from ErrorOf) carries GRAM error `gram_error`.
+bool IsGramError(const Error& e, int gram_error);
 
 // GRAM's error as Kite's error: no answer (kUnavailable), the job is unknown (kNotFound), the
 // identity is refused (kAuthFailed), or the site's refusal (kInvalidInput), with `text`.

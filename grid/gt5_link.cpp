@@ -284,8 +284,6 @@ struct SiteShared {
       }
     }
   }
-  // Where the job first at `contact` is now: a restarted job manager listens on a new port, and
-  // the gridmanager keeps the contact the job was submitted under.
   // Restarts made to send a job's output again (for this gridmanager's life).
   int Retries(const std::string& contact) {
     std::lock_guard lock(mu);
@@ -302,6 +300,8 @@ struct SiteShared {
     auto [it, added] = done_since.try_emplace(contact, now);
     return now - it->second;
   }
+  // Where the job first at `contact` is now: a restarted job manager listens on a new port, and
+  // the gridmanager keeps the contact the job was submitted under.
   std::string At(const std::string& contact) {
     std::lock_guard lock(mu);
     std::string c = contact;
@@ -600,10 +600,6 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
     return gt5::StdioNames(r.job, key_, Base(r.request_id));
   }
 
-  static bool Denied(const Error& e) {
-    return e.message().starts_with("GRAM error " + std::to_string(gt5::kErrorJobQueryDenial) + ":");
-  }
-
   // Stops the job manager of the job at `at`: it keeps the job's state on disk and takes a
   // restart of the job at once (GRAM's own tests restart right after the stop).
   bool Stop(const SiteRequest& r, const std::string& at) {
@@ -656,7 +652,8 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
     // changed) refuses the commit-end for a moment; one that never gets it keeps the job's
     // files at the site until its two-phase timeout.
     auto until = std::chrono::steady_clock::now() + kEndWait;
-    while (!st && Denied(st.error()) && std::chrono::steady_clock::now() < until) {
+    while (!st && gt5::IsGramError(st.error(), gt5::kErrorJobQueryDenial) &&
+           std::chrono::steady_clock::now() < until) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       st = helper_.Call({"END", shared_->At(r.job_id)});
     }

@@ -116,6 +116,8 @@ TEST(Gt5States, EveryGramStateMapsAndOthersDoNot) {
   EXPECT_TRUE(JobManagerGone(ErrorOf(79, "connecting to the job manager failed")));
   EXPECT_FALSE(JobManagerGone(ErrorOf(12, "connection failed")));
   EXPECT_FALSE(JobManagerGone(Error(ErrorCode::kUnavailable, "the GRAM5 helper exited")));
+  EXPECT_TRUE(IsGramError(ErrorOf(94, "the jobmanager does not accept any new requests"), 94));
+  EXPECT_FALSE(IsGramError(ErrorOf(194, "another"), 94));
   EXPECT_EQ(ErrorOf(7, "x").code(), ErrorCode::kAuthFailed);
   EXPECT_EQ(ErrorOf(156, "x").code(), ErrorCode::kNotFound);
 }
