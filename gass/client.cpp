@@ -375,4 +375,11 @@ Result<uint64_t> GassClient::Truncate(std::string_view path, uint64_t size) {
   return *got;
 }
 
+Status GassClient::MakeFolder(std::string_view path) {
+  std::vector<std::string> h{std::string(kFolderHeader) + ": 1"};
+  Exchange ex;
+  if (auto st = impl_->Perform(Method::kPut, path, h, {}, ex); !st) return st;
+  return impl_->Check(Method::kPut, path, ex, {200});
+}
+
 }  // namespace kite::gass

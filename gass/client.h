@@ -51,6 +51,8 @@ class GassClient {
   Result<uint64_t> PutAt(std::string_view path, uint64_t offset, std::string_view data);
   // Cuts the remote file to `size` bytes (or extends it with zeros). Returns the new size.
   Result<uint64_t> Truncate(std::string_view path, uint64_t size);
+  // Makes PATH a folder (with those above it) on the server (an empty PUT with Kite-Folder: 1).
+  Status MakeFolder(std::string_view path);
 
   // TCP connections opened so far (1 when every call reused the first).
   uint64_t connections() const;

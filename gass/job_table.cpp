@@ -51,9 +51,13 @@ Status JobTable::Add(std::string job_id, std::string allowed_identity,
   }
   auto r = BuildMap(std::move(readable), "readable file");
   if (!r) return Fail(r.error().Wrap("job " + job_id));
+  std::map<std::string, std::string, std::less<>> trees;
+  for (const auto& f : writable) {
+    if (f.tree) trees.emplace(f.name, f.path);
+  }
   auto w = BuildMap(std::move(writable), "writable file");
   if (!w) return Fail(w.error().Wrap("job " + job_id));
-  Job job{std::move(allowed_identity), std::move(*r), std::move(*w)};
+  Job job{std::move(allowed_identity), std::move(*r), std::move(*w), std::move(trees)};
   std::lock_guard lock(mu_);
   jobs_.insert_or_assign(std::move(job_id), std::move(job));
   return {};
@@ -69,8 +73,8 @@ size_t JobTable::size() const {
   return jobs_.size();
 }
 
-Result<std::string> JobTable::Resolve(const std::string& identity, const Target& target,
-                                      Access access) const {
+Result<ResolvedFile> JobTable::Resolve(const std::string& identity, const Target& target,
+                                       Access access) const {
   std::lock_guard lock(mu_);
   auto job = jobs_.find(target.job_id);
   if (job == jobs_.end()) return Fail(ErrorCode::kNotFound, "no such job");
@@ -78,12 +82,24 @@ Result<std::string> JobTable::Resolve(const std::string& identity, const Target&
     return Fail(ErrorCode::kAuthFailed, "job belongs to another identity");
   }
   const auto& files = access == Access::kRead ? job->second.readable : job->second.writable;
-  auto f = files.find(target.name);
-  if (f == files.end()) {
-    return Fail(ErrorCode::kNotFound,
-                access == Access::kRead ? "no such readable file" : "no such writable file");
+  if (auto f = files.find(target.name); f != files.end()) {
+    bool tree = access == Access::kWrite && job->second.trees.contains(target.name);
+    return ResolvedFile{.path = f->second, .tree = tree};
   }
-  return f->second;
+  if (access == Access::kWrite) {
+    // Beneath a tree: the longest tree name that is a folder of the target's name. Names are
+    // valid (no empty, "." or ".." segment), so the rest stays beneath the tree's folder.
+    for (size_t slash = target.name.rfind('/'); slash != std::string::npos && slash > 0;
+         slash = target.name.rfind('/', slash - 1)) {
+      auto t = job->second.trees.find(std::string_view(target.name).substr(0, slash));
+      if (t == job->second.trees.end()) continue;
+      std::string rel = target.name.substr(slash + 1);
+      return ResolvedFile{
+          .path = t->second + "/" + rel, .root = t->second, .rel = rel, .tree = true};
+    }
+  }
+  return Fail(ErrorCode::kNotFound,
+              access == Access::kRead ? "no such readable file" : "no such writable file");
 }
 
 }  // namespace kite::gass

@@ -20,6 +20,18 @@ struct ReadableFile {
 struct WritableFile {
   std::string name;
   std::string path;
+  // The name may also be a folder: the remote side then writes "NAME/a/b", which lands at
+  // "PATH/a/b", the folders between made as they are needed (a job's output directory).
+  bool tree = false;
+};
+
+// Where a name resolves to. For a name beneath a tree, `root` is the tree's folder and `rel` the
+// rest of the name: the server walks from the folder itself, never through a symbolic link.
+struct ResolvedFile {
+  std::string path;  // the whole local path
+  std::string root;  // empty unless beneath a tree
+  std::string rel;
+  bool tree = false;  // a tree's own name or one beneath it: it may be made a folder
 };
 
 enum class Access { kRead, kWrite };
@@ -37,17 +49,18 @@ class JobTable {
   bool Remove(const std::string& job_id);
   size_t size() const;
 
-  // The local path `identity` may access as `target`, or why not: kNotFound (no such job, or the
+  // The local file `identity` may access as `target`, or why not: kNotFound (no such job, or the
   // job exposes no such name in that direction), kAuthFailed (the job belongs to another
   // identity; checked before the name, so names of other users' jobs are not revealed).
-  Result<std::string> Resolve(const std::string& identity, const Target& target,
-                              Access access) const;
+  Result<ResolvedFile> Resolve(const std::string& identity, const Target& target,
+                               Access access) const;
 
  private:
   struct Job {
     std::string identity;
     std::map<std::string, std::string, std::less<>> readable;  // name -> path
     std::map<std::string, std::string, std::less<>> writable;
+    std::map<std::string, std::string, std::less<>> trees;  // writable names that may be folders
   };
 
   mutable std::mutex mu_;

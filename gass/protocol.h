@@ -19,6 +19,9 @@ inline constexpr std::string_view kVersion = "1";
 inline constexpr std::string_view kFileSizeHeader = "Kite-File-Size";
 // Request header on PUT: after the write, cut (or extend with zeros) the file to this length.
 inline constexpr std::string_view kTruncateHeader = "Kite-Truncate";
+// Request header on an empty PUT: "1" makes the name a folder (and those above it) instead of a
+// file. Only names a job may write folders at (gass::WritableFile::tree).
+inline constexpr std::string_view kFolderHeader = "Kite-Folder";
 
 // The largest PUT body the server accepts (larger: 413). Writers send bounded chunks.
 inline constexpr uint64_t kMaxPutBody = 16u << 20;

@@ -52,9 +52,14 @@ bool HasBody(const http::request_header<>& req) {
          (req.count(http::field::content_length) > 0 && !ContentLength(req));
 }
 
-RequestPlan PlanRead(std::string path, const http::request_header<>& req, bool head) {
+Result<UniqueFd> Open(const ResolvedFile& f, Access access) {
+  return f.root.empty() ? OpenRegularFile(f.path, access) : OpenBeneath(f.root, f.rel, access);
+}
+
+RequestPlan PlanRead(ResolvedFile file, const http::request_header<>& req, bool head) {
   if (HasBody(req)) return Refuse(http::status::bad_request, "GET and HEAD take no body");
-  auto fd = OpenRegularFile(path, Access::kRead);
+  std::string path = file.path;
+  auto fd = Open(file, Access::kRead);
   if (!fd) return Refuse(StatusOf(fd.error()), fd.error().message());
   struct stat st {};
   if (::fstat(fd->get(), &st) != 0) return Refuse(http::status::internal_server_error, "fstat");
@@ -103,7 +108,7 @@ Result<ByteRange> PutRange(const http::request_header<>& req, uint64_t length) {
   return *cr->range;
 }
 
-RequestPlan PlanWrite(std::string path, const http::request_header<>& req) {
+RequestPlan PlanWrite(ResolvedFile file, const http::request_header<>& req) {
   if (HasTransferEncoding(req) || req.count(http::field::content_length) == 0) {
     return Refuse(http::status::length_required, "PUT needs a Content-Length");
   }
@@ -114,6 +119,20 @@ RequestPlan PlanWrite(std::string path, const http::request_header<>& req) {
   }
   auto range = PutRange(req, *length);
   if (!range) return Refuse(http::status::bad_request, range.error().message());
+  if (auto it = req.find(kFolderHeader); it != req.end()) {
+    if (Trim(it->value()) != "1" || *length != 0 || req.count(kTruncateHeader) > 0) {
+      return Refuse(http::status::bad_request, "Kite-Folder takes \"1\" on an empty PUT");
+    }
+    if (!file.tree) return Refuse(http::status::forbidden, "no folder may be made there");
+    auto dir = OpenFolderBeneath(file.root.empty() ? file.path : file.root, file.rel);
+    if (!dir) return Refuse(StatusOf(dir.error()), dir.error().message());
+    RequestPlan p;
+    p.kind = Kind::kReceive;
+    p.status = http::status::ok;
+    p.fd = std::move(*dir);
+    p.path = std::move(file.path);
+    return p;
+  }
   RequestPlan p;
   if (auto it = req.find(kTruncateHeader); it != req.end()) {
     p.truncate = ParseDecimal(Trim(it->value()));
@@ -121,14 +140,14 @@ RequestPlan PlanWrite(std::string path, const http::request_header<>& req) {
       return Refuse(http::status::bad_request, "Kite-Truncate must be >= the end of the write");
     }
   }
-  auto fd = OpenRegularFile(path, Access::kWrite);
+  auto fd = Open(file, Access::kWrite);
   if (!fd) return Refuse(StatusOf(fd.error()), fd.error().message());
   p.kind = Kind::kReceive;
   p.status = http::status::ok;
   p.fd = std::move(*fd);
   p.range = *range;
   p.expect_continue = EqualsIgnoreCase(Trim(req[http::field::expect]), "100-continue");
-  p.path = std::move(path);
+  p.path = std::move(file.path);
   return p;
 }
 
@@ -156,10 +175,14 @@ RequestPlan Route(const JobTable& jobs, const std::string& identity,
 
 }  // namespace
 
-Result<UniqueFd> OpenRegularFile(const std::string& path, Access access) {
+namespace {
+
+// Opens `name` in the folder `dir` (or the path itself when `dir` is AT_FDCWD) as
+// OpenRegularFile does.
+Result<UniqueFd> OpenRegularAt(int dir, const std::string& name, Access access) {
   int flags = O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
   flags |= access == Access::kRead ? O_RDONLY : (O_WRONLY | O_CREAT);
-  UniqueFd fd(::open(path.c_str(), flags, 0666));
+  UniqueFd fd(::openat(dir, name.c_str(), flags, 0666));
   if (!fd) {
     int err = errno;
     if (err == ENOENT) return Fail(ErrorCode::kNotFound, "file does not exist");
@@ -172,6 +195,84 @@ Result<UniqueFd> OpenRegularFile(const std::string& path, Access access) {
   if (!S_ISREG(st.st_mode)) return Fail(ErrorCode::kPermission, "not a regular file; refused");
   ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
   return fd;
+}
+
+// The folder `name` in `dir`, made first when `make`; never through a symbolic link.
+Result<UniqueFd> OpenFolderAt(int dir, const std::string& name, bool make,
+                              const std::string& shown) {
+  if (make && ::mkdirat(dir, name.c_str(), 0777) != 0 && errno != EEXIST) {
+    return FailErrno("making the folder " + shown, errno);
+  }
+  UniqueFd fd(::openat(dir, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (fd) return fd;
+  int err = errno;
+  if (err == ENOENT) return Fail(ErrorCode::kNotFound, shown + " does not exist");
+  if (err == ENOTDIR || err == ELOOP) {
+    return Fail(ErrorCode::kPermission, shown + " is not a folder (a file or a symbolic link)");
+  }
+  return FailErrno("open " + shown, err);
+}
+
+}  // namespace
+
+Result<UniqueFd> OpenRegularFile(const std::string& path, Access access) {
+  return OpenRegularAt(AT_FDCWD, path, access);
+}
+
+Result<UniqueFd> OpenFolderBeneath(const std::string& root, std::string_view rel) {
+  if (::mkdir(root.c_str(), 0777) != 0 && errno != EEXIST) {
+    return FailErrno("making the folder " + root, errno);
+  }
+  UniqueFd dir(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) {
+    int err = errno;
+    if (err == ENOTDIR) return Fail(ErrorCode::kPermission, root + " is not a folder");
+    return FailErrno("open " + root, err);
+  }
+  std::string shown = root;
+  while (!rel.empty()) {
+    size_t slash = rel.find('/');
+    std::string seg(rel.substr(0, slash));
+    if (seg.empty() || seg == "." || seg == "..") {
+      return Fail(ErrorCode::kInvalidInput, "not a name beneath " + root);
+    }
+    shown += "/" + seg;
+    auto next = OpenFolderAt(dir.get(), seg, true, shown);
+    if (!next) return Fail(next.error());
+    dir = std::move(*next);
+    rel.remove_prefix(slash == std::string_view::npos ? rel.size() : slash + 1);
+  }
+  return dir;
+}
+
+Result<UniqueFd> OpenBeneath(const std::string& root, std::string_view rel, Access access) {
+  bool make = access == Access::kWrite;
+  // The root is the user's own choice (it may be a link the user made); what lies beneath it
+  // comes from the site.
+  if (make && ::mkdir(root.c_str(), 0777) != 0 && errno != EEXIST) {
+    return FailErrno("making the folder " + root, errno);
+  }
+  UniqueFd dir(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) {
+    int err = errno;
+    if (err == ENOENT) return Fail(ErrorCode::kNotFound, root + " does not exist");
+    if (err == ENOTDIR) return Fail(ErrorCode::kPermission, root + " is not a folder");
+    return FailErrno("open " + root, err);
+  }
+  std::string shown = root;
+  for (;;) {
+    size_t slash = rel.find('/');
+    std::string seg(rel.substr(0, slash));
+    if (seg.empty() || seg == "." || seg == "..") {
+      return Fail(ErrorCode::kInvalidInput, "not a name beneath " + root);
+    }
+    shown += "/" + seg;
+    if (slash == std::string_view::npos) return OpenRegularAt(dir.get(), seg, access);
+    auto next = OpenFolderAt(dir.get(), seg, make, shown);
+    if (!next) return Fail(next.error());
+    dir = std::move(*next);
+    rel.remove_prefix(slash + 1);
+  }
 }
 
 RequestPlan PlanRequest(const JobTable& jobs, const std::string& identity,

@@ -21,6 +21,13 @@ namespace kite::gass {
 // cannot stall the server). Directories above it are trusted: they are the user's own.
 // Reading: kNotFound when missing. Writing: created (mode 0666 & ~umask) when missing.
 Result<UniqueFd> OpenRegularFile(const std::string& path, Access access);
+// The same for `rel` ("a/b/c") beneath the folder `root`: no folder on the way may be a symbolic
+// link (kPermission). Writing makes `root` and the folders on the way when missing (0777 &
+// ~umask).
+Result<UniqueFd> OpenBeneath(const std::string& root, std::string_view rel, Access access);
+// The folder `rel` beneath `root` (the root itself when empty), made with those on the way when
+// missing; none of them may be a symbolic link or a file (kPermission).
+Result<UniqueFd> OpenFolderBeneath(const std::string& root, std::string_view rel);
 
 struct RequestPlan {
   enum class Kind {

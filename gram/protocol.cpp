@@ -163,6 +163,9 @@ Status GetStageList(const json::object& o, std::string_view key, bool subdirs,
     if (!ValidRelativeName(f.as) || (!subdirs && f.as.find('/') != std::string::npos)) {
       return Bad(key, "bad file name " + f.as);
     }
+    if (subdirs) {
+      if (auto st = GetBool(e.as_object(), "folder", &f.folder); !st) return st;
+    }
     out->push_back(std::move(f));
   }
   return {};
@@ -261,7 +264,9 @@ json::object JobToObject(const JobDescription& j) {
   if (!j.stage_out.empty()) {
     json::array results;
     for (const auto& f : j.stage_out) {
-      results.push_back(json::object{{"gass", f.gass}, {"as", f.as}});
+      json::object r{{"gass", f.gass}, {"as", f.as}};
+      if (f.folder) r["folder"] = true;
+      results.push_back(std::move(r));
     }
     o["stage_out"] = std::move(results);
   }

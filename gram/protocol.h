@@ -69,6 +69,8 @@ struct FileRef {
 struct StageFile {
   std::string gass;  // name on the GASS server
   std::string as;    // file name in the job's directory at the site
+  // stage_out only: `as` must be a folder (transfer_output_files "d/": what it holds comes back).
+  bool folder = false;
   bool operator==(const StageFile&) const = default;
 };
 
@@ -101,8 +103,9 @@ struct JobDescription {
   FileRef stderr_file;
   std::vector<StageFile> stage_in;
   // Sent whole to GASS once the job has ended, after stdout and stderr (transfer_output_files):
-  // `as` names a file in the job's directory at the site (a subdirectory allowed). A file the
-  // job did not make fails it (stage-out-failed).
+  // `as` names a file or a folder in the job's directory at the site (a subdirectory allowed).
+  // A folder's regular files go as "GASS/a/b"; anything else in it (a link, a FIFO), or a file
+  // the job did not make, fails the job (stage-out-failed).
   std::vector<StageFile> stage_out;
   std::string gass_url;        // base URL of the job's files on GASS: https://HOST:PORT/jobs/<id>
   bool stream_output = false;  // send stdout while the job runs (else only at the end)

@@ -1,7 +1,8 @@
 // JobManager: GASS staging. Stage-in fetches the executable (made 0755), stdin and the listed
 // files into the job directory; output is sent at byte offsets while the job runs (when streamed)
 // and whole at the end; offsets acknowledged by GASS are stored so a restart resumes exactly.
-// The job's output files (stage_out) follow stdout and stderr at the end, each whole.
+// The job's output files (stage_out) follow stdout and stderr at the end, each whole; a folder
+// goes as the regular files it holds.
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
@@ -10,7 +11,9 @@
 #include "gram/stager.h"
 
 #if KITE_GRAM_HAVE_GASS
+#include <algorithm>
 #include <boost/asio/post.hpp>
+#include <filesystem>
 #include <map>
 
 #include "common/clock.h"
@@ -18,6 +21,7 @@
 #include "credentials/proxy.h"
 #include "gass/client.h"
 #include "gass/output_streamer.h"
+#include "gass/protocol.h"
 #include "gram/https_connection.h"
 #endif
 
@@ -143,6 +147,80 @@ void JobManager::StartStageIn(JobRecord& j) {
   });
 }
 
+namespace {
+
+struct OutputFile {
+  std::string gass;   // its name on the GASS server
+  std::string path;   // here
+  std::string shown;  // as the job description names it
+  bool folder;        // must be a folder
+};
+
+// The files one transfer_output_files entry sends: the file itself, or each regular file in the
+// folder and each empty folder (no local path) (sorted, so a resend goes in the same order).
+// Refused, with the reason the user reads: a name the job did not make; a "d/" that is no folder; a
+// link, FIFO or device (a folder's too: what comes back is files and folders only); a name GASS
+// cannot carry.
+Result<std::vector<std::pair<std::string, std::string>>> FilesToSend(const OutputFile& f) {
+  namespace fs = std::filesystem;
+  std::vector<std::pair<std::string, std::string>> out;
+  std::error_code ec;
+  auto status = fs::symlink_status(f.path, ec);
+  if (ec || !fs::exists(status)) {
+    return Fail(ErrorCode::kNotFound, "the job made no " +
+                                          std::string(f.folder ? "folder" : "file or folder") +
+                                          " '" + f.shown + "'");
+  }
+  if (fs::is_regular_file(status) && !f.folder) {
+    out.emplace_back(f.gass, f.path);
+    return out;
+  }
+  if (!fs::is_directory(status)) {
+    return Fail(ErrorCode::kNotFound,
+                "'" + f.shown + "' is not a " + (f.folder ? "folder" : "regular file or a folder"));
+  }
+  // An empty folder goes as itself (no local path): the folder named "d" even when empty; one
+  // within either.
+  auto empty = [](const fs::path& dir) {
+    std::error_code e;
+    return fs::directory_iterator(dir, e) == fs::directory_iterator();
+  };
+  if (!f.folder && empty(f.path)) out.emplace_back(f.gass, "");
+  for (fs::recursive_directory_iterator it(f.path, ec), end; !ec && it != end; it.increment(ec)) {
+    auto kind = it->symlink_status(ec);
+    if (ec) break;
+    std::string rel = it->path().lexically_relative(f.path).string();
+    std::string shown = f.shown + (f.shown.ends_with('/') ? "" : "/") + rel;
+    if (fs::is_directory(kind)) {
+      if (!empty(it->path())) continue;
+      if (!gass::IsValidName(f.gass + "/" + rel)) {
+        return Fail(ErrorCode::kNotFound,
+                    "cannot send '" + shown + "': names of letters, digits and ._~+- only");
+      }
+      out.emplace_back(f.gass + "/" + rel, "");
+      continue;
+    }
+    if (!fs::is_regular_file(kind)) {
+      return Fail(ErrorCode::kNotFound,
+                  "'" + shown + "' is " +
+                      (fs::is_symlink(kind) ? "a symbolic link" : "not a file") +
+                      " (only regular files and folders come back)");
+    }
+    std::string name = f.gass + "/" + rel;
+    if (!gass::IsValidName(name)) {
+      return Fail(ErrorCode::kNotFound,
+                  "cannot send '" + shown + "': names of letters, digits and ._~+- only");
+    }
+    out.emplace_back(std::move(name), it->path().string());
+  }
+  if (ec)
+    return Fail(ErrorCode::kNotFound, "cannot read the folder '" + f.shown + "': " + ec.message());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
 void JobManager::StartOutput(JobRecord& j, bool final) {
   auto steady = std::chrono::steady_clock::now();
   if (final && steady < next_stream_[j.id]) return;
@@ -158,15 +236,17 @@ void JobManager::StartOutput(JobRecord& j, bool final) {
        !j.desc.stdout_file.gass.empty() && (final || j.desc.stream_output)},
       {spec.stderr_path, j.desc.stderr_file.gass, j.stderr_offset,
        !j.desc.stderr_file.gass.empty() && (final || j.desc.stream_error)}};
-  // transfer_output_files: whole, once the job has ended (gass name, path here).
-  std::vector<std::pair<std::string, std::string>> results;
+  // transfer_output_files: whole, once the job has ended.
+  std::vector<OutputFile> results;
   if (final) {
-    for (const auto& f : j.desc.stage_out) results.emplace_back(f.gass, JobDir(j.id) + "/" + f.as);
+    for (const auto& f : j.desc.stage_out) {
+      results.push_back({f.gass, JobDir(j.id) + "/" + f.as, f.as, f.folder});
+    }
   }
   std::string id = j.id, url = j.gass_url, cred = DelegationPath(j.delegation_id);
   stager_->Run([this, id, url, cred, streams, results, final] {
     std::vector<int64_t> offsets;
-    std::string missing;  // an output file the job did not make
+    std::string missing;  // why an output file cannot be sent (the job did not make it ...)
     Status st = [&]() -> Status {
       auto place = PlaceOf(url);
       if (!place) return Fail(place.error());
@@ -182,11 +262,21 @@ void JobManager::StartOutput(JobRecord& j, bool final) {
         if (!r) return Fail(r.error().Wrap("sending " + s.remote));
         offsets.back() = static_cast<int64_t>(*r);
       }
-      for (const auto& [remote, local] : results) {
-        struct stat fs {};
-        if (::lstat(local.c_str(), &fs) != 0 || !S_ISREG(fs.st_mode)) {
-          missing = remote.substr(remote.find('/') + 1);
-          return Fail(ErrorCode::kNotFound, "the job made no regular file '" + missing + "'");
+      std::vector<std::pair<std::string, std::string>> sends;  // (gass name, path here)
+      for (const auto& f : results) {
+        auto files = FilesToSend(f);
+        if (!files) {
+          missing = files.error().message();
+          return Fail(files.error());
+        }
+        sends.insert(sends.end(), files->begin(), files->end());
+      }
+      for (const auto& [remote, local] : sends) {
+        if (local.empty()) {  // an empty folder
+          if (auto r = (*client)->MakeFolder(place->prefix + "/" + remote); !r) {
+            return Fail(r.error().Wrap("making the folder " + remote));
+          }
+          continue;
         }
         gass::OutputStreamer streamer(**client, local, place->prefix + "/" + remote, 0);
         if (auto r = streamer.Finish(); !r) return Fail(r.error().Wrap("sending " + remote));
@@ -213,7 +303,7 @@ void JobManager::StartOutput(JobRecord& j, bool final) {
         // running it again would not make the file.
         delivery_.erase(id);
         Apply(job, JobEvent::kFailed, FailureCode::kStageOutFailed,
-              "transfer_output_files: " + st.error().message());
+              "transfer_output_files: " + missing);
       } else if (!st && final && st.error().code() != ErrorCode::kUnavailable &&
                  st.error().code() != ErrorCode::kTimeout) {
         // The job ended and the client's GASS server answers, but refuses or fails the delivery:

@@ -24,6 +24,10 @@ struct Exchange {
   std::string location;
   std::string reason;  // the status line's words: A-REX says why it refuses there
   int fd = -1;         // a download's file; -1: into body
+  // A download that may be a folder: asked with Accept: application/xml, and an XML answer (the
+  // CE's listing; a file always comes as application/octet-stream) goes to `body`.
+  bool may_list = false;
+  bool listed = false;  // the answer was a listing
   bool failed_write = false;
   long status = 0;
 };
@@ -39,9 +43,12 @@ size_t OnHeader(char* p, size_t size, size_t n, void* user) {
     ex->reason = words == std::string_view::npos ? "" : std::string(Trim(line.substr(words + 1)));
   }
   auto colon = line.find(':');
-  if (colon != std::string_view::npos &&
-      EqualsIgnoreCase(Trim(line.substr(0, colon)), "location")) {
-    ex->location = std::string(Trim(line.substr(colon + 1)));
+  if (colon != std::string_view::npos) {
+    std::string_view field = Trim(line.substr(0, colon)), value = Trim(line.substr(colon + 1));
+    if (EqualsIgnoreCase(field, "location")) ex->location = std::string(value);
+    if (EqualsIgnoreCase(field, "content-type")) {
+      ex->listed = ex->may_list && StartsWith(value, "application/xml");
+    }
   }
   return size * n;
 }
@@ -50,7 +57,7 @@ size_t OnBody(char* p, size_t size, size_t n, void* user) {
   auto* ex = static_cast<Exchange*>(user);
   size_t len = size * n;
   // A download's file takes only a successful answer's body; an error's goes to `body`.
-  if (ex->fd >= 0 && ex->status >= 200 && ex->status < 300) {
+  if (ex->fd >= 0 && ex->status >= 200 && ex->status < 300 && !ex->listed) {
     size_t done = 0;
     while (done < len) {
       ssize_t w = ::write(ex->fd, p + done, len - done);
@@ -121,7 +128,7 @@ struct ArcClient::Impl {
                         std::string_view content_type, int upload_fd, Exchange& ex) {
     Status st = Perform(method, target, body, content_type, upload_fd, ex);
     if (st || st.error().code() != ErrorCode::kAuthFailed || ex.status != 0) return st;
-    ex = Exchange{.fd = ex.fd};
+    ex = Exchange{.fd = ex.fd, .may_list = ex.may_list};
     if (ex.fd >= 0 && (::ftruncate(ex.fd, 0) != 0 || ::lseek(ex.fd, 0, SEEK_SET) != 0)) return st;
     return Perform(method, target, body, content_type, upload_fd, ex);
   }
@@ -153,7 +160,8 @@ struct ArcClient::Impl {
     std::string url = options.endpoint + kRestRoot + std::string(target);
     char error_buffer[CURL_ERROR_SIZE] = {};
     curl_slist* headers = nullptr;
-    headers = curl_slist_append(headers, "Accept: application/json");
+    headers = curl_slist_append(
+        headers, ex.may_list ? "Accept: application/xml" : "Accept: application/json");
     std::string type_header = "Content-Type: " + std::string(content_type);
     if (!body.empty() || upload_fd >= 0) headers = curl_slist_append(headers, type_header.c_str());
     headers = curl_slist_append(headers, "Expect:");
@@ -244,19 +252,45 @@ Status ArcClient::PutFile(std::string_view target, const std::string& local_path
 }
 
 Status ArcClient::GetFile(std::string_view target, const std::string& local_path) {
+  auto got = Download(target, local_path, false);
+  if (!got) return Fail(got.error());
+  return {};
+}
+
+Result<std::optional<std::string>> ArcClient::GetFileOrListing(std::string_view target,
+                                                               const std::string& local_path) {
+  return Download(target, local_path, true);
+}
+
+Result<std::string> ArcClient::List(std::string_view target) {
+  Exchange ex;
+  ex.may_list = true;
+  if (auto st = impl_->PerformRetried("GET", target, "", "", -1, ex); !st) return Fail(st.error());
+  if (!ex.listed) return Fail(ErrorCode::kNotFound, "it is a file, not a folder");
+  return std::move(ex.body);
+}
+
+Result<std::optional<std::string>> ArcClient::Download(std::string_view target,
+                                                       const std::string& local_path,
+                                                       bool may_list) {
   // Into a file beside the target, renamed over it once whole: a cut download leaves the user's
   // file as it was.
   std::string part = local_path + ".kite-part";
-  int fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  int fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0666);
   if (fd < 0) return FailErrno("create " + part);
   Exchange ex;
   ex.fd = fd;
+  ex.may_list = may_list;
   auto st = impl_->PerformRetried("GET", target, "", "", -1, ex);
-  if (st && ::fsync(fd) != 0) st = FailErrno("sync " + part);
+  if (st && !ex.listed && ::fsync(fd) != 0) st = FailErrno("sync " + part);
   ::close(fd);
-  if (st && ::rename(part.c_str(), local_path.c_str()) != 0) st = FailErrno("rename " + part);
-  if (!st) ::unlink(part.c_str());
-  return st;
+  if (st && !ex.listed && ::rename(part.c_str(), local_path.c_str()) != 0) {
+    st = FailErrno("rename " + part);
+  }
+  if (!st || ex.listed) ::unlink(part.c_str());
+  if (!st) return Fail(st.error());
+  if (ex.listed) return std::optional<std::string>(std::move(ex.body));
+  return std::optional<std::string>();
 }
 
 }  // namespace kite::grid::arc

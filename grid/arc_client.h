@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -47,12 +48,20 @@ class ArcClient {
   Status PutFile(std::string_view target, const std::string& local_path);
   // GET of TARGET into a local file (created 0666 & ~umask, replaced whole).
   Status GetFile(std::string_view target, const std::string& local_path);
+  // The same for a session path that may be a folder: its listing's XML when it is one (nothing
+  // is written then), nullopt when the file was fetched.
+  Result<std::optional<std::string>> GetFileOrListing(std::string_view target,
+                                                      const std::string& local_path);
+  // The listing (XML) of a session folder; kNotFound when TARGET is missing or not a folder.
+  Result<std::string> List(std::string_view target);
 
   const std::string& endpoint() const;
 
   struct Impl;
 
  private:
+  Result<std::optional<std::string>> Download(std::string_view target,
+                                              const std::string& local_path, bool may_list);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -140,7 +140,11 @@ Result<ArcJob> DescribeJob(const gram::JobDescription& desc, const JobFiles& fil
   if (auto st = download(desc.stdout_file, kStdoutName, "stdout"); !st) return Fail(st.error());
   if (auto st = download(desc.stderr_file, kStderrName, "stderr"); !st) return Fail(st.error());
   for (const auto& f : files.results) {
-    if (!gram::ValidRelativeName(f.name)) {
+    // A name ending in '/' is a folder whose contents come back; the CE keeps a folder whole
+    // with or without it.
+    std::string_view bare(f.name);
+    if (bare.ends_with('/')) bare.remove_suffix(1);
+    if (!gram::ValidRelativeName(bare)) {
       return bad("cannot fetch '" + f.name + "' from an ARC CE's session directory");
     }
     job.downloads.push_back({f.name, f.path});
@@ -244,6 +248,83 @@ std::optional<int> ParseExitCode(std::string_view diag) {
     return code;
   }
   return std::nullopt;
+}
+
+namespace {
+
+// XML's five named entities and numeric character references, as A-REX escapes names. nullopt
+// for any other '&'.
+std::optional<std::string> XmlText(std::string_view t) {
+  std::string out;
+  while (!t.empty()) {
+    size_t amp = t.find('&');
+    out += t.substr(0, amp);
+    if (amp == std::string_view::npos) break;
+    t.remove_prefix(amp);
+    size_t semi = t.find(';');
+    if (semi == std::string_view::npos) return std::nullopt;
+    std::string_view e = t.substr(1, semi - 1);
+    t.remove_prefix(semi + 1);
+    if (e == "amp") {
+      out += '&';
+    } else if (e == "lt") {
+      out += '<';
+    } else if (e == "gt") {
+      out += '>';
+    } else if (e == "quot") {
+      out += '"';
+    } else if (e == "apos") {
+      out += '\'';
+    } else if (e.size() >= 2 && e.size() <= 4 && e[0] == '#' &&
+               e.substr(1).find_first_not_of("0123456789") == std::string_view::npos) {
+      int c = std::stoi(std::string(e.substr(1)));
+      if (c < 1 || c > 127) return std::nullopt;  // names beyond ASCII are not taken
+      out += static_cast<char>(c);
+    } else {
+      return std::nullopt;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<SessionListing> ParseSessionListing(std::string_view xml) {
+  auto bad = [](std::string what) {
+    return Fail(ErrorCode::kProtocol, "the ARC CE's folder listing: " + what);
+  };
+  std::string_view t = Trim(xml);
+  if (t.starts_with("<?xml")) {
+    size_t end = t.find("?>");
+    if (end == std::string_view::npos) return bad("an unended XML declaration");
+    t = Trim(t.substr(end + 2));
+  }
+  SessionListing out;
+  if (t == "<list/>" || t == "<list></list>") return out;
+  if (!t.starts_with("<list>") || !t.ends_with("</list>")) return bad("not a <list>");
+  t = Trim(t.substr(6, t.size() - 6 - 7));
+  while (!t.empty()) {
+    bool file = t.starts_with("<file");
+    if (!file && !t.starts_with("<dir>")) return bad("an entry that is neither <file> nor <dir>");
+    size_t open_end = t.find('>');
+    if (open_end == std::string_view::npos) return bad("an unended tag");
+    std::string_view tag = t.substr(0, open_end);
+    if (file && tag != "<file" && !tag.starts_with("<file ")) return bad("a malformed <file>");
+    std::string_view close = file ? "</file>" : "</dir>";
+    size_t end = t.find(close, open_end + 1);
+    if (end == std::string_view::npos) return bad("an unended entry");
+    std::string_view raw = t.substr(open_end + 1, end - open_end - 1);
+    if (raw.find('<') != std::string_view::npos) return bad("an entry with markup in its name");
+    auto name = XmlText(raw);
+    if (!name) return bad("a name with an unknown entity");
+    if (name->empty() || *name == "." || *name == ".." ||
+        name->find_first_of(std::string_view("/\0", 2)) != std::string::npos) {
+      return bad("an entry that is not one name: '" + ForLog(*name, 100) + "'");
+    }
+    (file ? out.files : out.folders).push_back(std::move(*name));
+    t = Trim(t.substr(end + close.size()));
+  }
+  return out;
 }
 
 bool ValidArcId(std::string_view id) {

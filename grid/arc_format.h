@@ -71,6 +71,17 @@ std::optional<int> ParseExitCode(std::string_view diag);
 // The delegation id at the end of a Location header ("https://ce/arex/rest/1.0/delegations/ID").
 // kProtocol when there is none or it holds characters an id cannot have.
 Result<std::string> DelegationIdOf(std::string_view location);
+// A folder of a job's session directory as the CE lists it (GET .../session/DIR with
+// Accept: application/xml): <list><file size="N">NAME</file><dir>NAME</dir>...</list>, or <list/>.
+// Symbolic links are not listed.
+struct SessionListing {
+  std::vector<std::string> files;
+  std::vector<std::string> folders;
+};
+// kProtocol for anything else, and for a name that is not one path segment ("", ".", "..", a '/'
+// or NUL in it): what lands on this machine is only ever beneath the folder asked for.
+Result<SessionListing> ParseSessionListing(std::string_view xml);
+
 // True for a job or delegation id Kite puts into a URL path: letters, digits, '-', '_', '.'.
 bool ValidArcId(std::string_view id);
 

@@ -5,6 +5,7 @@
 // an answer (a crash, a lost reply), looking for the name among the CE's jobs before sending it
 // again. Status requests that arrive together go to the CE as one bulk request.
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <boost/asio/post.hpp>
 #include <boost/json.hpp>
@@ -33,6 +34,8 @@ using arc::JobReply;
 constexpr char kXrslType[] = "applications/rsl";
 // Jobs per bulk request (status, info).
 constexpr size_t kBulk = 200;
+// How deep an output folder is walked.
+constexpr int kMaxDepth = 64;
 
 // A status seq for a reply: the CE gives none, and news is judged by it, so it grows with time
 // (and across gridmanager runs).
@@ -339,9 +342,52 @@ class ArcSiteLink : public SiteLink, public std::enable_shared_from_this<ArcSite
   Status FetchOutput(const SiteRequest& r) {
     auto job = arc::DescribeJob(r.job, *r.files, r.request_id, "");
     if (!job) return Fail(job.error());
+    std::string session = JobTarget(r.job_id) + "/session/";
     for (const auto& f : job->downloads) {
-      auto st = client_->GetFile(JobTarget(r.job_id) + "/session/" + f.site, f.local);
+      // "d/" (a folder's contents) comes into f.local; "d", a file or a folder, becomes it.
+      bool contents = f.site.ends_with('/');
+      std::string site = contents ? f.site.substr(0, f.site.size() - 1) : f.site;
+      Status st;
+      if (contents) {
+        auto xml = client_->List(session + site);
+        st = xml ? FetchFolder(session + site, *xml, f.local, f.site) : Status(Fail(xml.error()));
+      } else if (auto got = client_->GetFileOrListing(session + site, f.local); !got) {
+        st = Fail(got.error());
+      } else if (*got) {
+        st = FetchFolder(session + site, **got, f.local, f.site);
+      }
       if (!st) return Fail(st.error().Wrap("ARC output " + f.site + " of job " + r.job_id));
+    }
+    return {};
+  }
+
+  // A folder of the session directory, its listing `xml` in hand, into `local` (made when
+  // missing; a folder on the way that is a symbolic link or a file is refused, never followed).
+  // Its files are fetched and its folders walked, to kMaxDepth levels.
+  Status FetchFolder(const std::string& target, const std::string& xml, const std::string& local,
+                     const std::string& shown, int depth = 0) {
+    auto listing = arc::ParseSessionListing(xml);
+    if (!listing) return Fail(listing.error());
+    if (depth > kMaxDepth) {
+      return Fail(ErrorCode::kInvalidInput,
+                  "'" + shown + "' is more than " + std::to_string(kMaxDepth) + " folders deep");
+    }
+    if (::mkdir(local.c_str(), 0777) != 0 && errno != EEXIST) return FailErrno("mkdir " + local);
+    struct stat st {};
+    if (::lstat(local.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return Fail(ErrorCode::kInvalidInput,
+                  local + " is not a folder (a file or a symbolic link is in the way)");
+    }
+    for (const auto& name : listing->files) {
+      auto got = client_->GetFile(target + "/" + name, local + "/" + name);
+      if (!got) return got;
+    }
+    for (const auto& name : listing->folders) {
+      auto inner = client_->List(target + "/" + name);
+      if (!inner) return Fail(inner.error());
+      auto st2 = FetchFolder(target + "/" + name, *inner, local + "/" + name,
+                             shown + (shown.ends_with('/') ? "" : "/") + name, depth + 1);
+      if (!st2) return st2;
     }
     return {};
   }

@@ -28,7 +28,8 @@ GridType KiteRow() {
       .caps = {.two_phase_commit = true,
                .site_info = true,
                .output_files = true,
-               .output_files_by_gass = true},
+               .output_files_by_gass = true,
+               .output_folders = true},
   };
 }
 
@@ -65,7 +66,10 @@ GridType ArcRow() {
       .example = "https://ce.example.org:443/arex",
       .parse = ParseArcContact,
       .label = [](const GridResource&) { return std::string("arc"); },
-      .caps = {.two_phase_commit = false, .site_info = false, .output_files = true},
+      .caps = {.two_phase_commit = false,
+               .site_info = false,
+               .output_files = true,
+               .output_folders = true},
   };
 }
 

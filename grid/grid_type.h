@@ -33,6 +33,9 @@ struct GridTypeCaps {
   // ... sent by the site itself to the gridmanager's GASS server once the job has ended, as its
   // stdout (the job description's stage_out), rather than fetched by the link.
   bool output_files_by_gass = false;
+  // An output name may be a folder at the site, its files coming back beneath it; and a name
+  // ending in '/' (a folder's contents) is taken. Without it every output name must be a file.
+  bool output_folders = false;
 };
 
 struct GridType {

@@ -92,31 +92,46 @@ Result<gram::ResourceRequest> PlanResources(const classad::ClassAd& ad) {
   return r;
 }
 
-// transfer_output_files as names in the job's directory at the site, each with where it goes here:
-// under Iwd by its base name, or where transfer_output_remaps ("name = path; ...", the name as
-// listed or its base name) puts it (a relative path is under Iwd).
+// transfer_output_files as names in the job's directory at the site, each with where it goes here,
+// as condor_submit reads them: a file or folder by its base name under Iwd; a name ending in '/'
+// (a folder's contents) into Iwd itself; or where transfer_output_remaps ("name = path; ...", the
+// name as listed or its base name) puts it (a relative path is under Iwd). A folder's name keeps
+// its '/' in the plan.
 Result<std::vector<std::pair<std::string, std::string>>> PlanResults(const std::string& list,
                                                                      const std::string& remaps,
-                                                                     const std::string& iwd) {
+                                                                     const std::string& iwd,
+                                                                     const grid::GridType& type) {
   std::vector<std::pair<std::string, std::string>> out;
-  std::set<std::string> seen;
+  std::set<std::string> seen, names;
   for (const auto& name : Split(list, ',')) {
-    bool bad = name.starts_with('/') || name.ends_with('/') ||
-               name.find("://") != std::string::npos || !gram::ValidRelativeName(name);
+    bool contents = name.ends_with('/');
+    std::string bare = contents ? name.substr(0, name.size() - 1) : name;
+    bool bad = bare.starts_with('/') || bare.find("://") != std::string::npos ||
+               !gram::ValidRelativeName(bare);
     if (bad) {
       return Fail(Bad("TransferOutput", "'" + name +
-                                            "' is not a file name in the job's directory at the "
-                                            "site (directories and URLs are not fetched)"));
+                                            "' is not the name of a file or folder in the job's "
+                                            "directory at the site (URLs are not fetched)"));
     }
-    std::string local = BaseName(name);
+    if (contents && !type.caps.output_folders) {
+      return Fail(Bad("TransferOutput",
+                      "a " + type.display + " sends back files, not folders ('" + name + "')"));
+    }
+    if (!names.insert(bare).second) {
+      return Fail(Bad("TransferOutput", "'" + bare + "' is listed twice"));
+    }
+    std::string local = contents ? "" : BaseName(bare);
     for (const auto& item : Split(remaps, ';')) {
       auto eq = item.find('=');
       if (eq == std::string::npos) continue;
       std::string key(Trim(std::string_view(item).substr(0, eq)));
-      if (key == name || key == BaseName(name)) local = std::string(Trim(item.substr(eq + 1)));
+      if (key == name || key == bare || key == BaseName(bare)) {
+        local = std::string(Trim(item.substr(eq + 1)));
+      }
     }
-    std::string path = JoinPath(iwd, local);
-    if (!seen.insert(path).second) {
+    std::string path = local.empty() ? iwd : JoinPath(iwd, local);
+    // Several folders' contents may come into one place, as in HTCondor; files may not.
+    if (!(contents && local.empty()) && !seen.insert(path).second) {
       return Fail(Bad("TransferOutput", "two output files would be written to " + path));
     }
     out.emplace_back(name, std::move(path));
@@ -221,14 +236,17 @@ Result<GridJobPlan> PlanGridJob(const classad::ClassAd& ad) {
                                             " does not send back transfer_output_files"));
     }
     auto results =
-        PlanResults(*outputs, ad.EvaluateString("TransferOutputRemaps").value_or(""), iwd);
+        PlanResults(*outputs, ad.EvaluateString("TransferOutputRemaps").value_or(""), iwd, *type);
     if (!results) return Fail(results.error());
     p.results = std::move(*results);
     if (type->caps.output_files_by_gass) {
       for (const auto& [name, path] : p.results) {
-        std::string gass_name = "output/" + name;
-        p.writable.push_back({gass_name, path});
-        p.desc.stage_out.push_back({gass_name, name});
+        // Each may turn out to be a folder at the site: what is beneath its name is writable too.
+        bool folder = name.ends_with('/');
+        std::string bare = folder ? name.substr(0, name.size() - 1) : name;
+        std::string gass_name = "output/" + bare;
+        p.writable.push_back({gass_name, path, true});
+        p.desc.stage_out.push_back({gass_name, bare, folder});
       }
     }
   }

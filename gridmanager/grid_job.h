@@ -29,8 +29,9 @@ struct GridJobPlan {
   std::vector<gass::ReadableFile> readable;  // executable, stdin, transfer_input_files
   // stdout, stderr; and transfer_output_files ("output/NAME") for types whose site sends them
   std::vector<gass::WritableFile> writable;
-  // transfer_output_files, for grid types whose link fetches them (GridTypeCaps::output_files):
-  // the name at the site, the path here (its base name under Iwd, or where a remap puts it).
+  // transfer_output_files, for grid types that send them back (GridTypeCaps::output_files): the
+  // name at the site, the path here (its base name under Iwd, or where a remap puts it). A name
+  // ending in '/' is a folder whose contents come into the path (Iwd unless remapped).
   std::vector<std::pair<std::string, std::string>> results;
   std::string proxy;  // x509userproxy
 };

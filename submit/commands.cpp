@@ -152,7 +152,7 @@ const CommandInfo kCommands[] = {
     {"should_transfer_files", "ShouldTransferFiles", F::kSpecial, U::kRecords, "", ""},
     {"when_to_transfer_output", "WhenToTransferOutput", F::kSpecial, U::kRecords, "", ""},
     {"transfer_input_files", "TransferInput", F::kSpecial, U::kActs, "grid jobs (files; no URLs or directories)", "transferinputfiles"},
-    {"transfer_output_files", "TransferOutput", F::kSpecial, U::kRecords, "grid jobs: brought back from Kite and GRAM5 gatekeepers and ARC CEs (files, not directories)", "transferoutputfiles"},
+    {"transfer_output_files", "TransferOutput", F::kSpecial, U::kRecords, "grid jobs: brought back from Kite and GRAM5 gatekeepers and ARC CEs (folders too, except from GRAM5)", "transferoutputfiles"},
     {"transfer_output_remaps", "TransferOutputRemaps", F::kSpecial, U::kRecords, "", ""},
     {"transfer_plugins", "TransferPlugins", F::kString, U::kRecords, "", ""},
     {"transfer_checkpoint_files", "TransferCheckpoint", F::kString, U::kActs, "vanilla: what a checkpoint is", ""},

@@ -122,16 +122,17 @@ Status CheckInputs(JobContext& ctx, const std::vector<std::string>& files) {
 }
 
 // What a grid job's transfers cannot do today, refused at submit rather than held later: files
-// other than output and error coming back, and directories going out (a grid job's input is
-// files, each put in its directory at the site under its own name).
+// coming back from a type that does not send them (folders from one that sends only files), and
+// directories going out (a grid job's input is files, each put in its directory at the site
+// under its own name).
 Status CheckGridTransfers(JobContext& ctx, const std::vector<std::string>& inputs,
                           const std::vector<std::string>& outputs) {
   auto universe = GetUniverse(ctx);
   if (!universe) return Fail(universe.error());
   if (*universe != kGridUniverse) return {};
   if (!outputs.empty()) {
-    // Grid types that bring them back (GridTypeCaps::output_files): files by name, no
-    // directories or URLs.
+    // Grid types that bring them back (GridTypeCaps::output_files): files and, where the type
+    // can, folders by name; no URLs.
     auto resource = ctx.Get("grid_resource");
     if (!resource) return Fail(resource.error());
     auto r = *resource ? grid::ParseGridResource(**resource) : Result<grid::GridResource>();
@@ -144,12 +145,17 @@ Status CheckGridTransfers(JobContext& ctx, const std::vector<std::string>& input
                                   "what you need there, or pack it into one of them)"));
     }
     for (const auto& f : outputs) {
-      if (IsUrl(f) || f.starts_with('/') || f.ends_with('/') || f.find("..") != std::string::npos) {
+      if (IsUrl(f) || f.starts_with('/') || f.find("..") != std::string::npos) {
         return Fail(ctx.ErrorAt("transfer_output_files",
                                 "transfer_output_files: '" + f +
-                                    "' is not a file name in the job's directory at the site "
-                                    "(a grid job's output comes back as files, not directories "
-                                    "or URLs)"));
+                                    "' is not the name of a file or folder in the job's "
+                                    "directory at the site (URLs are not fetched)"));
+      }
+      if (f.ends_with('/') && !type->caps.output_folders) {
+        return Fail(
+            ctx.ErrorAt("transfer_output_files", "transfer_output_files: a " + type->display +
+                                                     " sends back files, not folders ('" + f +
+                                                     "'; pack the folder into one file with tar)"));
       }
     }
   }

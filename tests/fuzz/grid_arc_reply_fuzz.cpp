@@ -1,7 +1,9 @@
 // An ARC CE's replies as the ARC link reads them: bulk job replies, job lists, diagnostics and
-// delegation locations. None may crash, hang or read out of bounds, whatever the CE sends.
+// delegation locations, session folder listings. None may crash, hang or read out of bounds,
+// whatever the CE sends.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "grid/arc_format.h"
@@ -19,5 +21,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)ParseJobList(text);
   (void)ParseExitCode(text);
   (void)DelegationIdOf(text);
+  if (auto listing = ParseSessionListing(text)) {
+    // What a listing names is one plain segment: nothing that climbs out of its folder.
+    for (const auto* names : {&listing->files, &listing->folders}) {
+      for (const auto& n : *names) {
+        if (n.empty() || n == "." || n == ".." || n.find('/') != std::string::npos)
+          __builtin_trap();
+      }
+    }
+  }
   return 0;
 }

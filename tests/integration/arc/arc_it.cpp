@@ -216,6 +216,38 @@ TEST_F(ArcCe, AJobWithoutAnOutputFileItNamesIsHeldSayingWhich) {
   EXPECT_EQ(ReadFileOr(env_.dir() + "/out.txt"), "partial\n");
 }
 
+// Folders in transfer_output_files come back from the CE as condor_submit users name them: "res"
+// as the folder res with everything in it, empty folders too; "flat/" as what the folder holds,
+// into the submit folder. A folder the job did not make holds its job saying which.
+TEST_F(ArcCe, OutputFoldersComeBackWholeAndOneTheJobDidNotMakeHoldsIt) {
+  int c = env_.Submit(
+      Sub("executable = /bin/sh\ntransfer_executable = false\n"
+          "arguments = \"-c 'mkdir -p res/sub/deeper res/empty flat/inner && echo a > res/a.txt && "
+          "echo b > res/sub/b.txt && seq 1 5000 > res/sub/deeper/c.txt && echo x > flat/x.txt && "
+          "echo y > flat/inner/y.txt'\"\n"
+          "transfer_output_files = res, flat/\nqueue\n"));
+  WaitDone(c);
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_EQ(Attr(id, "JobStatus", true), "4") << Attr(id, "HoldReason", false);
+  const std::string d = env_.dir();
+  EXPECT_EQ(ReadFileOr(d + "/res/a.txt"), "a\n");
+  EXPECT_EQ(ReadFileOr(d + "/res/sub/b.txt"), "b\n");
+  EXPECT_EQ(RunCommand({"sh", "-c", "seq 1 5000 | cmp - " + d + "/res/sub/deeper/c.txt"}).exit_code,
+            0);
+  EXPECT_TRUE(std::filesystem::is_directory(d + "/res/empty"));
+  EXPECT_EQ(ReadFileOr(d + "/x.txt"), "x\n");
+  EXPECT_EQ(ReadFileOr(d + "/inner/y.txt"), "y\n");
+  EXPECT_FALSE(std::filesystem::exists(d + "/flat"));
+
+  int missing =
+      env_.Submit(Sub("executable = /bin/sh\ntransfer_executable = false\n"
+                      "arguments = \"-c 'echo partial'\"\noutput = out.txt\n"
+                      "transfer_output_files = never/\nqueue\n"));
+  std::string reason = HoldReasonOnceHeld(std::to_string(missing) + ".0", 120);
+  EXPECT_NE(reason.find("never/"), std::string::npos) << reason;
+  EXPECT_EQ(ReadFileOr(d + "/out.txt"), "partial\n");
+}
+
 // A proxy refreshed on the desktop (`kite proxy init` again) reaches the CE while a job runs
 // there: the gridmanager renews its delegation in place (the same id, which the job names), and
 // the job goes on to its end. Whether the CE then rewrites the proxy file of a job already running

@@ -222,7 +222,7 @@ TEST_F(GridE2E, LinkedAndRelativeInputsAreSentAndWhatCannotBeSentIsRefusedAtSubm
   for (auto [extra, word] : std::vector<std::pair<std::string, std::string>>{
            {"transfer_input_files = " + sub + "\n", "is a directory"},
            {"transfer_input_files = adir/\n", "is a directory"},
-           {"transfer_output_files = results/\n", "transfer_output_files"}}) {
+           {"transfer_output_files = ../results\n", "transfer_output_files"}}) {
     env_.Write("bad.sub",
                Sub("executable = /bin/true\ntransfer_executable = false\n" + extra + "queue\n"));
     auto r = env_.Kite({"submit", "bad.sub"});
@@ -270,8 +270,48 @@ TEST_F(GridE2E, OutputFilesComeBackAndOneTheJobDidNotMakeHoldsIt) {
   ASSERT_TRUE(WaitUntil([&] { return env_.JobStatus(mid) == 5; }, 60));
   std::string reason = Attr(mid, "HoldReason", false);
   EXPECT_NE(reason.find("stage-out-failed"), std::string::npos) << reason;
-  EXPECT_NE(reason.find("the job made no regular file 'never.txt'"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("the job made no file or folder 'never.txt'"), std::string::npos) << reason;
   EXPECT_EQ(ReadFileOr(side), "ran\n");
+}
+
+// Folders in transfer_output_files come back from a Kite gatekeeper as condor_submit users name
+// them: "res" as the folder res with everything in it, at any depth, empty folders too; "flat/"
+// as what the folder holds, into the submit folder. A symbolic link in a folder holds its job
+// saying which, after the job ran once: only files and folders come back.
+TEST_F(GridE2E, OutputFoldersComeBackWholeAndALinkInOneHoldsItsJob) {
+  int c = env_.Submit(
+      Sub("executable = /bin/sh\ntransfer_executable = false\n"
+          "arguments = \"-c 'mkdir -p res/sub/deeper flat/inner && echo a > res/a.txt && "
+          "echo b > res/sub/b.txt && seq 1 5000 > res/sub/deeper/c.txt && echo x > flat/x.txt && "
+          "echo y > flat/inner/y.txt && mkdir -p res/empty none'\"\n"
+          "transfer_output_files = res, flat/, none\nqueue\n"));
+  WaitDone(c, 120);
+  std::string id = std::to_string(c) + ".0";
+  ASSERT_EQ(Attr(id, "JobStatus", true), "4") << Attr(id, "HoldReason", false);
+  const std::string d = env_.dir();
+  EXPECT_EQ(ReadFileOr(d + "/res/a.txt"), "a\n");
+  EXPECT_EQ(ReadFileOr(d + "/res/sub/b.txt"), "b\n");
+  EXPECT_EQ(RunCommand({"sh", "-c", "seq 1 5000 | cmp - " + d + "/res/sub/deeper/c.txt"}).exit_code,
+            0);
+  EXPECT_EQ(ReadFileOr(d + "/x.txt"), "x\n");
+  EXPECT_EQ(ReadFileOr(d + "/inner/y.txt"), "y\n");
+  EXPECT_FALSE(std::filesystem::exists(d + "/flat"));
+  EXPECT_TRUE(std::filesystem::is_directory(d + "/res/empty"));  // empty folders too
+  EXPECT_TRUE(std::filesystem::is_directory(d + "/none"));
+
+  std::string side = d + "/ran";
+  int linked =
+      env_.Submit(Sub("executable = /bin/sh\ntransfer_executable = false\n"
+                      "arguments = \"-c 'echo ran >> " +
+                      side +
+                      " && mkdir -p got && echo a > got/a.txt && ln -s /etc/passwd got/link'\"\n"
+                      "transfer_output_files = got\nqueue\n"));
+  std::string lid = std::to_string(linked) + ".0";
+  ASSERT_TRUE(WaitUntil([&] { return env_.JobStatus(lid) == 5; }, 60));
+  std::string reason = Attr(lid, "HoldReason", false);
+  EXPECT_NE(reason.find("'got/link' is a symbolic link"), std::string::npos) << reason;
+  EXPECT_EQ(ReadFileOr(side), "ran\n");
+  EXPECT_FALSE(std::filesystem::exists(d + "/got/link"));
 }
 
 // A proxy no gridmanager can use holds its grid jobs (HoldReasonCode 4) with a reason naming the

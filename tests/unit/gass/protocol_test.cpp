@@ -109,7 +109,8 @@ TEST(JobTableTest, ResolvesOnlyTheOwnersRegisteredNames) {
       t.Add("7", "/O=Grid/CN=Jane", {{"exe", "/home/jane/a.out"}}, {{"stdout", "/home/jane/out"}}));
   auto ok = t.Resolve("/O=Grid/CN=Jane", {"7", "exe"}, Access::kRead);
   ASSERT_TRUE(ok);
-  EXPECT_EQ(*ok, "/home/jane/a.out");
+  EXPECT_EQ(ok->path, "/home/jane/a.out");
+  EXPECT_TRUE(ok->root.empty());
   EXPECT_EQ(t.Resolve("/O=Grid/CN=Bob", {"7", "exe"}, Access::kRead).error().code(),
             ErrorCode::kAuthFailed);
   EXPECT_EQ(t.Resolve("/O=Grid/CN=Jane", {"8", "exe"}, Access::kRead).error().code(),
@@ -125,6 +126,37 @@ TEST(JobTableTest, ResolvesOnlyTheOwnersRegisteredNames) {
             ErrorCode::kNotFound);
 }
 
+TEST(JobTableTest, ATreeTakesNamesBeneathItForWritingOnly) {
+  JobTable t;
+  ASSERT_TRUE(t.Add("7", "/O=Grid/CN=Jane", {},
+                    {{"output/d", "/home/jane/d", true},
+                     {"output/d/sub", "/home/jane/other", true},
+                     {"output/f", "/home/jane/f"}}));
+  auto self = t.Resolve("/O=Grid/CN=Jane", {"7", "output/d"}, Access::kWrite);
+  ASSERT_TRUE(self);
+  EXPECT_EQ(self->path, "/home/jane/d");
+  EXPECT_TRUE(self->root.empty());
+  auto deep = t.Resolve("/O=Grid/CN=Jane", {"7", "output/d/a/b.txt"}, Access::kWrite);
+  ASSERT_TRUE(deep);
+  EXPECT_EQ(deep->path, "/home/jane/d/a/b.txt");
+  EXPECT_EQ(deep->root, "/home/jane/d");
+  EXPECT_EQ(deep->rel, "a/b.txt");
+  // The longest tree wins.
+  auto nested = t.Resolve("/O=Grid/CN=Jane", {"7", "output/d/sub/x"}, Access::kWrite);
+  ASSERT_TRUE(nested);
+  EXPECT_EQ(nested->root, "/home/jane/other");
+  EXPECT_EQ(nested->rel, "x");
+  // Not beneath a file that is no tree, not for reading, not beside a tree's name.
+  EXPECT_EQ(t.Resolve("/O=Grid/CN=Jane", {"7", "output/f/x"}, Access::kWrite).error().code(),
+            ErrorCode::kNotFound);
+  EXPECT_EQ(t.Resolve("/O=Grid/CN=Jane", {"7", "output/d/a"}, Access::kRead).error().code(),
+            ErrorCode::kNotFound);
+  EXPECT_EQ(t.Resolve("/O=Grid/CN=Jane", {"7", "output/dx"}, Access::kWrite).error().code(),
+            ErrorCode::kNotFound);
+  EXPECT_EQ(t.Resolve("/O=Grid/CN=Bob", {"7", "output/d/a"}, Access::kWrite).error().code(),
+            ErrorCode::kAuthFailed);
+}
+
 TEST(JobTableTest, RefusesBadRegistrationsAndKeepsTheOldOne) {
   JobTable t;
   ASSERT_TRUE(t.Add("7", "/CN=J", {{"exe", "/a"}}, {}));
@@ -137,7 +169,7 @@ TEST(JobTableTest, RefusesBadRegistrationsAndKeepsTheOldOne) {
   EXPECT_FALSE(t.Add("7", "", {}, {}));
   auto still = t.Resolve("/CN=J", {"7", "exe"}, Access::kRead);
   ASSERT_TRUE(still);
-  EXPECT_EQ(*still, "/a");
+  EXPECT_EQ(still->path, "/a");
 }
 
 }  // namespace

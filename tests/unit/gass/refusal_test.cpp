@@ -124,6 +124,41 @@ TEST_F(Refusal, ASymlinkSwappedInIsNotFollowed) {
   ExpectStillServing();
 }
 
+TEST_F(Refusal, NoFolderBeneathATreeIsASymlinkOrAFile) {
+  std::filesystem::path tree = w->dir / "tree";
+  std::filesystem::create_directories(tree);
+  std::filesystem::create_symlink(std::filesystem::path(secret).parent_path(), tree / "away");
+  testing::WriteAll(tree / "plain", "a file");
+  ASSERT_TRUE(w->server->AddJob("T", w->jane_dn, {}, {{"output/tree", tree, true}}));
+  GassClient c = w->Client(w->jane_proxy);
+  std::string name = std::filesystem::path(secret).filename();
+  auto through = c.PutAt(MakeTarget("T", "output/tree/away/" + name), 0, "overwritten");
+  ASSERT_FALSE(through);
+  EXPECT_EQ(through.error().code(), ErrorCode::kAuthFailed) << through.error().ToString();
+  EXPECT_EQ(ReadAll(secret), kSecret);
+  auto under_file = c.PutAt(MakeTarget("T", "output/tree/plain/x"), 0, "x");
+  ASSERT_FALSE(under_file);
+  EXPECT_EQ(under_file.error().code(), ErrorCode::kAuthFailed);
+  EXPECT_EQ(ReadAll(tree / "plain"), "a file");
+  std::filesystem::create_symlink(secret, tree / "link");  // nor the file itself
+  EXPECT_FALSE(c.PutAt(MakeTarget("T", "output/tree/link"), 0, "overwritten"));
+  EXPECT_EQ(ReadAll(secret), kSecret);
+  // Folders are made only where a tree allows, never through a link or over a file.
+  EXPECT_EQ(c.MakeFolder(MakeTarget("T", "output/tree/away/new")).error().code(),
+            ErrorCode::kAuthFailed);
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(secret).parent_path() / "new"));
+  EXPECT_EQ(c.MakeFolder(MakeTarget("T", "output/tree/plain")).error().code(),
+            ErrorCode::kAuthFailed);
+  EXPECT_EQ(c.MakeFolder(MakeTarget("J", "output")).error().code(), ErrorCode::kAuthFailed);
+  EXPECT_FALSE(std::filesystem::is_directory(output));
+  auto body = w->Raw(
+      "PUT /jobs/T/output/tree/n HTTP/1.1\r\nHost: x\r\nKite-Folder: 1\r\n"
+      "Content-Length: 1\r\nContent-Range: bytes 0-0/*\r\n\r\nx");
+  EXPECT_EQ(body.status, 400);
+  EXPECT_FALSE(std::filesystem::exists(tree / "n"));
+  ExpectStillServing();
+}
+
 TEST_F(Refusal, MalformedRequestsGet400AndTheServerGoesOn) {
   for (const char* bytes : {
            "GARBAGE\r\n\r\n",

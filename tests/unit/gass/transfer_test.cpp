@@ -119,6 +119,26 @@ TEST_F(Transfer, EmptyFilesTravel) {
   EXPECT_EQ(*c.GetRange(MakeTarget("j", "e"), 0, 10), "");
 }
 
+TEST_F(Transfer, FilesBeneathATreeMakeTheirFolders) {
+  std::filesystem::path out = w->dir / "results";
+  ASSERT_TRUE(w->server->AddJob("j", w->jane_dn, {}, {{"output/results", out, true}}));
+  GassClient c = w->Client(w->jane_proxy);
+  EXPECT_EQ(*c.PutAt(MakeTarget("j", "output/results/a.txt"), 0, "a\n"), 2u);
+  EXPECT_EQ(*c.PutAt(MakeTarget("j", "output/results/sub/deeper/c.txt"), 0, "c\n"), 2u);
+  EXPECT_EQ(ReadAll(out / "a.txt"), "a\n");
+  EXPECT_EQ(ReadAll(out / "sub/deeper/c.txt"), "c\n");
+  EXPECT_EQ(*c.Size(MakeTarget("j", "output/results/sub/deeper/c.txt")), 2u);  // a writer's HEAD
+  EXPECT_EQ(*c.Truncate(MakeTarget("j", "output/results/a.txt"), 1), 1u);
+  EXPECT_EQ(ReadAll(out / "a.txt"), "a");
+  // Empty folders, the tree's own included, are made on request; twice is the same as once.
+  std::filesystem::remove_all(out);
+  ASSERT_TRUE(c.MakeFolder(MakeTarget("j", "output/results")));
+  EXPECT_TRUE(std::filesystem::is_directory(out));
+  ASSERT_TRUE(c.MakeFolder(MakeTarget("j", "output/results/x/empty")));
+  ASSERT_TRUE(c.MakeFolder(MakeTarget("j", "output/results/x/empty")));
+  EXPECT_TRUE(std::filesystem::is_directory(out / "x/empty"));
+}
+
 TEST_F(Transfer, OneConnectionServesManyRequests) {
   ASSERT_TRUE(w->server->AddJob("j", w->jane_dn, {{"f", w->File("f", "0123456789")}}, {}));
   GassClient c = w->Client(w->jane_proxy);

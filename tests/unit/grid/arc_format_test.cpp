@@ -60,6 +60,35 @@ TEST(ArcDescribeJob, KeepsAndFetchesTheOutputFilesTheJobNames) {
                                                     {"sub/t.csv", "/home/u/run/t.csv"}}));
   files.results = {{"../escape", "/tmp/x"}};
   EXPECT_FALSE(DescribeJob(d, files, "n", ""));
+  files.results = {{"d/", "/home/u/run"}};  // a folder's contents: the CE keeps the folder
+  j = DescribeJob(d, files, "n", "");
+  ASSERT_TRUE(j) << j.error().ToString();
+  EXPECT_NE(j->xrsl.find("(outputfiles=(\"d/\" \"\"))"), std::string::npos) << j->xrsl;
+  EXPECT_EQ(j->downloads, (std::vector<SessionFile>{{"d/", "/home/u/run"}}));
+}
+
+// A session folder's listing as A-REX 6.17 gives it (Accept: application/xml).
+TEST(ArcSessionListing, ReadsFilesAndFoldersAndOnlyPlainNames) {
+  auto l = ParseSessionListing(
+      "<list><dir>empty</dir><dir>sub</dir><file size=\"2\">a.txt</file>"
+      "<file size=\"0\">R&amp;D &lt;1&gt;</file></list>\n");
+  ASSERT_TRUE(l) << l.error().ToString();
+  EXPECT_EQ(l->files, (std::vector<std::string>{"a.txt", "R&D <1>"}));
+  EXPECT_EQ(l->folders, (std::vector<std::string>{"empty", "sub"}));
+  for (const char* none : {"<list/>", "<list></list>", "<?xml version=\"1.0\"?>\n<list/>"}) {
+    auto e = ParseSessionListing(none);
+    ASSERT_TRUE(e) << none;
+    EXPECT_TRUE(e->files.empty() && e->folders.empty());
+  }
+  for (const char* bad :
+       {"", "{\"file\":\"a\"}", "<list><file>..</file></list>", "<list><dir>.</dir></list>",
+        "<list><file>a/b</file></list>", "<list><file></file></list>",
+        "<list><file>&#47;etc</file></list>", "<list><file>a&bogus;</file></list>", "<list><file>a",
+        "<list><link>a</link></list>", "<list><filex>a</filex></list>"}) {
+    auto e = ParseSessionListing(bad);
+    ASSERT_FALSE(e) << bad;
+    EXPECT_EQ(e.error().code(), ErrorCode::kProtocol) << bad;
+  }
 }
 
 TEST(ArcDescribeJob, RunsAnExecutableOfTheSiteAndLeavesOutWhatIsNotAsked) {

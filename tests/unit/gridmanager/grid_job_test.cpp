@@ -123,7 +123,7 @@ TEST(PlanGridJob, OutputFilesComeBackFromTypesThatBringThemBack) {
                                {"result.dat", "/home/jane/run/result.dat"},
                                {"sub/table.csv", "/home/jane/run/tables/t.$(Process).csv"},
                                {"log.txt", "/var/tmp/log.txt"}}));
-  for (const char* bad : {"../x", "/etc/passwd", "dir/", "gsiftp://h/x"}) {
+  for (const char* bad : {"../x", "/etc/passwd", "/", "gsiftp://h/x", "d, d/"}) {
     auto r = PlanGridJob(Ad(arc + "TransferOutput = \"" + bad + "\"\n"));
     ASSERT_FALSE(r) << bad;
     EXPECT_NE(r.error().message().find("TransferOutput"), std::string::npos);
@@ -132,14 +132,36 @@ TEST(PlanGridJob, OutputFilesComeBackFromTypesThatBringThemBack) {
   ASSERT_FALSE(twice);
   EXPECT_NE(twice.error().message().find("two output files"), std::string::npos);
   EXPECT_TRUE(plan->desc.stage_out.empty());  // ARC's link fetches them
+  // Folders: "d" becomes Iwd/d; "d/" brings what d holds into Iwd (or where a remap says).
+  auto folders = PlanGridJob(Ad(arc + "TransferOutput = \"out/d, a/, b/, c/\"\n"
+                                      "TransferOutputRemaps = \"c = elsewhere\"\n"));
+  ASSERT_TRUE(folders) << folders.error().ToString();
+  EXPECT_EQ(folders->results,
+            (std::vector<std::pair<std::string, std::string>>{{"out/d", "/home/jane/run/d"},
+                                                              {"a/", "/home/jane/run"},
+                                                              {"b/", "/home/jane/run"},
+                                                              {"c/", "/home/jane/run/elsewhere"}}));
+  auto gt5 =
+      PlanGridJob(Ad("GridResource = \"gt5 gk.example.org/jobmanager-fork\"\n"
+                     "x509userproxy = \"/tmp/x509up_u1\"\nIwd = \"/home/jane/run\"\n"
+                     "Cmd = \"/bin/sh\"\nTransferExecutable = false\n"
+                     "TransferOutput = \"r.dat, d/\"\n"));
+  ASSERT_FALSE(gt5);
+  EXPECT_NE(gt5.error().message().find("sends back files, not folders ('d/')"), std::string::npos)
+      << gt5.error().ToString();
   auto kite =
       PlanGridJob(Ad(std::string(kBase) + "Cmd = \"p\"\nIwd = \"/home/jane/run\"\n"
-                                          "TransferOutput = \"r.dat, sub/t.csv\"\n"
+                                          "TransferOutput = \"r.dat, sub/t.csv, d/\"\n"
                                           "TransferOutputRemaps = \"t.csv = tables/t.csv\"\n"));
   ASSERT_TRUE(kite) << kite.error().ToString();
-  EXPECT_EQ(
-      kite->desc.stage_out,
-      (std::vector<gram::StageFile>{{"output/r.dat", "r.dat"}, {"output/sub/t.csv", "sub/t.csv"}}));
+  EXPECT_EQ(kite->desc.stage_out, (std::vector<gram::StageFile>{{"output/r.dat", "r.dat"},
+                                                                {"output/sub/t.csv", "sub/t.csv"},
+                                                                {"output/d", "d", true}}));
+  for (const auto& w : kite->writable) {  // any of them may be a folder at the site
+    if (w.name.starts_with("output/")) {
+      EXPECT_TRUE(w.tree) << w.name;
+    }
+  }
   std::vector<std::pair<std::string, std::string>> writable;
   for (const auto& w : kite->writable) writable.emplace_back(w.name, w.path);
   EXPECT_NE(std::find(writable.begin(), writable.end(),

@@ -176,15 +176,19 @@ TEST_F(ErrorsTest, GridResourceIsReadByItsTypesRegistryRow) {
             std::string::npos);
 }
 
-// transfer_output_files of a grid job: taken for the types that bring them back (ARC, Kite), as
-// files; refused, saying so, for one that does not.
+// transfer_output_files of a grid job: taken for the types that bring them back (ARC, Kite,
+// GRAM5), folders too where the type can; refused, saying so, for one that does not.
 TEST_F(ErrorsTest, GridOutputFilesGoToTypesThatBringThemBack) {
   const std::string arc = "universe = grid\ngrid_resource = arc ce.example.org\nexecutable = p\n";
-  auto c = MustParse(arc + "transfer_output_files = result.dat, sub/t.csv\nqueue\n");
-  EXPECT_EQ(Get(c, "TransferOutput"), "\"result.dat,sub/t.csv\"");
-  for (const char* bad : {"out/", "/abs/x", "../x"}) {
+  auto c = MustParse(arc + "transfer_output_files = result.dat, sub/t.csv, out/\nqueue\n");
+  EXPECT_EQ(Get(c, "TransferOutput"), "\"result.dat,sub/t.csv,out/\"");
+  EXPECT_NE(ErrorOf("universe = grid\ngrid_resource = gt5 gk.example.org\nexecutable = p\n"
+                    "transfer_output_files = r.dat, out/\nqueue\n")
+                .find("a Globus GRAM5 gatekeeper sends back files, not folders ('out/'"),
+            std::string::npos);
+  for (const char* bad : {"/abs/x", "../x", "gsiftp://h/x"}) {
     EXPECT_NE(ErrorOf(arc + "transfer_output_files = " + bad + "\nqueue\n")
-                  .find("is not a file name in the job's directory at the site"),
+                  .find("is not the name of a file or folder in the job's directory at the site"),
               std::string::npos)
         << bad;
   }
