@@ -261,10 +261,18 @@ void HandleAct(Agent& agent, const json::object& body, const std::string& caller
 
 // Attributes condor_qedit will not change: the job's identity, its status (changed only through
 // hold, release and rm, which log it) and what the gridmanager owns.
-constexpr std::string_view kProtectedAttrs[] = {
-    "ClusterId",           "ProcId", "JobStatus",   "Owner",     "MyType",
-    "TargetType",          "QDate",  "GlobalJobId", "GridJobId", "GridJobStatus",
-    "EnteredCurrentStatus"};
+constexpr std::string_view kProtectedAttrs[] = {"ClusterId",
+                                                "ProcId",
+                                                "JobStatus",
+                                                "Owner",
+                                                "MyType",
+                                                "TargetType",
+                                                "QDate",
+                                                "GlobalJobId",
+                                                "GridJobId",
+                                                "GridJobStatus",
+                                                "GridJobSiteStatus",
+                                                "EnteredCurrentStatus"};
 
 Status CheckEditable(const std::string& name) {
   bool ident =

@@ -190,7 +190,9 @@ std::string FormatGridTable(const std::vector<ListedJob>& jobs) {
     auto resource = ad.EvaluateString("GridResource");
     if (!resource) continue;
     std::string owner = ad.EvaluateString("Owner").value_or("?");
-    std::string remote = ad.EvaluateString("GridJobStatus").value_or("");
+    // The site's own word for the job's state where it has one (ARC's RUNNING), else Kite's.
+    std::string remote = ad.EvaluateString("GridJobSiteStatus").value_or("");
+    if (remote.empty()) remote = ad.EvaluateString("GridJobStatus").value_or("");
     std::string state = remote.empty() ? StatusName(StatusOf(ad)) : remote;
     for (auto& c : state) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     // Its type's label ("kite->slurm") and the site ("HOST:PORT"); a resource no grid type reads,

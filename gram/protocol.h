@@ -134,6 +134,9 @@ struct JobStatus {
   std::optional<ExitInfo> exit;
   int64_t stdout_offset = 0;  // bytes of stdout acknowledged by GASS
   int64_t stderr_offset = 0;
+  // The site's own word for the state, for people to read ("RUNNING" at an ARC CE), where its
+  // grid type names states its own way; empty: Kite's name says it. Not on Kite's wire.
+  std::string site_state;
   bool operator==(const JobStatus&) const = default;
 };
 

@@ -293,6 +293,7 @@ class ArcSiteLink : public SiteLink, public std::enable_shared_from_this<ArcSite
       state = gram::JobState::kPending;
     }
     s.state = *state;
+    s.site_state = ForLog(reply.state, 32);  // what `kite q -grid` shows: the CE's own word
     const std::string& rs = reply.state;
     if (rs == "KILLED") {
       s.failure = gram::FailureCode::kCancelled;

@@ -64,6 +64,10 @@ class Helper {
 
   // Whether the site's job manager has completed a write of served file `name`.
   bool Written(const std::string& name) const { return FileExists(written_dir_ + "/" + name); }
+  // Forgets that `name` was written: only a later write counts.
+  void Unmark(const std::string& name) const {
+    (void)::unlink((written_dir_ + "/" + name).c_str());
+  }
   ~Helper() {
     std::unique_lock lock(mu_);
     Stop(lock);
@@ -525,6 +529,10 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
             r.job_id, reply->size() > 3 ? ForLog((*reply)[3]) : std::string("?"));
         shared_->CountRetry(r.job_id);
         if (Stop(r, at)) {
+          // What the failed stage-out marked written is not to be trusted: a copy that failed
+          // reading its source (a folder the job made under an output file's name) still ends
+          // its PUT cleanly, and the helper marks it. The new job manager sends everything again.
+          for (const auto& name : OutputNames(r)) helper_.Unmark(name);
           if (std::string now_at = Restart(r, at); !now_at.empty()) {
             reply = helper_.Call({"STATUS", now_at});
           }
@@ -553,20 +561,31 @@ class Gt5SiteLink : public SiteLink, public std::enable_shared_from_this<Gt5Site
       // (and a commit-end then would lose it): done only once every output file has reached the
       // helper. A job manager restarted under a running job never sends it (Debian 12's
       // globus-gram-job-manager 15.8 ends a reloaded job without staging out); output that does
-      // not come in time is held. The job ran: never sent again.
+      // not come in time is held. The job ran: never sent again. Nor does one restarted after
+      // a failed stage-out that says DONE without it: such a job manager sends before it says
+      // DONE, and the helper marks each write as it ends.
       bool reloaded = shared_->At(r.job_id) != r.job_id;
+      int retried = shared_->Retries(r.job_id);
       auto waited = shared_->WaitingForOutput(r.job_id);
-      if (!reloaded && waited < kOutputWait) {
+      if (!reloaded && retried == 0 && waited < kOutputWait) {
         s.state = gram::JobState::kStageOut;
         return SiteAnswer{.job = std::move(s)};
       }
       s.state = gram::JobState::kFailed;
       s.failure = gram::FailureCode::kStageOutFailed;
-      s.failure_message =
-          "the job ran at the GRAM5 site (exit code " +
-          (parsed->exit ? std::to_string(*parsed->exit) : std::string("unknown")) + ")" +
-          (reloaded ? ", but its job manager was restarted while it ran and" : ", but") +
-          " its output did not come back";
+      std::string ran = "the job ran at the GRAM5 site (exit code " +
+                        (parsed->exit ? std::to_string(*parsed->exit) : std::string("unknown")) +
+                        "), but ";
+      if (reloaded) {
+        s.failure_message =
+            ran + "its job manager was restarted while it ran and its output did not come back";
+      } else if (retried > 0) {
+        s.failure_message = ran +
+                            "its job manager's stage-out failed (GRAM error 155) and, restarted, "
+                            "it sent nothing: is an output file missing, or a folder?";
+      } else {
+        s.failure_message = ran + "its output did not come back";
+      }
     } else if (s.state == gram::JobState::kDone) {
       if (!parsed->exit) {
         spdlog::warn("gridmanager: GRAM5 job {} is done and its site gives no exit code: 0",

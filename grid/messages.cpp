@@ -30,9 +30,10 @@ struct AttrInfo {
   std::string_view name;
   AttrType type;
 };
-constexpr std::array<AttrInfo, 8> kAttrs = {{
+constexpr std::array<AttrInfo, 9> kAttrs = {{
     {GridAttr::kJobId, "GridJobId", AttrType::kString},
     {GridAttr::kJobStatus, "GridJobStatus", AttrType::kString},
+    {GridAttr::kJobSiteStatus, "GridJobSiteStatus", AttrType::kString},
     {GridAttr::kAttempt, "GridAttempt", AttrType::kInteger},
     {GridAttr::kFinal, "GridFinal", AttrType::kBool},
     {GridAttr::kExitCode, "GridExitCode", AttrType::kInteger},
@@ -468,6 +469,7 @@ StoredGridAttrs ReadGridAttrs(const classad::ClassAd& ad) {
   s.attempt = static_cast<int>(ad.EvaluateInt("GridAttempt").value_or(0));
   s.job_id = ad.EvaluateString("GridJobId").value_or("");
   s.job_status = ad.EvaluateString("GridJobStatus").value_or("");
+  s.job_site_status = ad.EvaluateString("GridJobSiteStatus").value_or("");
   s.final = ad.EvaluateBool("GridFinal").value_or(false);
   if (auto code = ad.EvaluateInt("GridExitCode")) {
     s.exit = ExitInfo{ad.EvaluateBool("GridExitBySignal").value_or(false), static_cast<int>(*code)};

@@ -39,7 +39,8 @@ std::optional<GridAction> ParseGridAction(std::string_view name);
 // The attributes a gridmanager keeps in a job's ad, and their types.
 enum class GridAttr {
   kJobId,           // GridJobId: the site's contact for the job (string)
-  kJobStatus,       // GridJobStatus: the site's state name (string)
+  kJobStatus,       // GridJobStatus: the job's state at the site, in Kite's names (string)
+  kJobSiteStatus,   // GridJobSiteStatus: ... in the site's own word, where it has one (string)
   kAttempt,         // GridAttempt: which attempt at running the job this is (integer)
   kFinal,           // GridFinal: how the attempt ended is stored (boolean)
   kExitCode,        // GridExitCode (integer)
@@ -178,6 +179,7 @@ struct StoredGridAttrs {
   int attempt = 0;
   std::string job_id;            // GridJobId; empty: nothing stored at a site
   std::string job_status;        // GridJobStatus
+  std::string job_site_status;   // GridJobSiteStatus
   bool final = false;            // GridFinal
   std::optional<ExitInfo> exit;  // GridExitCode, GridExitBySignal
   std::string failure_code;      // GridFailureCode

@@ -168,6 +168,7 @@ Result<Engine::Job*> Engine::Admit(const grid::PollJob& pj) {
   j.state.commits = grid::FindGridType(j.plan.resource.type)->caps.two_phase_commit;
   j.state.attempt = attrs.attempt;
   j.state.reported = attrs.job_status;
+  j.state.reported_site = attrs.job_site_status;
   return &j;
 }
 
@@ -236,7 +237,7 @@ bool Engine::Run(Job& j, GridTask task, const GridState& before, const GridInput
       Request(j, Op::kStatus, "");
       break;
     case GridTask::kSaveContact:
-      Save(j, SaveContactUpdate(j.id, j.state, resource));
+      Save(j, SaveContactUpdate(j.id, j.state, j.plan.resource.Text()));
       break;
     case GridTask::kSaveFinal:
       Save(j, SaveFinalUpdate(j.id, j.state));

@@ -225,6 +225,7 @@ void ClearAttempt(GridState& s) {
   s.contact.clear();
   s.news = GridState::NoNews();
   s.reported.clear();
+  s.reported_site.clear();
 }
 
 gram::JobStatus LostStatus() {
@@ -268,13 +269,17 @@ void DoTask(GridState& s, GridTask task) {
       break;
     case T::kSaveContact:
       s.reported = std::string(gram::JobStateName(s.news.state));
+      s.reported_site = s.news.site_state;
       break;
     case T::kSaveFinal:
       s.final = s.news;
       s.reported = std::string(gram::JobStateName(s.news.state));
+      s.reported_site = s.news.site_state;
       break;
     case T::kReport: {
       std::string name(gram::JobStateName(s.news.state));
+      if (name == s.reported && s.news.site_state == s.reported_site) break;
+      s.reported_site = s.news.site_state;
       if (name == s.reported) break;
       s.reported = name;
       if (s.news.state == gram::JobState::kActive && s.status == kite::kIdle) {

@@ -138,6 +138,7 @@ struct GridState {
   std::string contact;                   // the site's contact for this attempt; empty: none
   gram::JobStatus news = NoNews();       // the newest status from the site (seq -1: none)
   std::string reported;                  // GridJobStatus as the agent has it
+  std::string reported_site;             // GridJobSiteStatus as the agent has it
   std::optional<gram::JobStatus> final;  // how the attempt ended, once it is (being) stored
   bool commits = true;  // its grid type submits, then commits (grid/grid_type.h); set on admission
   // The site's job was made for an earlier send of this attempt's submit (GridInput::existing);

@@ -17,6 +17,11 @@ void Set(grid::GridUpdate& u, GridAttr attr, AttrValue value) {
   u.set.push_back(AttrChange{attr, std::move(value)});
 }
 
+// GridJobSiteStatus, for types whose sites have their own word (Kite's have none: nothing set).
+void SetSiteStatus(grid::GridUpdate& u, const std::string& site_state) {
+  if (!site_state.empty()) Set(u, GridAttr::kJobSiteStatus, site_state);
+}
+
 std::string FailureText(const gram::JobStatus& st) {
   return std::string(gram::FailureCodeName(st.failure)) + ": " + st.failure_message;
 }
@@ -62,15 +67,16 @@ void Outcome(grid::GridUpdate& u, const GridState& s, const std::string& resourc
 }  // namespace
 
 grid::GridUpdate SaveContactUpdate(const std::string& id, const GridState& s,
-                                   const std::string& resource) {
+                                   const std::string& grid_resource) {
   grid::GridUpdate u{.id = id};
   Set(u, GridAttr::kJobId, s.contact);
   Set(u, GridAttr::kJobStatus, s.reported);
+  SetSiteStatus(u, s.reported_site);
   Set(u, GridAttr::kAttempt, int64_t{s.attempt});
   u.event = grid::LogEvent{kite::kEventGridSubmit,
                            "Job submitted to grid resource\n    "
-                           "GridResource: kite " +
-                               resource + "\n    GridJobId: " + s.contact};
+                           "GridResource: " +
+                               grid_resource + "\n    GridJobId: " + s.contact};
   return u;
 }
 
@@ -79,6 +85,7 @@ grid::GridUpdate SaveFinalUpdate(const std::string& id, const GridState& s) {
   const gram::JobStatus& end = s.final ? *s.final : s.news;
   Set(u, GridAttr::kFinal, true);
   Set(u, GridAttr::kJobStatus, std::string(gram::JobStateName(end.state)));
+  SetSiteStatus(u, end.site_state);
   if (end.exit) {
     Set(u, GridAttr::kExitCode, int64_t{end.exit->code});
     Set(u, GridAttr::kExitBySignal, end.exit->signaled);
@@ -92,9 +99,15 @@ grid::GridUpdate SaveFinalUpdate(const std::string& id, const GridState& s) {
 
 std::optional<grid::GridUpdate> ReportUpdate(const std::string& id, const GridState& before,
                                              const GridState& after) {
-  if (after.reported == before.reported) return std::nullopt;
+  if (after.reported == before.reported && after.reported_site == before.reported_site) {
+    return std::nullopt;
+  }
   grid::GridUpdate u{.id = id};
   Set(u, GridAttr::kJobStatus, after.reported);
+  if (after.reported_site != before.reported_site) {
+    Set(u, GridAttr::kJobSiteStatus,
+        after.reported_site.empty() ? AttrValue{} : AttrValue{after.reported_site});
+  }
   if (before.status == kite::kIdle && after.status == kite::kRunning) {
     u.action = GridAction::kRunning;
   }
@@ -107,6 +120,7 @@ grid::GridUpdate EndUpdate(const std::string& id, const GridState& after, GridTa
   Set(u, GridAttr::kJobId, AttrValue{});
   Set(u, GridAttr::kFinal, AttrValue{});
   Set(u, GridAttr::kJobStatus, AttrValue{});
+  Set(u, GridAttr::kJobSiteStatus, AttrValue{});
   Set(u, GridAttr::kAttempt, int64_t{after.attempt});
   if (task != GridTask::kClear) Outcome(u, after, resource, max_resubmits);
   return u;

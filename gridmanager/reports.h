@@ -11,9 +11,9 @@
 namespace kite::gridmanager {
 
 // kSaveContact: the contact, stored before the commit that lets the job run, with the
-// grid-submit event. `resource` is "HOST:PORT".
+// grid-submit event, which names `grid_resource` as the job ad does ("gt5 HOST:PORT/SERVICE").
 grid::GridUpdate SaveContactUpdate(const std::string& id, const GridState& s,
-                                   const std::string& resource);
+                                   const std::string& grid_resource);
 // kSaveFinal: how the job ended, stored before commit-end lets the site forget it.
 grid::GridUpdate SaveFinalUpdate(const std::string& id, const GridState& s);
 // kReport: the site's state when it changed from `before` to `after`, and `running` when the

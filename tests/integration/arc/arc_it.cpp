@@ -166,6 +166,7 @@ TEST_F(ArcCe, JobsWithStagedInputRunAtTheCeAndTheirOutputAndExactExitCodesComeBa
     EXPECT_NE(log.find(code), std::string::npos) << code << " missing in\n" << log;
   }
   EXPECT_NE(log.find("return value 3"), std::string::npos) << log;
+  EXPECT_NE(log.find("GridResource: arc "), std::string::npos) << log;
 }
 
 // `kite rm` of a running job has the CE kill it: the CE records the cancel as the job's end.
@@ -180,8 +181,15 @@ TEST_F(ArcCe, ARemovedJobIsKilledAtTheCe) {
   ASSERT_TRUE(WaitUntil([&] { return Processes("sleep 301") > 0; }, 90))
       << env_.Kite({"q", "-grid"}).out;
   ASSERT_TRUE(WaitUntil([&] { return Attr(id, "JobStatus", false) == "2"; }, 30));
+  // The CE's own word for the state, as the CE's status reply says it (its information system
+  // catches up within seconds).
+  ASSERT_TRUE(WaitUntil(
+      [&] { return Attr(id, "GridJobSiteStatus", false).find("\"RUNNING\"") != std::string::npos; },
+      30))
+      << Attr(id, "GridJobSiteStatus", false);
   auto q = env_.Kite({"q", "-grid"});
   EXPECT_NE(q.out.find("arc"), std::string::npos) << q.out;
+  EXPECT_NE(q.out.find(" RUNNING "), std::string::npos) << q.out;
   auto r = env_.Kite({"rm", id});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   // It leaves the queue once the CE has confirmed the kill.

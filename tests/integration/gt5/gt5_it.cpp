@@ -233,6 +233,7 @@ TEST_F(Gt5Gatekeeper, JobsWithStagedInputRunAtTheSiteAndTheirOutputAndExactExitC
     EXPECT_NE(log.find(code), std::string::npos) << code << " missing in\n" << log;
   }
   EXPECT_NE(log.find("return value 3"), std::string::npos) << log;
+  EXPECT_NE(log.find("GridResource: gt5 "), std::string::npos) << log;
 }
 
 // `kite rm` of a running job has the job manager cancel it: its process at the site is gone.
@@ -260,6 +261,28 @@ TEST_F(Gt5Gatekeeper, AJobTheSiteCannotRunIsHeldWithGramsReason) {
   std::string reason = HoldReasonOnceHeld(id, 120);
   EXPECT_NE(reason.find("GRAM error"), std::string::npos) << reason;
   EXPECT_NE(reason.find("executable"), std::string::npos) << reason;
+}
+
+// An output file the job did not make, and an output name the job made a folder (GRAM stages files
+// only: its copy of a folder sends an empty file and then fails), each hold their job with a
+// stage-out failure, never an empty file taken for the output; neither job runs a second time.
+TEST_F(Gt5Gatekeeper, AnOutputFileTheJobDidNotMakeOrMadeAFolderHoldsItsJob) {
+  side_ = env_.dir() + "/side";
+  std::filesystem::create_directories(side_);
+  std::filesystem::permissions(side_, std::filesystem::perms::all);  // the site's account writes
+  int c =
+      env_.Submit(Sub("executable = /bin/sh\ntransfer_executable = false\n"
+                      "arguments = \"-c 'echo ran >> " +
+                      side_ +
+                      "/ran.$(Process); mkdir -p res && echo a > res/a.txt'\"\n"
+                      "transfer_output_files = $(name)\nqueue name in (never.txt, res)\n"));
+  for (int p = 0; p < 2; ++p) {
+    std::string id = std::to_string(c) + "." + std::to_string(p);
+    std::string reason = HoldReasonOnceHeld(id, 240);
+    std::printf("held %s: %s\n", id.c_str(), reason.c_str());
+    EXPECT_NE(reason.find("stage-out-failed"), std::string::npos) << id << ": " << reason;
+    EXPECT_EQ(ReadFileOr(side_ + "/ran." + std::to_string(p)), "ran\n") << id << " ran not once";
+  }
 }
 
 // A job manager that dies under a running job (kill -9) is restarted from its saved state through

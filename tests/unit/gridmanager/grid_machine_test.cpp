@@ -4,11 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <vector>
 
 #include "grid/codes.h"
+#include "gridmanager/reports.h"
 
 namespace kite::gridmanager {
 namespace {
@@ -251,6 +253,42 @@ TEST(GridMachine, ATypeWithoutACommitStepGoesFromTheStoredContactToCommitted) {
   // A type with one still waits for its commit.
   s.commits = true;
   EXPECT_EQ(NextAction(s), T::kCommit);
+}
+
+// A site's own word for a state (ARC's) is reported when it changes, also within one of Kite's
+// states (QUEUING and SUBMITTING are both pending), and cleared with the attempt.
+TEST(GridMachine, TheSitesOwnWordForTheStateIsReportedWhenItChanges) {
+  GridState s = Walk(GridState{.commits = false}, {{InputFor(E::kDrive), T::kSubmit},
+                                                   {InputFor(E::kSubmitted), T::kSaveContact},
+                                                   {Saved(kite::kIdle), T::kNone}});
+  auto news = [](gram::JobState state, int64_t seq, std::string word) {
+    gram::JobStatus st = Site(state, seq);
+    st.site_state = std::move(word);
+    return st;
+  };
+  auto step = Apply(s, SiteNews(news(gram::JobState::kPending, 3, "SUBMITTING"), false));
+  ASSERT_TRUE(step);
+  auto u = ReportUpdate("1.0", s, step->state);
+  ASSERT_TRUE(u);
+  EXPECT_NE(std::find(u->set.begin(), u->set.end(),
+                      grid::AttrChange{grid::GridAttr::kJobSiteStatus, std::string("SUBMITTING")}),
+            u->set.end());
+  s = step->state;
+  step = Apply(s, SiteNews(news(gram::JobState::kPending, 4, "QUEUING"), false));
+  ASSERT_TRUE(step);
+  EXPECT_EQ(step->state.reported_site, "QUEUING");
+  u = ReportUpdate("1.0", s, step->state);
+  ASSERT_TRUE(u) << "a new word within one of Kite's states is news";
+  s = step->state;
+  step = Apply(s, SiteNews(news(gram::JobState::kPending, 5, "QUEUING"), false));
+  ASSERT_TRUE(step);
+  EXPECT_FALSE(ReportUpdate("1.0", s, step->state)) << "the same word again is not";
+  // Kite's own sites have no word of their own: nothing of it is set.
+  GridState kite = Walk(
+      GridState{}, {{InputFor(E::kDrive), T::kSubmit}, {InputFor(E::kSubmitted), T::kSaveContact}});
+  for (const auto& c : SaveContactUpdate("1.0", kite, "kite h:1").set) {
+    EXPECT_NE(c.attr, grid::GridAttr::kJobSiteStatus);
+  }
 }
 
 TEST(GridMachine, TheNormalPathStoresEachStepBeforeTheNext) {
