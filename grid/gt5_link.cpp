@@ -11,9 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/asio/post.hpp>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <map>
 #include <mutex>
@@ -64,6 +66,12 @@ class Helper {
 
   // Whether the site's job manager has completed a write of served file `name`.
   bool Written(const std::string& name) const { return FileExists(written_dir_ + "/" + name); }
+  // Where the helper's own lines ("0 EVENT CONTACT STATE ERROR": a job manager's state callback;
+  // "0 WRITTEN /NAME": a completed write) go; called on the reader thread.
+  void OnEvents(std::function<void(const Fields&)> sink) {
+    std::lock_guard lock(mu_);
+    events_ = std::move(sink);
+  }
   // Forgets that `name` was written: only a later write counts.
   void Unmark(const std::string& name) const {
     (void)::unlink((written_dir_ + "/" + name).c_str());
@@ -229,6 +237,15 @@ class Helper {
       return;
     }
     std::shared_ptr<std::promise<Result<Fields>>> slot;
+    if (id == 0) {
+      std::function<void(const Fields&)> sink;
+      {
+        std::lock_guard lock(mu_);
+        sink = events_;
+      }
+      if (sink) sink(f);
+      return;
+    }
     {
       std::lock_guard lock(mu_);
       auto it = pending_.find(id);
@@ -272,6 +289,7 @@ class Helper {
   std::thread reader_;
   std::map<uint64_t, std::shared_ptr<std::promise<Result<Fields>>>> pending_;
   std::map<std::string, gt5::ServedFile> served_;
+  std::function<void(const Fields&)> events_;
 };
 
 // What a site's links share: a gridmanager makes a new link to a site when the proxy is
@@ -326,6 +344,35 @@ struct SiteShared {
       spdlog::warn("gridmanager: cannot record a moved GRAM5 job: {}", st.error().message());
     }
   }
+  // The contact a job was submitted under, from where its job manager is now (At's inverse).
+  std::string Original(const std::string& now_at) {
+    std::lock_guard lock(mu);
+    std::string c = now_at;
+    for (int i = 0; i < 16; ++i) {
+      auto it =
+          std::find_if(moved.begin(), moved.end(), [&](const auto& m) { return m.second == c; });
+      if (it == moved.end()) break;
+      c = it->first;
+    }
+    return c;
+  }
+  // The helper's news, to the engine: a job manager's callback asks for that job's status at
+  // once; a completed write, for that of every job done at its site whose output is awaited.
+  void Listen(std::function<void(const std::string&)> news) {
+    if (!news) return;
+    helper.OnEvents([this, news = std::move(news)](const Fields& f) {
+      if (f.size() >= 3 && f[1] == "EVENT") {
+        news(Original(f[2]));
+      } else if (f.size() >= 2 && f[1] == "WRITTEN") {
+        std::vector<std::string> waiting;
+        {
+          std::lock_guard lock(mu);
+          for (const auto& [contact, since] : done_since) waiting.push_back(contact);
+        }
+        for (const auto& c : waiting) news(c);
+      }
+    });
+  }
   Helper helper;
   const std::string moves_file;
   std::mutex mu;
@@ -338,12 +385,16 @@ struct SiteShared {
 // Never destroyed: a gridmanager that exits leaves its helpers to notice (their input closes) and
 // to go on serving while its jobs' files are named, as after a kill; destroying them at exit
 // would end them.
-std::shared_ptr<SiteShared> SharedFor(const std::string& proxy, const std::string& dir) {
+std::shared_ptr<SiteShared> SharedFor(const std::string& proxy, const std::string& dir,
+                                      const std::function<void(const std::string&)>& news) {
   static std::mutex mu;
   static auto* by_dir = new std::map<std::string, std::shared_ptr<SiteShared>>;
   std::lock_guard lock(mu);
   auto& s = (*by_dir)[dir];
-  if (!s) s = std::make_shared<SiteShared>(proxy, dir);
+  if (!s) {
+    s = std::make_shared<SiteShared>(proxy, dir);
+    s->Listen(news);
+  }
   return s;
 }
 
@@ -734,8 +785,8 @@ Result<std::shared_ptr<SiteLink>> MakeGt5Link(const GridResource& site,
   if (ec) return Fail(ErrorCode::kIo, "cannot make " + dir + ": " + ec.message());
   ::chmod(dir.c_str(), 0700);
   return std::make_shared<Gt5SiteLink>(Gt5Contact(site), context.proxy_file, *key,
-                                       SharedFor(context.proxy_file, dir), *context.pool,
-                                       *context.io);
+                                       SharedFor(context.proxy_file, dir, context.news),
+                                       *context.pool, *context.io);
 }
 
 }  // namespace kite::grid

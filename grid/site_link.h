@@ -82,6 +82,9 @@ struct LinkContext {
   int max_requests = 8;                      // requests in flight to one site
   std::string proxy_file;  // the proxy file the credential was read from (links that hand it on)
   std::string home;        // KITE_HOME: where links keep what must outlive the gridmanager
+  // The site says job `job_id` (SiteRequest::job_id) has news: the engine asks for its status at
+  // once rather than at its next probe. Callable from any thread; may be empty.
+  std::function<void(const std::string& job_id)> news;
 };
 
 using LinkMaker =

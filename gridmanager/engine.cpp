@@ -324,6 +324,18 @@ void Engine::OnCallback(const gram::JobStatus& status) {
   Feed(j->second, SiteNews(status, false));
 }
 
+void Engine::OnNews(const std::string& site_id) {
+  auto it = by_site_id_.find(site_id);
+  if (it == by_site_id_.end()) return;
+  auto j = jobs_.find(it->second);
+  if (j == jobs_.end()) return;
+  if (j->second.state.phase == GridPhase::kCommitted) {
+    Feed(j->second, GridInput{.event = GridEvent::kProbeDue});
+  } else {
+    j->second.news = true;
+  }
+}
+
 void Engine::ProbeNow() {
   double now = options_.clock.steady();
   std::vector<std::string> due;
@@ -503,6 +515,12 @@ void Engine::OnAnswer(const std::string& id, uint64_t serial, Op op, Result<Site
                        : kite::kHoldGridError;
   }
   Feed(*j, in);
+  // News that came while this was out: asked for now (the job may be gone or changed by now).
+  if (Job* again = FindJob(id, serial);
+      again && again->news && again->state.phase == GridPhase::kCommitted) {
+    again->news = false;
+    Feed(*again, GridInput{.event = GridEvent::kProbeDue});
+  }
 }
 
 }  // namespace kite::gridmanager

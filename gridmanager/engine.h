@@ -63,6 +63,9 @@ class Engine {
   void Start(std::function<void(int code, const std::string& why)> exit);
   // A callback from a job manager.
   void OnCallback(const gram::JobStatus& status);
+  // A link says the site has news of the job it knows as `site_id` (a GRAM5 job manager's state
+  // callback): its status is asked at once (after the probe in flight, if one is).
+  void OnNews(const std::string& site_id);
   // A newer proxy for the same identity (generation `gen`): new links present it and every
   // site's delegation is refreshed in place. Returns how many sites hold a delegation.
   int OnProxyRefreshed(int64_t gen);
@@ -86,6 +89,7 @@ class Engine {
     std::string site_id;  // the site's id of the job (from state.contact)
     double last_heard = 0;
     int64_t delegation_epoch = 0;  // of its site when it was last submitted or signalled
+    bool news = false;  // the site has news the probe in flight may predate: ask again after it
   };
 
   // The agent link.

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <thread>
 
 #include "client/agent_client.h"
@@ -115,6 +116,13 @@ class ServerEndpoints : public JobEndpoints {
 
 }  // namespace
 
+// Where links send their sites' news (LinkContext::news) while this gridmanager lives: a GRAM5
+// helper outlives it (grid/gt5_link.cpp) and may still have news as it goes.
+struct NewsRelay {
+  std::mutex mu;
+  std::function<void(const std::string&)> to;  // guarded by mu
+};
+
 struct GridManager::Impl {
   explicit Impl(GridManagerOptions o) : options(std::move(o)), pool(options.threads) {}
 
@@ -140,6 +148,7 @@ struct GridManager::Impl {
   std::unique_ptr<SocketAgentTransport> agent;
   std::unique_ptr<ServerEndpoints> endpoints;
   std::unique_ptr<Engine> engine;
+  std::shared_ptr<NewsRelay> news = std::make_shared<NewsRelay>();
 
   Status Start();
   Status TakeLock();
@@ -153,6 +162,10 @@ GridManager::GridManager(GridManagerOptions options)
     : impl_(std::make_unique<Impl>(std::move(options))) {}
 
 GridManager::~GridManager() {
+  {
+    std::lock_guard lock(impl_->news->mu);
+    impl_->news->to = nullptr;
+  }
   impl_->pool.stop();
   impl_->pool.join();
   if (impl_->gass) impl_->gass->Close();
@@ -237,7 +250,11 @@ Result<std::shared_ptr<SiteLink>> GridManager::Impl::Connect(const GridResource&
                                   .io = &io,
                                   .max_requests = options.max_requests_per_resource,
                                   .proxy_file = options.proxy,
-                                  .home = options.home});
+                                  .home = options.home,
+                                  .news = [relay = news](const std::string& job_id) {
+                                    std::lock_guard lock(relay->mu);
+                                    if (relay->to) relay->to(job_id);
+                                  }});
 }
 
 Status GridManager::Impl::Start() {
@@ -263,6 +280,14 @@ Status GridManager::Impl::Start() {
                    .run_id = static_cast<int64_t>(start_ms)};
   engine = std::make_unique<Engine>(
       io, eo, [this](const GridResource& name) { return Connect(name); }, *agent, *endpoints);
+  {
+    std::lock_guard lock(news->mu);
+    news->to = [this](const std::string& job_id) {
+      asio::post(io, [this, job_id] {
+        if (engine) engine->OnNews(job_id);
+      });
+    };
+  }
   spdlog::info("gridmanager: proxy {} ({}), GASS {}, callbacks {}", options.proxy, identity,
                gass->url(), callbacks->Url());
   asio::post(io, [this] {

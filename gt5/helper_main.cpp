@@ -123,6 +123,7 @@ std::atomic<int64_t> last_request{0};    // steady-clock seconds of the last GAS
 // checks that a job's output came back, across restarts of the helper and the gridmanager.
 std::string written_dir;
 
+// ... and said ("0 WRITTEN /NAME"): a job waiting for its output is asked again at once.
 void MarkWritten(const std::string& target) {
   if (written_dir.empty() || target.size() < 2) return;
   int fd = open((written_dir + target).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
@@ -130,6 +131,7 @@ void MarkWritten(const std::string& target) {
     fsync(fd);
     close(fd);
   }
+  Say({"0", "WRITTEN", target});
 }
 
 struct Transfer {

@@ -236,6 +236,30 @@ TEST_F(Gt5Gatekeeper, JobsWithStagedInputRunAtTheSiteAndTheirOutputAndExactExitC
   EXPECT_NE(log.find("GridResource: gt5 "), std::string::npos) << log;
 }
 
+// GRAM's state callbacks, not probes, bring a job's news: with probes ten minutes apart (the
+// default is one), a job is seen running, then done with its output, within seconds of each.
+TEST_F(Gt5Gatekeeper, CallbacksBringAJobsNewsWithoutWaitingForAProbe) {
+  env_.StopAgent();
+  WriteFile(env_.home() + "/config.toml", "[grid]\nprobe_interval = 600\n");
+  env_.StartAgent();
+  int c =
+      env_.Submit(Sub("executable = /bin/sh\ntransfer_executable = false\n"
+                      "arguments = \"-c 'sleep 4; echo finished'\"\noutput = out.txt\n"
+                      "queue 3\n"));
+  auto start = std::chrono::steady_clock::now();
+  WaitDone(c, 90);
+  double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("three 4-second jobs done in %.1f s with probes 600 s apart\n", took);
+  EXPECT_LT(took, 60) << "only a probe could have brought the end";
+  for (int p = 0; p < 3; ++p) {
+    std::string id = std::to_string(c) + "." + std::to_string(p);
+    EXPECT_EQ(Attr(id, "JobStatus", true), "4") << id;
+  }
+  EXPECT_EQ(ReadFileOr(env_.dir() + "/out.txt"), "finished\n");
+  std::string log = ReadFileOr(env_.dir() + "/job.log");
+  EXPECT_NE(log.find("001 ("), std::string::npos) << "never seen running\n" << log;
+}
+
 // `kite rm` of a running job has the job manager cancel it: its process at the site is gone.
 TEST_F(Gt5Gatekeeper, ARemovedJobIsKilledAtTheSite) {
   int c =
