@@ -219,36 +219,17 @@ Result<UniqueFd> OpenRegularFile(const std::string& path, Access access) {
   return OpenRegularAt(AT_FDCWD, path, access);
 }
 
-Result<UniqueFd> OpenFolderBeneath(const std::string& root, std::string_view rel) {
-  if (::mkdir(root.c_str(), 0777) != 0 && errno != EEXIST) {
-    return FailErrno("making the folder " + root, errno);
-  }
-  UniqueFd dir(::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir) {
-    int err = errno;
-    if (err == ENOTDIR) return Fail(ErrorCode::kPermission, root + " is not a folder");
-    return FailErrno("open " + root, err);
-  }
-  std::string shown = root;
-  while (!rel.empty()) {
-    size_t slash = rel.find('/');
-    std::string seg(rel.substr(0, slash));
-    if (seg.empty() || seg == "." || seg == "..") {
-      return Fail(ErrorCode::kInvalidInput, "not a name beneath " + root);
-    }
-    shown += "/" + seg;
-    auto next = OpenFolderAt(dir.get(), seg, true, shown);
-    if (!next) return Fail(next.error());
-    dir = std::move(*next);
-    rel.remove_prefix(slash == std::string_view::npos ? rel.size() : slash + 1);
-  }
-  return dir;
+namespace {
+
+// A plain name: not empty, ".", ".." or holding a '/'.
+bool PlainSegment(std::string_view seg) {
+  return !seg.empty() && seg != "." && seg != ".." && seg.find('/') == std::string_view::npos;
 }
 
-Result<UniqueFd> OpenBeneath(const std::string& root, std::string_view rel, Access access) {
-  bool make = access == Access::kWrite;
-  // The root is the user's own choice (it may be a link the user made); what lies beneath it
-  // comes from the site.
+// The folder `rel` ("a/b", or "" for the root itself) beneath `root`, each folder on the way made
+// first when `make`. The root is the user's own choice (it may be a link the user made); what lies
+// beneath it comes from the site, and is never a symbolic link.
+Result<UniqueFd> WalkFolders(const std::string& root, std::string_view rel, bool make) {
   if (make && ::mkdir(root.c_str(), 0777) != 0 && errno != EEXIST) {
     return FailErrno("making the folder " + root, errno);
   }
@@ -260,19 +241,33 @@ Result<UniqueFd> OpenBeneath(const std::string& root, std::string_view rel, Acce
     return FailErrno("open " + root, err);
   }
   std::string shown = root;
-  for (;;) {
+  while (!rel.empty()) {
     size_t slash = rel.find('/');
     std::string seg(rel.substr(0, slash));
-    if (seg.empty() || seg == "." || seg == "..") {
-      return Fail(ErrorCode::kInvalidInput, "not a name beneath " + root);
-    }
+    if (!PlainSegment(seg)) return Fail(ErrorCode::kInvalidInput, "not a name beneath " + root);
     shown += "/" + seg;
-    if (slash == std::string_view::npos) return OpenRegularAt(dir.get(), seg, access);
     auto next = OpenFolderAt(dir.get(), seg, make, shown);
     if (!next) return Fail(next.error());
     dir = std::move(*next);
-    rel.remove_prefix(slash + 1);
+    rel.remove_prefix(slash == std::string_view::npos ? rel.size() : slash + 1);
   }
+  return dir;
+}
+
+}  // namespace
+
+Result<UniqueFd> OpenFolderBeneath(const std::string& root, std::string_view rel) {
+  return WalkFolders(root, rel, true);
+}
+
+Result<UniqueFd> OpenBeneath(const std::string& root, std::string_view rel, Access access) {
+  size_t slash = rel.rfind('/');
+  std::string_view folders = slash == std::string_view::npos ? "" : rel.substr(0, slash);
+  std::string name(slash == std::string_view::npos ? rel : rel.substr(slash + 1));
+  if (!PlainSegment(name)) return Fail(ErrorCode::kInvalidInput, "not a name beneath " + root);
+  auto dir = WalkFolders(root, folders, access == Access::kWrite);
+  if (!dir) return Fail(dir.error());
+  return OpenRegularAt(dir->get(), name, access);
 }
 
 RequestPlan PlanRequest(const JobTable& jobs, const std::string& identity,

@@ -191,16 +191,9 @@ Result<std::vector<std::pair<std::string, std::string>>> FilesToSend(const Outpu
     if (ec) break;
     std::string rel = it->path().lexically_relative(f.path).string();
     std::string shown = f.shown + (f.shown.ends_with('/') ? "" : "/") + rel;
-    if (fs::is_directory(kind)) {
-      if (!empty(it->path())) continue;
-      if (!gass::IsValidName(f.gass + "/" + rel)) {
-        return Fail(ErrorCode::kNotFound,
-                    "cannot send '" + shown + "': names of letters, digits and ._~+- only");
-      }
-      out.emplace_back(f.gass + "/" + rel, "");
-      continue;
-    }
-    if (!fs::is_regular_file(kind)) {
+    bool folder = fs::is_directory(kind);
+    if (folder && !empty(it->path())) continue;  // it goes as what it holds
+    if (!folder && !fs::is_regular_file(kind)) {
       return Fail(ErrorCode::kNotFound,
                   "'" + shown + "' is " +
                       (fs::is_symlink(kind) ? "a symbolic link" : "not a file") +
@@ -211,7 +204,7 @@ Result<std::vector<std::pair<std::string, std::string>>> FilesToSend(const Outpu
       return Fail(ErrorCode::kNotFound,
                   "cannot send '" + shown + "': names of letters, digits and ._~+- only");
     }
-    out.emplace_back(std::move(name), it->path().string());
+    out.emplace_back(std::move(name), folder ? "" : it->path().string());
   }
   if (ec)
     return Fail(ErrorCode::kNotFound, "cannot read the folder '" + f.shown + "': " + ec.message());
@@ -246,7 +239,7 @@ void JobManager::StartOutput(JobRecord& j, bool final) {
   std::string id = j.id, url = j.gass_url, cred = DelegationPath(j.delegation_id);
   stager_->Run([this, id, url, cred, streams, results, final] {
     std::vector<int64_t> offsets;
-    std::string missing;  // why an output file cannot be sent (the job did not make it ...)
+    std::string refused;  // why an output file cannot be sent (the job did not make it ...)
     Status st = [&]() -> Status {
       auto place = PlaceOf(url);
       if (!place) return Fail(place.error());
@@ -266,7 +259,7 @@ void JobManager::StartOutput(JobRecord& j, bool final) {
       for (const auto& f : results) {
         auto files = FilesToSend(f);
         if (!files) {
-          missing = files.error().message();
+          refused = files.error().message();
           return Fail(files.error());
         }
         sends.insert(sends.end(), files->begin(), files->end());
@@ -283,7 +276,7 @@ void JobManager::StartOutput(JobRecord& j, bool final) {
       }
       return {};
     }();
-    boost::asio::post(io_, [this, id, st, offsets, missing, final] {
+    boost::asio::post(io_, [this, id, st, offsets, refused, final] {
       busy_.erase(id);
       auto it = jobs_.find(id);
       if (it == jobs_.end() || stopped_) return;
@@ -298,12 +291,12 @@ void JobManager::StartOutput(JobRecord& j, bool final) {
       if (st && final) {
         delivery_.erase(id);
         Apply(job, JobEvent::kStagedOut);
-      } else if (!missing.empty()) {
+      } else if (!refused.empty()) {
         // As HTCondor holds a job whose transfer_output_files it cannot find: it ran, and
         // running it again would not make the file.
         delivery_.erase(id);
         Apply(job, JobEvent::kFailed, FailureCode::kStageOutFailed,
-              "transfer_output_files: " + missing);
+              "transfer_output_files: " + refused);
       } else if (!st && final && st.error().code() != ErrorCode::kUnavailable &&
                  st.error().code() != ErrorCode::kTimeout) {
         // The job ended and the client's GASS server answers, but refuses or fails the delivery:
