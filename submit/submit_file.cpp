@@ -15,10 +15,13 @@
 #include <algorithm>
 #include <cctype>
 #include <climits>
+#include <compare>
 #include <ctime>
+#include <iterator>
 #include <set>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "classad/parser.h"
 #include "common/files.h"
@@ -39,6 +42,10 @@ struct StatementProcs {
   std::vector<Attr> shared;
   std::vector<std::vector<Attr>> varying;  // ProcId first
 };
+
+// The HTCondor release whose submit language Kite reads, for `if version OP X.Y.Z` (the release
+// Kite's slots say they are, glidein/slot_ad.h).
+constexpr int kSubmitLanguageVersion[] = {25, 0, 0};
 
 bool IsIdentifier(std::string_view s, bool allow_dot) {
   if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
@@ -117,6 +124,9 @@ class SubmitParser {
  private:
   Error Bad(int line, std::string_view msg) const { return LineError(map_, line, msg); }
   Status Line(size_t* next);
+  Status Conditional(std::string_view word, std::string_view rest, int line);
+  Result<bool> Condition(std::string_view text, int line);
+  bool On() const { return branches_.empty() || branches_.back().on; }
   Status Include(std::string_view rest, const LogicalLine& at, size_t index);
   Status Definition(std::string_view key, std::string_view value, int line);
   Status Custom(std::string_view name, std::string_view value, int line);
@@ -136,6 +146,15 @@ class SubmitParser {
   Expander expander_;
   CommandRunner runner_;  // empty when commands are not allowed
   std::vector<LogicalLine> lines_;
+  // The if/elif/else/endif blocks open at the line being read, outermost first.
+  struct Branch {
+    int line;              // of its `if`
+    bool outer_on;         // the block around it is read
+    bool taken = false;    // one of its branches was read
+    bool on = false;       // the lines here are read
+    bool in_else = false;  // past its `else`
+  };
+  std::vector<Branch> branches_;
   std::vector<CustomAttr> customs_;
   std::vector<StatementProcs> statements_;
   std::vector<std::string> warnings_;
@@ -182,6 +201,9 @@ Result<ParsedCluster> SubmitParser::Run(std::string_view text) {
   while (next < lines_.size()) {
     if (auto st = Line(&next); !st) return Fail(st.error());
   }
+  if (!branches_.empty()) {
+    return Fail(Bad(branches_.back().line, "this 'if' has no 'endif'"));
+  }
   if (last_queue_line_ == 0) {
     return Fail(Bad(lines_.empty() ? 1 : lines_.back().line,
                     "no queue statement (add 'queue' after the commands)"));
@@ -200,6 +222,12 @@ Status SubmitParser::Line(size_t* next) {
   while (w < t.size() && (std::isalnum(static_cast<unsigned char>(t[w])) || t[w] == '_')) ++w;
   std::string_view word = t.substr(0, w);
   std::string_view rest = Trim(t.substr(w));
+  bool keyword = w == t.size() || t[w] == ' ' || t[w] == '\t' || t[w] == '!';
+  if (keyword && (EqualsIgnoreCase(word, "if") || EqualsIgnoreCase(word, "elif") ||
+                  EqualsIgnoreCase(word, "else") || EqualsIgnoreCase(word, "endif"))) {
+    return Conditional(word, rest, l.line);
+  }
+  if (!On()) return {};  // a branch not taken: nothing in it is read
   if (EqualsIgnoreCase(word, "queue")) {
     if (!rest.empty() && rest.front() == '=') {
       return Fail(Bad(l.line,
@@ -225,6 +253,124 @@ Status SubmitParser::Line(size_t* next) {
     return Custom(key.substr(3), value, l.line);
   }
   return Definition(key, value, l.line);
+}
+
+// `if COND`, `elif COND`, `else` and `endif`, as condor_submit reads them: a branch is read when
+// its condition holds and no branch before it in its block was read; blocks nest.
+Status SubmitParser::Conditional(std::string_view word, std::string_view rest, int line) {
+  if (EqualsIgnoreCase(word, "if")) {
+    Branch b{.line = line, .outer_on = On()};
+    if (rest.empty()) return Fail(Bad(line, "'if' needs a condition"));
+    if (b.outer_on) {  // conditions in a branch not read are not evaluated
+      auto holds = Condition(rest, line);
+      if (!holds) return Fail(holds.error());
+      b.on = b.taken = *holds;
+    }
+    branches_.push_back(b);
+    return {};
+  }
+  if (branches_.empty()) {
+    return Fail(Bad(line, "'" + ToLower(word) + "' without an 'if' before it"));
+  }
+  Branch& b = branches_.back();
+  if (EqualsIgnoreCase(word, "endif")) {
+    if (!rest.empty()) return Fail(Bad(line, "'endif' takes nothing after it"));
+    branches_.pop_back();
+    return {};
+  }
+  if (b.in_else) return Fail(Bad(line, "'" + ToLower(word) + "' after this block's 'else'"));
+  if (EqualsIgnoreCase(word, "else")) {
+    if (!rest.empty()) return Fail(Bad(line, "'else' takes nothing after it (use 'elif')"));
+    b.in_else = true;
+    b.on = b.outer_on && !b.taken;
+    b.taken = b.taken || b.on;
+    return {};
+  }
+  if (rest.empty()) return Fail(Bad(line, "'elif' needs a condition"));  // elif
+  b.on = false;
+  if (b.outer_on && !b.taken) {
+    auto holds = Condition(rest, line);
+    if (!holds) return Fail(holds.error());
+    b.on = b.taken = *holds;
+  }
+  return {};
+}
+
+// One simple condition, optionally after '!': `defined NAME` (a macro with a value), `version OP
+// X.Y[.Z]` (OP one of == != >= <= > <; Kite reads submit files as HTCondor kSubmitLanguageVersion
+// does), true/yes/1 or false/no/0, or $(...) references expanding to one of those (or to nothing,
+// which is false).
+Result<bool> SubmitParser::Condition(std::string_view text, int line) {
+  std::string_view t = Trim(text);
+  bool negate = false;
+  if (t.starts_with('!')) {
+    negate = true;
+    t = Trim(t.substr(1));
+  }
+  size_t w = 0;
+  while (w < t.size() && std::isalpha(static_cast<unsigned char>(t[w]))) ++w;
+  std::string_view word = t.substr(0, w), rest = Trim(t.substr(w));
+  bool holds = false;
+  if (EqualsIgnoreCase(word, "defined") && !rest.empty()) {
+    if (!IsIdentifier(rest, true)) {
+      return Fail(Bad(line, "'defined' needs a macro name, not '" + std::string(rest) + "'"));
+    }
+    auto value = expander_.ExpandName(ToLower(rest), line);
+    if (!value) return Fail(value.error());
+    holds = value->has_value() && !Trim((*value)->text).empty();
+  } else if (EqualsIgnoreCase(word, "version") && !rest.empty()) {
+    size_t op_len = rest.find_first_not_of("=!<>");
+    std::string_view op = rest.substr(0, op_len == std::string_view::npos ? 0 : op_len);
+    static constexpr std::string_view kOps[] = {"==", "!=", ">=", "<=", ">", "<"};
+    if (std::find(std::begin(kOps), std::end(kOps), op) == std::end(kOps)) {
+      return Fail(Bad(line, "'version' takes ==, !=, >=, <=, > or <, not '" +
+                                std::string(rest.substr(0, rest.find(' '))) + "'"));
+    }
+    std::vector<int> want;
+    for (const auto& part : Split(std::string(Trim(rest.substr(op.size()))), '.')) {
+      if (part.empty() || part.size() > 6 ||
+          part.find_first_not_of("0123456789") != std::string::npos) {
+        want.clear();
+        break;
+      }
+      want.push_back(std::stoi(part));
+    }
+    if (want.size() < 2 || want.size() > 3) {
+      return Fail(Bad(line, "'version' needs OP X.Y or OP X.Y.Z, not '" + std::string(rest) + "'"));
+    }
+    // Only the parts given count: 25.0.3 == 25.0, and 25.0.3 <= 25.0.
+    std::vector<int> have(kSubmitLanguageVersion,
+                          kSubmitLanguageVersion + std::size(kSubmitLanguageVersion));
+    have.resize(want.size());
+    auto cmp = have <=> want;
+    if (op == "==") {
+      holds = cmp == 0;
+    } else if (op == "!=") {
+      holds = cmp != 0;
+    } else if (op == ">=") {
+      holds = cmp >= 0;
+    } else if (op == "<=") {
+      holds = cmp <= 0;
+    } else if (op == ">") {
+      holds = cmp > 0;
+    } else {  // "<"
+      holds = cmp < 0;
+    }
+  } else {
+    auto value = expander_.Expand(t, line);
+    if (!value) return Fail(value.error());
+    std::string v = ToLower(Trim(*value));
+    if (v == "true" || v == "yes" || v == "1") {
+      holds = true;
+    } else if (v.empty() || v == "false" || v == "no" || v == "0") {
+      holds = false;
+    } else {
+      return Fail(Bad(line, "'" + std::string(t) +
+                                "' is not a condition condor_submit reads: defined NAME, version "
+                                "OP X.Y.Z, true, false, yes, no, 1, 0 or $(NAME) giving one"));
+    }
+  }
+  return negate ? !holds : holds;
 }
 
 Status SubmitParser::Definition(std::string_view key, std::string_view value, int line) {

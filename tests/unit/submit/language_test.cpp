@@ -55,6 +55,89 @@ const struct {
     {"request_disk = 2048", "RequestDisk", "2048"},
 };
 
+// condor_submit's conditionals: `if`/`elif`/`else`/`endif`, nested, over `defined NAME`,
+// `version OP X.Y[.Z]`, boolean words and $(...) giving one; a branch not taken is not read at all.
+TEST_F(LanguageTest, ConditionalsChooseWhichLinesAreRead) {
+  // HTCondor's own example (a DAG's VARS PREPEND defines var1 before the file is read).
+  const std::string manual =
+      "executable = /bin/true\n"
+      "if defined var1\n"
+      "     Arguments = \"$(var1) was prepended\"\n"
+      "else\n"
+      "     Arguments = \"No variables prepended\"\n"
+      "endif\n"
+      "queue\n";
+  EXPECT_EQ(Get(MustParse(manual), "Arguments"), "\"No variables prepended\"");
+  EXPECT_EQ(Get(MustParse("var1 = A\n" + manual), "Arguments"), "\"A was prepended\"");
+  EXPECT_EQ(Get(MustParse("var1 =\n" + manual), "Arguments"), "\"No variables prepended\"")
+      << "a macro with no value is not defined";
+
+  const std::string chain =
+      "executable = /bin/true\n"
+      "if $(mode) == x\n"  // not simple: only reached when an earlier branch was not taken
+      "elif false\n"
+      "  arguments = \"one\"\n"
+      "elif ! defined mode\n"
+      "  arguments = \"two\"\n"
+      "elif $(mode)\n"
+      "  arguments = \"three\"\n"
+      "  if version >= 8.9\n"
+      "    request_cpus = 2\n"
+      "  elif version < 8.9\n"
+      "    request_cpus = 3\n"
+      "  endif\n"
+      "else\n"
+      "  arguments = \"four\"\n"
+      "  queue 5\n"
+      "endif\n"
+      "queue\n";
+  // `if $(mode) == x` is evaluated: with mode undefined it is "== x", not a simple condition.
+  EXPECT_NE(ErrorOf(chain).find("is not a condition condor_submit reads"), std::string::npos);
+  std::string shorter = chain;
+  shorter.replace(shorter.find("if $(mode) == x"), 15, "if no");
+  EXPECT_EQ(Get(MustParse(shorter), "Arguments"), "\"two\"");
+  auto yes = MustParse("mode = yes\n" + shorter);
+  EXPECT_EQ(Get(yes, "Arguments"), "\"three\"");
+  EXPECT_EQ(Get(yes, "RequestCpus"), "2");
+  auto off = MustParse("mode = 0\n" + shorter);
+  EXPECT_EQ(Get(off, "Arguments"), "\"four\"");
+  EXPECT_EQ(off.procs.size(), 6u) << "the queue in the branch read counts";
+
+  for (const auto& [cond, holds] :
+       std::vector<std::pair<std::string, bool>>{{"version == 25.0", true},
+                                                 {"version == 25.0.0", true},
+                                                 {"version >= 25.1", false},
+                                                 {"version > 8.9.7", true},
+                                                 {"version != 24.0", true},
+                                                 {"TRUE", true},
+                                                 {"1", true},
+                                                 {"No", false},
+                                                 {"!true", false},
+                                                 {"! defined nothing", true}}) {
+    auto c = MustParse("executable = /bin/true\nif " + cond + "\narguments = \"in\"\nendif\nqueue\n");
+    EXPECT_EQ(Get(c, "Arguments") == "\"in\"", holds) << cond;
+  }
+}
+
+TEST_F(LanguageTest, MalformedConditionalsAreRefusedSayingWhere) {
+  for (const auto& [text, says] : std::vector<std::pair<std::string, std::string>>{
+           {"if true\nqueue\n", "job.sub:2: this 'if' has no 'endif'"},
+           {"endif\nqueue\n", "job.sub:2: 'endif' without an 'if' before it"},
+           {"else\nqueue\n", "'else' without an 'if'"},
+           {"if true\nelse\nelse\nendif\nqueue\n", "job.sub:4: 'else' after this block's 'else'"},
+           {"if true\nelse\nelif true\nendif\nqueue\n", "'elif' after this block's 'else'"},
+           {"if\nendif\nqueue\n", "'if' needs a condition"},
+           {"if maybe\nendif\nqueue\n", "'maybe' is not a condition"},
+           {"if version >= 8\nendif\nqueue\n", "'version' needs OP X.Y"},
+           {"if version ~ 8.1\nendif\nqueue\n", "'version' takes ==, !="},
+           {"if defined a b\nendif\nqueue\n", "'defined' needs a macro name"},
+           {"if true\nendif now\nqueue\n", "'endif' takes nothing after it"},
+           {"if true\nelse if false\nendif\nqueue\n", "'else' takes nothing after it"}}) {
+    EXPECT_NE(ErrorOf("executable = /bin/true\n" + text).find(says), std::string::npos)
+        << text << " -> " << ErrorOf("executable = /bin/true\n" + text);
+  }
+}
+
 TEST_F(LanguageTest, CommandsOnceDroppedSetTheirAttributes) {
   for (const auto& tc : kOnceDropped) {
     SCOPED_TRACE(tc.lines);
