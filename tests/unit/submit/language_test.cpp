@@ -114,7 +114,8 @@ TEST_F(LanguageTest, ConditionalsChooseWhichLinesAreRead) {
                                                  {"No", false},
                                                  {"!true", false},
                                                  {"! defined nothing", true}}) {
-    auto c = MustParse("executable = /bin/true\nif " + cond + "\narguments = \"in\"\nendif\nqueue\n");
+    auto c =
+        MustParse("executable = /bin/true\nif " + cond + "\narguments = \"in\"\nendif\nqueue\n");
     EXPECT_EQ(Get(c, "Arguments") == "\"in\"", holds) << cond;
   }
 }
