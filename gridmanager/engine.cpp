@@ -330,6 +330,7 @@ void Engine::OnNews(const std::string& site_id) {
   auto j = jobs_.find(it->second);
   if (j == jobs_.end()) return;
   if (j->second.state.phase == GridPhase::kCommitted) {
+    j->second.news = false;
     Feed(j->second, GridInput{.event = GridEvent::kProbeDue});
   } else {
     j->second.news = true;

@@ -125,6 +125,29 @@ TEST_F(EngineTest, TheNormalPathStoresTheContactBeforeTheCommitAndTheEndBeforeCo
   EXPECT_TRUE(site_.jobs.empty());  // commit-end let the site forget it
 }
 
+// A link's news of a job (a GRAM5 job manager's callback) has its status asked at once, though
+// probes are an hour apart; news that comes while a probe is out is asked again after it; news of
+// a job this engine does not know changes nothing.
+TEST_F(EngineTest, NewsFromALinkAsksTheJobsStatusAtOnce) {
+  agent_.Add("1.0");
+  ASSERT_TRUE(At("1.0", P::kCommitted));
+  auto probes = [&] {
+    auto sent = site_.Sent();
+    return std::count(sent.begin(), sent.end(), "status probe");
+  };
+  ASSERT_EQ(probes(), 0);
+  engine_->OnNews("no-such-job");
+  engine_->OnNews(SiteId("1.0"));
+  ASSERT_TRUE(RunUntil([&] { return probes() == 1 && Phase("1.0") == P::kCommitted; }));
+  engine_->OnNews(SiteId("1.0"));
+  EXPECT_EQ(Phase("1.0"), P::kProbing);
+  engine_->OnNews(SiteId("1.0"));  // while that probe is out
+  EXPECT_TRUE(RunUntil([&] { return probes() == 3 && Phase("1.0") == P::kCommitted; }))
+      << probes() << " probes";
+  for (int i = 0; i < 20; ++i) io_->run_for(std::chrono::milliseconds(5));
+  EXPECT_EQ(probes(), 3) << "news is asked for once, not again and again";
+}
+
 TEST_F(EngineTest, ASiteThatDoesNotAnswerIsBackedOffNotHeld) {
   site_.down = true;
   agent_.Add("1.0");
