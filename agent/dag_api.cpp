@@ -86,6 +86,9 @@ ApiResponse HandleDagSubmit(Agent& agent, const json::object& body) {
   auto force = Flag(body, "force");
   if (!force) return ErrorReply(force.error());
   args.force = force->value_or(false);
+  auto use_dag_dir = Flag(body, "usedagdir");
+  if (!use_dag_dir) return ErrorReply(use_dag_dir.error());
+  args.use_dag_dir = use_dag_dir->value_or(false);
   auto always_run_post = Flag(body, "always_run_post");
   if (!always_run_post) return ErrorReply(always_run_post.error());
   args.always_run_post = *always_run_post;

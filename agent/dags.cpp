@@ -221,8 +221,9 @@ void Dags::JobstateInternal(Run& run, const std::string& what) {
 
 namespace {
 
-dag::ParseOptions FileReader(const std::string& dir) {
+dag::ParseOptions FileReader(const std::string& dir, bool use_dag_dir) {
   dag::ParseOptions o;
+  o.use_dag_dir = use_dag_dir;
   o.read = [dir](const std::string& path) { return ReadFile(kite::JoinPath(dir, path)); };
   o.exists = [dir](const std::string& path) { return FileExists(kite::JoinPath(dir, path)); };
   return o;
@@ -299,7 +300,7 @@ Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
   // -usedagdir); the parser sees them as the user wrote them.
   std::vector<std::string> names;
   for (const auto& f : files) names.push_back(DirName(f) == dir ? BaseName(f) : f);
-  auto parsed = dag::ParseDag(names, FileReader(dir));
+  auto parsed = dag::ParseDag(names, FileReader(dir, args.use_dag_dir));
   if (!parsed) return Fail(parsed.error());
   if (auto st = RefuseUnsupported(*parsed); !st) return Fail(st.error());
   if (int other = FindByFile(file))
@@ -381,7 +382,7 @@ Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
   } else if (!rescue.empty()) {
     auto with_names = names;
     with_names.push_back(BaseName(rescue));
-    auto with = dag::ParseDag(with_names, FileReader(dir));
+    auto with = dag::ParseDag(with_names, FileReader(dir, args.use_dag_dir));
     if (!with) return Fail(with.error().Wrap("the rescue DAG " + rescue));
     for (size_t i = 0; i < with->nodes.size(); ++i) {
       // A rescue DAG only marks nodes DONE; a node it defines anew is not taken from it.
@@ -414,6 +415,7 @@ Result<DagSubmitted> Dags::Submit(const DagSubmitArgs& args) {
                 {"DAGAlwaysRunPost", limits.always_run_post.value_or(false) ? "true" : "false"},
                 {"DAGSubmitDepthFirst", depth_first ? "true" : "false"},
                 {"DAGDepth", std::to_string(args.depth)}};
+  if (args.use_dag_dir) req.common.push_back({"DAGUseDagDir", "true"});
   if (files.size() > 1) {
     std::string list;
     for (const auto& f : files) list += (list.empty() ? "" : ", ") + Quoted(f);
@@ -559,7 +561,8 @@ void Dags::Load(Job& dag_job, bool recovering) {
       names.push_back(DirName(f) == run->dir ? BaseName(f) : f);
     }
   }
-  auto parsed = dag::ParseDag(names, FileReader(run->dir));
+  auto parsed = dag::ParseDag(
+      names, FileReader(run->dir, dag_job.ad.EvaluateBool("DAGUseDagDir").value_or(false)));
   if (!parsed) {
     (void)queue_.Hold(dag_job, "The DAG file cannot be read again: " + parsed.error().message(),
                       kHoldQueueDamage);

@@ -51,6 +51,8 @@ struct DagSubmitArgs {
   // over the DAG files' SET_JOB_ATTR.
   std::vector<std::string> append;
   std::string insert_sub_file;
+  // -usedagdir: names in each DAG file are relative to its own directory (dag::ParseOptions).
+  bool use_dag_dir = false;
   // More attributes of the DAG's job: a sub-DAG's DAGManJobId, DAGNodeName... (its parent's).
   std::vector<SubmitAttr> attrs;
   // How deep this DAG is among sub-DAGs (0: the user's); one deeper than kMaxDagDepth is refused.

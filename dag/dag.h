@@ -108,6 +108,9 @@ struct ParseOptions {
   int max_depth = 32;           // INCLUDE and SPLICE nesting
   int max_files = 10000;        // DAG files read in all (INCLUDE and SPLICE)
   size_t max_nodes = 1000000;
+  // condor_submit_dag -usedagdir: what each DAG file names (node submit files and DIRs, INCLUDE,
+  // SPLICE, CONFIG ...) is relative to that file's own directory, and its nodes run there.
+  bool use_dag_dir = false;
 };
 
 // Parses the DAG files (several are one DAG, as with condor_submit_dag a.dag b.dag). Errors are

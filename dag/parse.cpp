@@ -625,7 +625,11 @@ Result<Dag> ParseDag(const std::vector<std::string>& files, const ParseOptions& 
   // so a later file may name an earlier file's nodes, as with condor_submit_dag.
   std::vector<Builder> builders;
   for (const auto& f : files) {
-    builders.emplace_back(options, &dag, std::vector<std::string>{}, "", "", &shared);
+    size_t slash = f.rfind('/');
+    std::string dir = !options.use_dag_dir || slash == std::string::npos ? ""
+                      : slash == 0                                       ? "/"
+                                                                         : f.substr(0, slash);
+    builders.emplace_back(options, &dag, std::vector<std::string>{}, dir, "", &shared);
     std::vector<std::string> stack;
     if (auto st = builders.back().AddFile(f, nullptr, &stack); !st) return Fail(st.error());
   }

@@ -1,7 +1,8 @@
 // `kite dag submit|status`: task graphs in DAGMan's language, run by the agent (docs/dag.md).
 //
 //   kite dag submit FILE.dag [FILE2.dag ...] [-maxjobs N] [-maxidle N] [-maxpre N] [-maxpost N]
-//                   [-force] [-AlwaysRunPost | -DontAlwaysRunPost] [-notification WHEN]
+//                   [-force] [-usedagdir] [-AlwaysRunPost | -DontAlwaysRunPost]
+//                   [-notification WHEN]
 //   kite dag status FILE.dag | DAGID
 #include <unistd.h>
 
@@ -23,6 +24,7 @@ struct SubmitArgs {
   std::vector<std::string> files;
   int max_jobs = 0, max_idle = 0, max_pre = 0, max_post = 0;
   bool force = false;
+  bool use_dag_dir = false;
   bool always_run_post = false, dont_always_run_post = false;
   std::string notification;
   std::vector<std::string> append;
@@ -42,6 +44,7 @@ void Submit(const SubmitArgs& a) {
   json::object body{{"files", std::move(files)}, {"cwd", CurrentDir()}, {"maxjobs", a.max_jobs},
                     {"maxidle", a.max_idle},     {"maxpre", a.max_pre}, {"maxpost", a.max_post},
                     {"force", a.force}};
+  if (a.use_dag_dir) body["usedagdir"] = true;
   if (a.always_run_post || a.dont_always_run_post) body["always_run_post"] = a.always_run_post;
   if (!a.notification.empty()) body["notification"] = a.notification;
   if (!a.append.empty()) {
@@ -132,6 +135,10 @@ void RegisterDagCommands(CLI::App& app) {
       ->ignore_case();
   sub->add_flag("--force,-f", s.force,
                 "start over: rename existing rescue DAGs instead of using them")
+      ->ignore_case();
+  sub->add_flag("--usedagdir", s.use_dag_dir,
+                "read what each DAG file names relative to that file's own directory, and run "
+                "its nodes there (condor_submit_dag -usedagdir)")
       ->ignore_case();
   auto* arp = sub->add_flag("--AlwaysRunPost", s.always_run_post,
                             "run a node's POST script also after its PRE script failed")

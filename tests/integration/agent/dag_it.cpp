@@ -154,6 +154,30 @@ TEST(Dag, AFailedNodeLeavesARescueDagAndTheNextSubmitRunsOnlyWhatWasNotDone) {
   EXPECT_NE(ReadFileOr(env.dir() + "/chain.dag.rescue001.old", "none"), "none");
 }
 
+// condor_submit_dag -usedagdir: two DAGs in folders of their own, each naming its node submit file
+// and an INCLUDE by their bare names, run from above as one DAG; each node runs in its DAG's
+// folder. Without it, the same command is refused naming the file it cannot find.
+TEST(Dag, UseDagDirRunsEachDagFilesNamesFromItsOwnFolder) {
+  KiteEnv env("dag-usedagdir");
+  env.StartAgent();
+  for (const char* dir : {"one", "two"}) {
+    std::filesystem::create_directories(env.dir() + "/" + dir);
+    env.Write(std::string(dir) + "/node.sub", kNodeSub);
+  }
+  env.Write("one/a.dag", "JOB A node.sub\nVARS A node=\"A\"\nINCLUDE more.dag\n");
+  env.Write("one/more.dag", "JOB M node.sub\nVARS M node=\"M\"\nPARENT A CHILD M\n");
+  env.Write("two/b.dag", "JOB B node.sub\nVARS B node=\"B\"\n");
+  auto refused = env.Kite({"dag", "submit", "one/a.dag", "two/b.dag"});
+  EXPECT_NE(refused.exit_code, 0) << refused.out;
+  EXPECT_NE(refused.err.find("more.dag"), std::string::npos) << refused.err;
+  auto r = env.Kite({"dag", "submit", "-usedagdir", "one/a.dag", "two/b.dag"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(WaitForDag(env, DagCluster(r)), "0");
+  EXPECT_EQ(ReadFileOr(env.dir() + "/one/ran.txt"), "A\nM\n");
+  EXPECT_EQ(ReadFileOr(env.dir() + "/two/ran.txt"), "B\n");
+  EXPECT_FALSE(std::filesystem::exists(env.dir() + "/ran.txt"));
+}
+
 TEST(Dag, MalformedDagFilesAreRefusedNamingFileAndLineAndNothingIsQueued) {
   KiteEnv env("dag-bad");
   env.StartAgent();

@@ -322,5 +322,27 @@ TEST(DagParse, SeveralFilesAreOneDag) {
   EXPECT_EQ(Names(*d, d->Find("A")->children), "B");
 }
 
+// -usedagdir: what each file names is relative to that file's own directory; without it, to where
+// the DAG runs.
+TEST(DagParse, UseDagDirReadsEachFilesNamesFromItsOwnDirectory) {
+  Files f;
+  f.Add("sub/a.dag", "JOB A a.sub\nJOB B b.sub DIR work\nINCLUDE more.dag\n")
+      .Add("sub/more.dag", "JOB C c.sub\n")
+      .Add("other/x.dag", "JOB X x.sub\n");
+  ParseOptions o = f.Options();
+  o.use_dag_dir = true;
+  auto d = ParseDag({"sub/a.dag", "other/x.dag"}, o);
+  ASSERT_TRUE(d) << d.error().message();
+  EXPECT_EQ(d->Find("A")->dir, "sub");
+  EXPECT_EQ(d->Find("B")->dir, "sub/work");
+  EXPECT_EQ(d->Find("C")->dir, "sub");
+  EXPECT_EQ(d->Find("X")->dir, "other");
+  EXPECT_EQ(d->Find("A")->submit, "a.sub");
+  auto plain = ParseDag({"sub/a.dag"}, f.Options());
+  ASSERT_FALSE(plain) << "without it, INCLUDE more.dag is read where the DAG runs";
+  EXPECT_NE(plain.error().message().find("cannot read more.dag"), std::string::npos)
+      << plain.error().message();
+}
+
 }  // namespace
 }  // namespace kite::dag
