@@ -15,6 +15,7 @@
 
 #include "common/strings.h"
 #include "tests/fixtures/kite_env.h"
+#include "tests/fixtures/output_folders.h"
 
 namespace kite::testing {
 namespace {
@@ -228,24 +229,12 @@ TEST_F(ArcCe, AJobWithoutAnOutputFileItNamesIsHeldSayingWhich) {
 // as the folder res with everything in it, empty folders too; "flat/" as what the folder holds,
 // into the submit folder. A folder the job did not make holds its job saying which.
 TEST_F(ArcCe, OutputFoldersComeBackWholeAndOneTheJobDidNotMakeHoldsIt) {
-  int c = env_.Submit(
-      Sub("executable = /bin/sh\ntransfer_executable = false\n"
-          "arguments = \"-c 'mkdir -p res/sub/deeper res/empty flat/inner && echo a > res/a.txt && "
-          "echo b > res/sub/b.txt && seq 1 5000 > res/sub/deeper/c.txt && echo x > flat/x.txt && "
-          "echo y > flat/inner/y.txt'\"\n"
-          "transfer_output_files = res, flat/\nqueue\n"));
+  int c = env_.Submit(Sub(std::string(kOutputFoldersJob) + "queue\n"));
   WaitDone(c);
   std::string id = std::to_string(c) + ".0";
   ASSERT_EQ(Attr(id, "JobStatus", true), "4") << Attr(id, "HoldReason", false);
   const std::string d = env_.dir();
-  EXPECT_EQ(ReadFileOr(d + "/res/a.txt"), "a\n");
-  EXPECT_EQ(ReadFileOr(d + "/res/sub/b.txt"), "b\n");
-  EXPECT_EQ(RunCommand({"sh", "-c", "seq 1 5000 | cmp - " + d + "/res/sub/deeper/c.txt"}).exit_code,
-            0);
-  EXPECT_TRUE(std::filesystem::is_directory(d + "/res/empty"));
-  EXPECT_EQ(ReadFileOr(d + "/x.txt"), "x\n");
-  EXPECT_EQ(ReadFileOr(d + "/inner/y.txt"), "y\n");
-  EXPECT_FALSE(std::filesystem::exists(d + "/flat"));
+  ExpectOutputFoldersCameBack(d);
 
   int missing =
       env_.Submit(Sub("executable = /bin/sh\ntransfer_executable = false\n"

@@ -21,6 +21,7 @@
 #include "credentials/certificate.h"
 #include "credentials/proxy.h"
 #include "tests/fixtures/kite_env.h"
+#include "tests/fixtures/output_folders.h"
 
 namespace kite::testing {
 namespace {
@@ -279,25 +280,12 @@ TEST_F(GridE2E, OutputFilesComeBackAndOneTheJobDidNotMakeHoldsIt) {
 // as what the folder holds, into the submit folder. A symbolic link in a folder holds its job
 // saying which, after the job ran once: only files and folders come back.
 TEST_F(GridE2E, OutputFoldersComeBackWholeAndALinkInOneHoldsItsJob) {
-  int c = env_.Submit(
-      Sub("executable = /bin/sh\ntransfer_executable = false\n"
-          "arguments = \"-c 'mkdir -p res/sub/deeper flat/inner && echo a > res/a.txt && "
-          "echo b > res/sub/b.txt && seq 1 5000 > res/sub/deeper/c.txt && echo x > flat/x.txt && "
-          "echo y > flat/inner/y.txt && mkdir -p res/empty none'\"\n"
-          "transfer_output_files = res, flat/, none\nqueue\n"));
+  int c = env_.Submit(Sub(std::string(kOutputFoldersJob) + "queue\n"));
   WaitDone(c, 120);
   std::string id = std::to_string(c) + ".0";
   ASSERT_EQ(Attr(id, "JobStatus", true), "4") << Attr(id, "HoldReason", false);
   const std::string d = env_.dir();
-  EXPECT_EQ(ReadFileOr(d + "/res/a.txt"), "a\n");
-  EXPECT_EQ(ReadFileOr(d + "/res/sub/b.txt"), "b\n");
-  EXPECT_EQ(RunCommand({"sh", "-c", "seq 1 5000 | cmp - " + d + "/res/sub/deeper/c.txt"}).exit_code,
-            0);
-  EXPECT_EQ(ReadFileOr(d + "/x.txt"), "x\n");
-  EXPECT_EQ(ReadFileOr(d + "/inner/y.txt"), "y\n");
-  EXPECT_FALSE(std::filesystem::exists(d + "/flat"));
-  EXPECT_TRUE(std::filesystem::is_directory(d + "/res/empty"));  // empty folders too
-  EXPECT_TRUE(std::filesystem::is_directory(d + "/none"));
+  ExpectOutputFoldersCameBack(d);
 
   std::string side = d + "/ran";
   int linked =

@@ -125,12 +125,16 @@ class Gt5Gatekeeper : public ::testing::Test {
     return r.out.find("\"JobStatus\": 1") == std::string::npos &&
            r.out.find("\"JobStatus\": 2") == std::string::npos;
   }
-  // One job that appends "ran" to side_/ran, waits until Go(), then runs `then`; `extra` adds
-  // submit commands. Its stdout goes to out.txt. The job's id.
-  std::string SubmitWaitingJob(const std::string& then, const std::string& extra = "") {
+  // side_: a folder outside the site's directories where jobs leave side-effect files.
+  void MakeSide() {
     side_ = env_.dir() + "/side";
     std::filesystem::create_directories(side_);
     std::filesystem::permissions(side_, std::filesystem::perms::all);  // the site's account writes
+  }
+  // One job that appends "ran" to side_/ran, waits until Go(), then runs `then`; `extra` adds
+  // submit commands. Its stdout goes to out.txt. The job's id.
+  std::string SubmitWaitingJob(const std::string& then, const std::string& extra = "") {
+    MakeSide();
     int c =
         env_.Submit(Sub("executable = /bin/sh\ntransfer_executable = false\n"
                         "arguments = \"-c 'echo ran >> " +
@@ -142,9 +146,7 @@ class Gt5Gatekeeper : public ::testing::Test {
   // `n` jobs that each append "ran" to side_/ran.PROC (outside the site's directories), read a
   // staged input, sleep 3 s and say they are done: the cluster id.
   int SubmitMarkedJobs(int n) {
-    side_ = env_.dir() + "/side";
-    std::filesystem::create_directories(side_);
-    std::filesystem::permissions(side_, std::filesystem::perms::all);  // the site's account writes
+    MakeSide();
     env_.Write("in.txt", "input for every job\n");
     return env_.Submit(
         Sub("executable = /bin/sh\ntransfer_executable = false\n"
@@ -291,9 +293,7 @@ TEST_F(Gt5Gatekeeper, AJobTheSiteCannotRunIsHeldWithGramsReason) {
 // only: its copy of a folder sends an empty file and then fails), each hold their job with a
 // stage-out failure, never an empty file taken for the output; neither job runs a second time.
 TEST_F(Gt5Gatekeeper, AnOutputFileTheJobDidNotMakeOrMadeAFolderHoldsItsJob) {
-  side_ = env_.dir() + "/side";
-  std::filesystem::create_directories(side_);
-  std::filesystem::permissions(side_, std::filesystem::perms::all);  // the site's account writes
+  MakeSide();
   int c =
       env_.Submit(Sub("executable = /bin/sh\ntransfer_executable = false\n"
                       "arguments = \"-c 'echo ran >> " +
